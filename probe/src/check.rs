@@ -1,0 +1,819 @@
+//! One model's check: the tries, the stream, the deadline, and the outcome (the contract's sections 3 and 4).
+//!
+//! A try sends the request a Turn sends and reads the answer until the first tool-call event names a tool, then
+//! drops the connection: the verdict does not wait for the end of the completion. A try that gets 429, 529 or 503
+//! (or an overload event inside the stream) is followed by another, as [`crate::retry`] decides. Every try runs
+//! under the model's deadline; nothing here waits without one.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use tokio::sync::Semaphore;
+
+use crate::api::{self, ApiKind, ProviderError, StreamEvent, StreamReader};
+use crate::outcome::{Code, Outcome};
+use crate::retry::{self, RetryPolicy};
+use crate::sanitize::Redactor;
+use crate::sse;
+use crate::transport::ClientFactory;
+use crate::verdict::{ModelResult, Route, Timings, Try};
+
+/// The most of an error body the probe reads.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A key value. Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a key value.
+    pub fn new(value: String) -> Self {
+        Self(value)
+    }
+
+    /// The value, for the one header that carries it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// What to check: one model, where it lives and how to reach it.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The model as the user names it (the lines' `<model>`).
+    pub model: String,
+    /// The id sent in the request body.
+    pub id: String,
+    /// The API kind.
+    pub api: ApiKind,
+    /// The base URL.
+    pub base_url: reqwest::Url,
+    /// How the model is reached (the lines' form).
+    pub route: Route,
+    /// The key, when one is configured.
+    pub key: Option<Secret>,
+    /// The token cap to send (already clamped as pi clamps it).
+    pub max_tokens: u64,
+}
+
+impl Target {
+    /// `<host>` of the lines: the host, with `:port` when the URL names one.
+    pub fn host(&self) -> String {
+        host_of(&self.base_url)
+    }
+}
+
+/// The base URL's host as the lines write it.
+pub fn host_of(url: &reqwest::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
+/// Limits of a check.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// No answer within this, per model: timeout.
+    pub timeout: Duration,
+    /// Retries.
+    pub retry: RetryPolicy,
+    /// Models checked at once.
+    pub concurrency: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(120),
+            retry: RetryPolicy::default(),
+            concurrency: 8,
+        }
+    }
+}
+
+/// Checks models.
+#[derive(Clone, Debug)]
+pub struct Checker {
+    factory: ClientFactory,
+    redactor: Arc<Redactor>,
+    settings: Settings,
+}
+
+/// How one try ended.
+#[derive(Debug)]
+enum End {
+    ToolCall {
+        name: String,
+    },
+    Text {
+        stop: Option<String>,
+    },
+    Length {
+        stop: String,
+    },
+    Fail {
+        outcome: Outcome,
+        code: Code,
+        error: String,
+    },
+}
+
+#[derive(Debug)]
+struct Attempt {
+    status: Option<u16>,
+    end: End,
+    retryable: bool,
+    wait_asked: Option<Duration>,
+    first_byte: Option<Duration>,
+    tool_call: Option<Duration>,
+    answer: String,
+}
+
+impl Attempt {
+    fn fail(status: Option<u16>, outcome: Outcome, code: Code, error: String) -> Self {
+        Self {
+            status,
+            end: End::Fail {
+                outcome,
+                code,
+                error,
+            },
+            retryable: false,
+            wait_asked: None,
+            first_byte: None,
+            tool_call: None,
+            answer: String::new(),
+        }
+    }
+}
+
+impl Checker {
+    /// A checker with these clients, this redactor (it knows every key the run holds) and these limits.
+    pub fn new(factory: ClientFactory, redactor: Redactor, settings: Settings) -> Self {
+        Self {
+            factory,
+            redactor: Arc::new(redactor),
+            settings,
+        }
+    }
+
+    /// The limits.
+    pub fn settings(&self) -> Settings {
+        self.settings
+    }
+
+    /// Checks every target, at most `concurrency` at once, and calls `on_result` as each finishes (in completion
+    /// order, with its index). Returns the results in the targets' order.
+    pub async fn check_all(
+        &self,
+        targets: &[Target],
+        mut on_result: impl FnMut(usize, &ModelResult),
+    ) -> Vec<ModelResult> {
+        let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
+        let mut running: FuturesUnordered<_> = targets
+            .iter()
+            .enumerate()
+            .map(|(i, target)| {
+                let permits = permits.clone();
+                async move {
+                    let _permit = permits
+                        .acquire()
+                        .await
+                        .expect("the semaphore is never closed");
+                    (i, self.check(target).await)
+                }
+            })
+            .collect();
+        let mut results: Vec<Option<ModelResult>> = vec![None; targets.len()];
+        while let Some((i, result)) = running.next().await {
+            on_result(i, &result);
+            results[i] = Some(result);
+        }
+        results
+            .into_iter()
+            .map(|r| r.expect("every target yields a result"))
+            .collect()
+    }
+
+    /// Checks one model, with its retries, under its deadline.
+    pub async fn check(&self, target: &Target) -> ModelResult {
+        let start = Instant::now();
+        let deadline = tokio::time::Instant::from_std(start + self.settings.timeout);
+        if let Some(why) = target.api.unsupported_because() {
+            return self.finish(
+                target,
+                start,
+                Vec::new(),
+                None,
+                Outcome::Unsupported,
+                Code::Unsupported,
+                Some(format!("not supported by the preflight yet: {why}")),
+                None,
+            );
+        }
+        let (client, clock) = match self.factory.client() {
+            Ok(c) => c,
+            Err(e) => {
+                let error = self
+                    .redactor
+                    .clean(&format!("cannot build an HTTP client: {e}"));
+                return self.finish(
+                    target,
+                    start,
+                    Vec::new(),
+                    None,
+                    Outcome::Unreachable,
+                    Code::Unreachable,
+                    Some(error),
+                    None,
+                );
+            }
+        };
+        let policy = self.settings.retry;
+        let mut backoff = policy.backoff();
+        let mut tries: Vec<Try> = Vec::new();
+        let mut waited = Duration::ZERO;
+        loop {
+            let n = tries.len() as u32 + 1;
+            let try_start = clock.restart();
+            let attempt =
+                match tokio::time::timeout_at(deadline, self.attempt(&client, target, try_start))
+                    .await
+                {
+                    Ok(a) => a,
+                    Err(_) => self.timed_out(target),
+                };
+            let (dns_ms, tls_ms, connect_ms) = clock.marks();
+            let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+            let timings = Timings {
+                dns_ms,
+                tls_ms,
+                connect_ms,
+                first_byte_ms: ms(attempt.first_byte),
+                tool_call_ms: ms(attempt.tool_call),
+                total_ms: try_start.elapsed().as_millis() as u64,
+            };
+            let outcome = match &attempt.end {
+                End::ToolCall { .. } => Outcome::Ok,
+                End::Text { .. } => Outcome::Text,
+                End::Length { .. } => Outcome::Length,
+                End::Fail { outcome, .. } => *outcome,
+            };
+            tries.push(Try {
+                n,
+                status: attempt.status,
+                outcome,
+                wait_asked_ms: ms(attempt.wait_asked),
+                wait_taken_ms: 0,
+                timings,
+            });
+            if attempt.retryable && n < policy.max_tries {
+                let wait = match attempt.wait_asked {
+                    Some(asked) if asked > policy.max_requested_wait => None,
+                    Some(asked) => {
+                        backoff.next();
+                        Some(asked)
+                    }
+                    None => backoff.next(),
+                };
+                let fits = |w: Duration| {
+                    waited + w <= policy.budget && tokio::time::Instant::now() + w < deadline
+                };
+                if let Some(wait) = wait.filter(|w| fits(*w)) {
+                    tracing::debug!(model = %target.model, try_n = n, wait_ms = wait.as_millis() as u64, "retrying");
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                    if let Some(last) = tries.last_mut() {
+                        last.wait_taken_ms = wait.as_millis() as u64;
+                    }
+                    continue;
+                }
+            }
+            return self.conclude(target, start, tries, attempt);
+        }
+    }
+
+    fn timed_out(&self, target: &Target) -> Attempt {
+        let may_load = matches!(
+            target.route,
+            Route::Custom { .. } | Route::Catalog { gateway: true, .. }
+        );
+        let error =
+            crate::render::timeout_error(&crate::render::seconds(self.settings.timeout), may_load);
+        Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
+    }
+
+    fn conclude(
+        &self,
+        target: &Target,
+        start: Instant,
+        tries: Vec<Try>,
+        attempt: Attempt,
+    ) -> ModelResult {
+        let answer = (!attempt.answer.is_empty()).then(|| self.redactor.clean(&attempt.answer));
+        let status = attempt.status;
+        match attempt.end {
+            End::ToolCall { name } => {
+                let mut r = self.finish(
+                    target,
+                    start,
+                    tries,
+                    status,
+                    Outcome::Ok,
+                    Code::Ok,
+                    None,
+                    answer,
+                );
+                r.tool_name = Some(self.redactor.clean_to(&name, 100));
+                r
+            }
+            End::Text { stop } => {
+                let mut r = self.finish(
+                    target,
+                    start,
+                    tries,
+                    status,
+                    Outcome::Text,
+                    Code::TextAnswer,
+                    None,
+                    answer,
+                );
+                r.stop_reason = stop.map(|s| self.redactor.clean_to(&s, 100));
+                r
+            }
+            End::Length { stop } => {
+                let error = format!(
+                    "stop reason \"{}\" before any tool call (the token cap sent was {})",
+                    self.redactor.clean_to(&stop, 40),
+                    target.max_tokens
+                );
+                let mut r = self.finish(
+                    target,
+                    start,
+                    tries,
+                    status,
+                    Outcome::Length,
+                    Code::Length,
+                    Some(error),
+                    answer,
+                );
+                r.stop_reason = Some(self.redactor.clean_to(&stop, 100));
+                r
+            }
+            End::Fail {
+                outcome,
+                code,
+                error,
+            } => self.finish(
+                target,
+                start,
+                tries,
+                status,
+                outcome,
+                code,
+                Some(error),
+                answer,
+            ),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        target: &Target,
+        start: Instant,
+        tries: Vec<Try>,
+        http_status: Option<u16>,
+        outcome: Outcome,
+        code: Code,
+        error: Option<String>,
+        answer: Option<String>,
+    ) -> ModelResult {
+        ModelResult {
+            model: target.model.clone(),
+            id: target.id.clone(),
+            api: target.api,
+            base_url: target.base_url.to_string(),
+            host: target.host(),
+            route: target.route.clone(),
+            outcome,
+            level: outcome.level(target.api),
+            code,
+            next_action: code.next_action().to_owned(),
+            error,
+            http_status,
+            stop_reason: None,
+            tool_name: None,
+            answer,
+            max_tokens: target.max_tokens,
+            elapsed_ms: start.elapsed().as_millis() as u64,
+            tries,
+        }
+    }
+
+    async fn attempt(&self, client: &reqwest::Client, target: &Target, start: Instant) -> Attempt {
+        let url = endpoint(&target.base_url, api::openai_completions::PATH);
+        let body = api::openai_completions::body(
+            &target.id,
+            target.max_tokens,
+            api::openai_completions::SystemRole::Developer,
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert("accept", HeaderValue::from_static("application/json"));
+        // pi's custom provider answers the literal `unused` when no key is configured.
+        let key = target.key.as_ref().map_or("unused", Secret::expose);
+        match HeaderValue::from_str(&format!("Bearer {key}")) {
+            Ok(mut v) => {
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+            Err(_) => {
+                return Attempt::fail(
+                    None,
+                    Outcome::KeyRefused,
+                    Code::KeyRefused,
+                    "the key holds a character a header cannot carry (a pasted newline, most likely); the value itself is not shown".to_owned(),
+                );
+            }
+        }
+        let sent = client
+            .post(url)
+            .headers(headers)
+            .body(body.to_string())
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                let failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                let code = failure.outcome.default_code();
+                return Attempt::fail(
+                    None,
+                    failure.outcome,
+                    code,
+                    self.redactor.clean(&failure.text),
+                );
+            }
+        };
+        let first_byte = Some(start.elapsed());
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let mut a = self.http_failure(response, status).await;
+            a.first_byte = first_byte;
+            return a;
+        }
+        let mut a = self.read_stream(response, start).await;
+        a.status = Some(status);
+        a.first_byte = first_byte;
+        a
+    }
+
+    async fn http_failure(&self, response: reqwest::Response, status: u16) -> Attempt {
+        let wait_asked = retry::requested_wait(response.headers(), SystemTime::now());
+        let reason = response
+            .status()
+            .canonical_reason()
+            .unwrap_or("")
+            .to_owned();
+        let body = read_bounded(response, MAX_ERROR_BODY).await;
+        let perr = api::error_body::parse(&body);
+        let message = perr
+            .as_ref()
+            .map(|e| e.message.clone())
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or(reason);
+        let error = self.redactor.clean(&format!("HTTP {status}: {message}"));
+        let (outcome, code) = classify_status(status, perr.as_ref());
+        let retryable = retry::is_retryable_status(status)
+            && code != Code::QuotaExhausted
+            && outcome != Outcome::CustodianRefused;
+        Attempt {
+            status: Some(status),
+            end: End::Fail {
+                outcome,
+                code,
+                error,
+            },
+            retryable,
+            wait_asked,
+            first_byte: None,
+            tool_call: None,
+            answer: String::new(),
+        }
+    }
+
+    async fn read_stream(&self, mut response: reqwest::Response, start: Instant) -> Attempt {
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
+            let what = if content_type.starts_with("text/html") {
+                "an HTML page"
+            } else {
+                "one JSON document"
+            };
+            let body = read_bounded(response, MAX_ERROR_BODY).await;
+            // Some servers answer errors with a 200 and a JSON error body.
+            if let Some(e) = api::error_body::parse(&body).filter(|_| body.contains("\"error\"")) {
+                return Attempt::fail(
+                    Some(200),
+                    Outcome::Http,
+                    Code::StreamError,
+                    self.redactor
+                        .clean(&format!("HTTP 200 with an error body: {}", e.message)),
+                );
+            }
+            return Attempt::fail(
+                Some(200),
+                Outcome::Protocol,
+                Code::ProtocolError,
+                format!("HTTP 200, but the answer is {what}, not the event stream a Turn reads"),
+            );
+        }
+        let mut decoder = sse::Decoder::default();
+        let mut reader = api::openai_completions::Reader;
+        let mut events = Vec::new();
+        let mut stream_events = Vec::new();
+        let mut answer = String::new();
+        let mut stop: Option<String> = None;
+        let mut done = false;
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    let failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                    return self.protocol(format!("the stream broke off: {}", failure.text));
+                }
+            };
+            let at_end = chunk.is_none();
+            let decoded = match &chunk {
+                Some(bytes) => decoder.push(bytes, &mut events),
+                None => decoder.finish(&mut events),
+            };
+            if let Err(e) = decoded {
+                return self.protocol(e.to_string());
+            }
+            for event in events.drain(..) {
+                if let Err(e) = reader.on_event(&event, &mut stream_events) {
+                    return self.protocol(e.0);
+                }
+                for ev in stream_events.drain(..) {
+                    match ev {
+                        StreamEvent::ToolCall { name } => {
+                            // The verdict: hang up now (dropping the response closes the connection).
+                            return Attempt {
+                                status: None,
+                                end: End::ToolCall { name },
+                                retryable: false,
+                                wait_asked: None,
+                                first_byte: None,
+                                tool_call: Some(start.elapsed()),
+                                answer,
+                            };
+                        }
+                        StreamEvent::Text(t) => {
+                            if answer.chars().count() < 400 {
+                                answer.push_str(&t);
+                            }
+                        }
+                        StreamEvent::Stop(reason) => stop = Some(reason),
+                        StreamEvent::Error(e) => return self.stream_error(&e, answer),
+                        StreamEvent::Done => done = true,
+                    }
+                }
+            }
+            if at_end || done {
+                break;
+            }
+        }
+        let end = match stop {
+            Some(reason) if api::openai_completions::is_length(&reason) => End::Length { stop: reason },
+            Some(reason) if matches!(reason.as_str(), "stop" | "tool_calls" | "function_call" | "eos" | "end_turn") => {
+                End::Text { stop: Some(reason) }
+            }
+            Some(reason) => End::Fail {
+                outcome: Outcome::Http,
+                code: Code::StreamError,
+                error: self.redactor.clean(&format!(
+                    "HTTP 200, then the stream stopped with finish_reason \"{reason}\" before any tool call"
+                )),
+            },
+            None if done => End::Text { stop: None },
+            None => End::Fail {
+                outcome: Outcome::Protocol,
+                code: Code::ProtocolError,
+                error: if answer.is_empty() {
+                    "HTTP 200, but the stream ended without a chat completion event".to_owned()
+                } else {
+                    "HTTP 200, but the stream ended before the answer was complete (no finish_reason, no [DONE])"
+                        .to_owned()
+                },
+            },
+        };
+        Attempt {
+            status: None,
+            end,
+            retryable: false,
+            wait_asked: None,
+            first_byte: None,
+            tool_call: None,
+            answer,
+        }
+    }
+
+    fn protocol(&self, why: String) -> Attempt {
+        let error = self
+            .redactor
+            .clean(&format!("HTTP 200, but the stream cannot be read: {why}"));
+        Attempt::fail(Some(200), Outcome::Protocol, Code::ProtocolError, error)
+    }
+
+    fn stream_error(&self, e: &ProviderError, answer: String) -> Attempt {
+        let error = self.redactor.clean(&format!(
+            "HTTP 200, then an error in the stream: {}",
+            e.message
+        ));
+        let (outcome, code, retryable) = if e.is_quota_exhausted() {
+            (Outcome::Http, Code::QuotaExhausted, false)
+        } else if e.is_overload() {
+            (Outcome::Busy, Code::Busy, true)
+        } else {
+            (Outcome::Http, Code::StreamError, false)
+        };
+        Attempt {
+            status: Some(200),
+            end: End::Fail {
+                outcome,
+                code,
+                error,
+            },
+            retryable,
+            wait_asked: None,
+            first_byte: None,
+            tool_call: None,
+            answer,
+        }
+    }
+}
+
+/// The outcome and code of an HTTP error status and its body.
+pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Code) {
+    let message = err.map(|e| e.message.as_str()).unwrap_or("");
+    let code_is = |c: &str| err.and_then(|e| e.code.as_deref()) == Some(c);
+    if message.trim_start().starts_with("jr2 custodian:") {
+        return (Outcome::CustodianRefused, Code::CustodianRefused);
+    }
+    match status {
+        401 | 403 => (Outcome::KeyRefused, Code::KeyRefused),
+        400 if code_is("API_KEY_INVALID") => (Outcome::KeyRefused, Code::KeyRefused),
+        429 if err.is_some_and(ProviderError::is_quota_exhausted) => {
+            (Outcome::Http, Code::QuotaExhausted)
+        }
+        429 | 529 => (Outcome::Busy, Code::Busy),
+        503 => (Outcome::Unavailable, Code::Unavailable),
+        404 => (Outcome::Http, Code::ModelNotFound),
+        400 if message.contains("Invalid model name") || message.contains("model not found") => {
+            (Outcome::Http, Code::ModelNotFound)
+        }
+        400 | 500
+            if message.contains("tool choice requires")
+                || message.contains("requires --tool-call-parser")
+                || message.contains("tools param requires --jinja") =>
+        {
+            (Outcome::Http, Code::ToolsNotEnabled)
+        }
+        _ => (Outcome::Http, Code::HttpError),
+    }
+}
+
+/// `{base}{path}`, without doubling the slash a base URL may end with.
+pub fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let joined = format!("{}{}", base.path().trim_end_matches('/'), path);
+    url.set_path(&joined);
+    url
+}
+
+/// Reads at most `limit` bytes of a body, as lossy UTF-8; a body that breaks off yields what came.
+async fn read_bounded(mut response: reqwest::Response, limit: usize) -> String {
+    let mut buf = Vec::new();
+    while buf.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let take = chunk.len().min(limit - buf.len());
+                buf.extend_from_slice(&chunk[..take]);
+            }
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(body: &str) -> ProviderError {
+        api::error_body::parse(body).unwrap()
+    }
+
+    #[test]
+    fn statuses_classify_as_the_contract_says() {
+        assert_eq!(
+            classify_status(401, Some(&err(r#"{"error":"Unauthorized"}"#))),
+            (Outcome::KeyRefused, Code::KeyRefused)
+        );
+        assert_eq!(
+            classify_status(403, None),
+            (Outcome::KeyRefused, Code::KeyRefused)
+        );
+        assert_eq!(classify_status(429, None), (Outcome::Busy, Code::Busy));
+        assert_eq!(classify_status(529, None), (Outcome::Busy, Code::Busy));
+        assert_eq!(
+            classify_status(503, None),
+            (Outcome::Unavailable, Code::Unavailable)
+        );
+        assert_eq!(
+            classify_status(404, None),
+            (Outcome::Http, Code::ModelNotFound)
+        );
+        assert_eq!(classify_status(500, None), (Outcome::Http, Code::HttpError));
+        assert_eq!(classify_status(502, None), (Outcome::Http, Code::HttpError));
+        assert_eq!(
+            classify_status(
+                429,
+                Some(&err(
+                    r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#
+                ))
+            ),
+            (Outcome::Http, Code::QuotaExhausted)
+        );
+        assert_eq!(
+            classify_status(
+                400,
+                Some(&err(
+                    r#"{"error":{"message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}}"#
+                ))
+            ),
+            (Outcome::Http, Code::ToolsNotEnabled)
+        );
+        assert_eq!(
+            classify_status(
+                403,
+                Some(&err(
+                    "jr2 custodian: this request needs the stand-in jr2-held-X"
+                ))
+            ),
+            (Outcome::CustodianRefused, Code::CustodianRefused)
+        );
+        assert_eq!(
+            classify_status(
+                400,
+                Some(&err(
+                    r#"{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}"#
+                ))
+            ),
+            (Outcome::KeyRefused, Code::KeyRefused)
+        );
+    }
+
+    #[test]
+    fn endpoint_joins_without_double_slash() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert_eq!(
+            endpoint(&u("http://h:8000/v1"), "/chat/completions").as_str(),
+            "http://h:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint(&u("http://h:8000/v1/"), "/chat/completions").as_str(),
+            "http://h:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint(&u("https://api.deepseek.com"), "/chat/completions").as_str(),
+            "https://api.deepseek.com/chat/completions"
+        );
+    }
+
+    #[test]
+    fn secret_debug_is_redacted() {
+        assert_eq!(
+            format!("{:?}", Secret::new("sk-live-123456789".into())),
+            "Secret([redacted])"
+        );
+    }
+}

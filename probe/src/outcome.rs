@@ -1,0 +1,298 @@
+//! What one model's check ended with: the contract's outcomes (section 4), their level, stable code and next action.
+//!
+//! The outcome is the coarse class the lines are chosen by; the [`Code`] refines it for machines and for the
+//! troubleshooting page, which asks every error to carry a stable code and the next action.
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::ApiKind;
+
+/// The contract's outcomes, in the order they are decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A tool call came back.
+    Ok,
+    /// The model answered in text, not with a tool call.
+    Text,
+    /// 429, 529 or an overload signal on every try.
+    Busy,
+    /// 503 on every try.
+    Unavailable,
+    /// The model stopped for length before any tool call.
+    Length,
+    /// 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`).
+    KeyRefused,
+    /// The Custodian answered instead of the provider.
+    CustodianRefused,
+    /// No answer within the model's deadline.
+    Timeout,
+    /// DNS failure, connection refused, no route, connect timeout, a proxy that refused the tunnel.
+    Unreachable,
+    /// Certificate not trusted, name mismatch, handshake failure.
+    Tls,
+    /// Any other HTTP status, or an error the provider reported inside a 200 stream.
+    Http,
+    /// A 200 whose body or stream cannot be read as the API's format.
+    Protocol,
+    /// The check stopped, or its deadline passed, before this model was reached.
+    NotChecked,
+    /// The preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
+    Unsupported,
+}
+
+/// How an outcome weighs on the converge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// The model can call tools.
+    Pass,
+    /// Printed, but the converge goes on.
+    Warning,
+    /// The converge stops (exit 1).
+    Error,
+}
+
+impl Outcome {
+    /// The level of this outcome for a model of `api`. Busy is a warning (a Turn retries the same way) except for
+    /// Gemini and Vertex, whose tries are not seen.
+    pub fn level(self, api: ApiKind) -> Level {
+        match self {
+            Outcome::Ok => Level::Pass,
+            Outcome::Text => Level::Warning,
+            Outcome::Busy if api.is_google() => Level::Error,
+            Outcome::Busy => Level::Warning,
+            _ => Level::Error,
+        }
+    }
+
+    /// The outcome's name in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Text => "text",
+            Outcome::Busy => "busy",
+            Outcome::Unavailable => "unavailable",
+            Outcome::Length => "length",
+            Outcome::KeyRefused => "key_refused",
+            Outcome::CustodianRefused => "custodian_refused",
+            Outcome::Timeout => "timeout",
+            Outcome::Unreachable => "unreachable",
+            Outcome::Tls => "tls",
+            Outcome::Http => "http",
+            Outcome::Protocol => "protocol",
+            Outcome::NotChecked => "not_checked",
+            Outcome::Unsupported => "unsupported",
+        }
+    }
+
+    /// The code an outcome has when nothing more precise is known.
+    pub fn default_code(self) -> Code {
+        match self {
+            Outcome::Ok => Code::Ok,
+            Outcome::Text => Code::TextAnswer,
+            Outcome::Busy => Code::Busy,
+            Outcome::Unavailable => Code::Unavailable,
+            Outcome::Length => Code::Length,
+            Outcome::KeyRefused => Code::KeyRefused,
+            Outcome::CustodianRefused => Code::CustodianRefused,
+            Outcome::Timeout => Code::Timeout,
+            Outcome::Unreachable => Code::Unreachable,
+            Outcome::Tls => Code::Tls,
+            Outcome::Http => Code::HttpError,
+            Outcome::Protocol => Code::ProtocolError,
+            Outcome::NotChecked => Code::NotChecked,
+            Outcome::Unsupported => Code::Unsupported,
+        }
+    }
+}
+
+/// Stable codes, one per documented cause. Never renamed: `jr2 up` and support tooling match on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(missing_docs)] // each variant is documented by its `next_action`
+pub enum Code {
+    #[serde(rename = "PROVIDER_OK")]
+    Ok,
+    #[serde(rename = "PROVIDER_TEXT_ANSWER")]
+    TextAnswer,
+    #[serde(rename = "PROVIDER_BUSY")]
+    Busy,
+    #[serde(rename = "PROVIDER_UNAVAILABLE")]
+    Unavailable,
+    #[serde(rename = "PROVIDER_LENGTH")]
+    Length,
+    #[serde(rename = "PROVIDER_KEY_REFUSED")]
+    KeyRefused,
+    #[serde(rename = "PROVIDER_CUSTODIAN_REFUSED")]
+    CustodianRefused,
+    #[serde(rename = "PROVIDER_TIMEOUT")]
+    Timeout,
+    #[serde(rename = "PROVIDER_UNREACHABLE")]
+    Unreachable,
+    #[serde(rename = "PROVIDER_TLS")]
+    Tls,
+    #[serde(rename = "PROVIDER_HTTP_ERROR")]
+    HttpError,
+    #[serde(rename = "PROVIDER_MODEL_NOT_FOUND")]
+    ModelNotFound,
+    #[serde(rename = "PROVIDER_TOOLS_NOT_ENABLED")]
+    ToolsNotEnabled,
+    #[serde(rename = "PROVIDER_QUOTA_EXHAUSTED")]
+    QuotaExhausted,
+    #[serde(rename = "PROVIDER_STREAM_ERROR")]
+    StreamError,
+    #[serde(rename = "PROVIDER_PROTOCOL_ERROR")]
+    ProtocolError,
+    #[serde(rename = "PROVIDER_NOT_CHECKED")]
+    NotChecked,
+    #[serde(rename = "PROVIDER_UNSUPPORTED")]
+    Unsupported,
+}
+
+impl Code {
+    /// Every code, in documentation order.
+    pub const ALL: [Code; 18] = [
+        Code::Ok,
+        Code::TextAnswer,
+        Code::Busy,
+        Code::Unavailable,
+        Code::Length,
+        Code::KeyRefused,
+        Code::CustodianRefused,
+        Code::Timeout,
+        Code::Unreachable,
+        Code::Tls,
+        Code::HttpError,
+        Code::ModelNotFound,
+        Code::ToolsNotEnabled,
+        Code::QuotaExhausted,
+        Code::StreamError,
+        Code::ProtocolError,
+        Code::NotChecked,
+        Code::Unsupported,
+    ];
+
+    /// The code as it appears in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "PROVIDER_OK",
+            Code::TextAnswer => "PROVIDER_TEXT_ANSWER",
+            Code::Busy => "PROVIDER_BUSY",
+            Code::Unavailable => "PROVIDER_UNAVAILABLE",
+            Code::Length => "PROVIDER_LENGTH",
+            Code::KeyRefused => "PROVIDER_KEY_REFUSED",
+            Code::CustodianRefused => "PROVIDER_CUSTODIAN_REFUSED",
+            Code::Timeout => "PROVIDER_TIMEOUT",
+            Code::Unreachable => "PROVIDER_UNREACHABLE",
+            Code::Tls => "PROVIDER_TLS",
+            Code::HttpError => "PROVIDER_HTTP_ERROR",
+            Code::ModelNotFound => "PROVIDER_MODEL_NOT_FOUND",
+            Code::ToolsNotEnabled => "PROVIDER_TOOLS_NOT_ENABLED",
+            Code::QuotaExhausted => "PROVIDER_QUOTA_EXHAUSTED",
+            Code::StreamError => "PROVIDER_STREAM_ERROR",
+            Code::ProtocolError => "PROVIDER_PROTOCOL_ERROR",
+            Code::NotChecked => "PROVIDER_NOT_CHECKED",
+            Code::Unsupported => "PROVIDER_UNSUPPORTED",
+        }
+    }
+
+    /// The one next action the troubleshooting page asks every result to carry.
+    pub fn next_action(self) -> &'static str {
+        match self {
+            Code::Ok => "none: the model called the tool",
+            Code::TextAnswer => {
+                "enable tool calls for this model on the endpoint (vLLM: --enable-auto-tool-choice and a \
+                 --tool-call-parser; llama.cpp: --jinja), or choose a model that calls tools"
+            }
+            Code::Busy => {
+                "none required: a Turn retries the same way; run jr2 up again later to confirm the model"
+            }
+            Code::Unavailable => {
+                "wait until the server has loaded its model, or give the gateway a backend, then run jr2 up again"
+            }
+            Code::Length => {
+                "raise maxTokens for this model, or turn thinking off: it ran out of tokens before the tool call"
+            }
+            Code::KeyRefused => {
+                "check the held key: that it is set, current, and has access to this model"
+            }
+            Code::CustodianRefused => {
+                "fix the held secret the Custodian named (its hosts, headers and value in jr2.config.ts)"
+            }
+            Code::Timeout => {
+                "check that the model is loaded and answers; run jr2 up again once it does, or raise --timeout"
+            }
+            Code::Unreachable => {
+                "check the address, and that the pods have egress to it (NetworkPolicy, firewall, route, DNS)"
+            }
+            Code::Tls => {
+                "put the CA that signs the endpoint's certificate in harness.caBundle, or fix the certificate"
+            }
+            Code::HttpError => {
+                "read the provider's message in the error and fix the request's target"
+            }
+            Code::ModelNotFound => {
+                "use the model id exactly as the endpoint serves it (vLLM: GET /v1/models)"
+            }
+            Code::ToolsNotEnabled => {
+                "start vLLM with --enable-auto-tool-choice and a --tool-call-parser that matches the model"
+            }
+            Code::QuotaExhausted => {
+                "add credit or raise the quota of the account that owns the key"
+            }
+            Code::StreamError => {
+                "read the provider's message in the error; run jr2 up again if it was transient"
+            }
+            Code::ProtocolError => {
+                "check that the base URL points at the API itself (not a web page or another service)"
+            }
+            Code::NotChecked => {
+                "run jr2 up again; if the check pod stops again, read its events with --evidence"
+            }
+            Code::Unsupported => {
+                "check this model by hand, or skip the preflight for it with --skip-provider-preflight"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_serialize_as_their_names_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+            assert!(seen.insert(code.as_str()), "duplicate {code}");
+            assert!(!code.next_action().is_empty());
+        }
+    }
+
+    #[test]
+    fn busy_is_an_error_only_for_google() {
+        assert_eq!(
+            Outcome::Busy.level(ApiKind::OpenAiCompletions),
+            Level::Warning
+        );
+        assert_eq!(
+            Outcome::Busy.level(ApiKind::GoogleGenerativeAi),
+            Level::Error
+        );
+        assert_eq!(Outcome::Busy.level(ApiKind::GoogleVertex), Level::Error);
+        assert_eq!(Outcome::Text.level(ApiKind::GoogleVertex), Level::Warning);
+        assert_eq!(
+            Outcome::Unavailable.level(ApiKind::OpenAiCompletions),
+            Level::Error
+        );
+    }
+}

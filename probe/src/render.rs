@@ -1,0 +1,207 @@
+//! Every human line of the preflight, rendered in this one place (the contract's section 5).
+//!
+//! `jr2 up` and its users compare these lines byte for byte, so each form has an insta snapshot
+//! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
+//! outside (a provider's message) arrives here already sanitized; this module only assembles.
+
+use crate::outcome::{Level, Outcome};
+use crate::verdict::{ModelResult, Origin, Route};
+
+/// The hint lines of the custom provider, in the contract's order.
+pub mod hint {
+    /// Custom: localhost.
+    pub const LOCALHOST: &str = "  - localhost never works from a pod; use a LAN address";
+    /// Custom: the model id.
+    pub const MODEL_ID: &str =
+        "  - the model id must be exactly what the endpoint serves (vLLM: GET /v1/models)";
+    /// Custom: vLLM's tool flags.
+    pub const VLLM_TOOLS: &str =
+        "  - vLLM needs --enable-auto-tool-choice and a matching --tool-call-parser";
+    /// Custom: stop reason length.
+    pub const LENGTH: &str = "  - stop reason \"length\" means the model ran out of tokens before the call (a thinking model reasons first)";
+    /// Custom: the held key, when `apiKey` is set.
+    pub const CUSTOM_KEY_HELD: &str =
+        "  - the held secret JR2_PROVIDER_API_KEY may be wrong (harness.provider.apiKey)";
+    /// Custom, 401/403: no `apiKey` set.
+    pub const CUSTOM_KEY_WANTED: &str = "  - the endpoint wants a key: set harness.provider.apiKey";
+    /// Either kind: a 503 after the retries.
+    pub const STATUS_503: &str = "  - a 503 comes from a gateway with no backend, or from a server that still loads its model";
+    /// Catalog: a private CA.
+    pub const CATALOG_CA: &str = "  - a private CA on that path must be in harness.caBundle";
+}
+
+fn origin_phrase(origin: &Origin) -> String {
+    match origin {
+        Origin::ThisMachine => "from this machine".to_owned(),
+        Origin::Node { name } => format!("from a pod on node {name}"),
+    }
+}
+
+/// The `error:` line and its hints for a model whose level is error; the warning or progress line otherwise.
+pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
+    match r.level {
+        Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
+        Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
+        Level::Warning => vec![busy_warning(
+            &r.model,
+            &r.host,
+            r.tries.len(),
+            r.http_status,
+        )],
+        Level::Error => failure_lines(r, origin),
+    }
+}
+
+/// `provider: <model> completed a tool call (<ms> ms)`
+pub fn completed(model: &str, ms: u64) -> String {
+    format!("provider: {model} completed a tool call ({ms} ms)")
+}
+
+/// `warning: provider: <model> answered the request of a Turn in text, not with a tool call`
+pub fn text_warning(model: &str) -> String {
+    format!(
+        "warning: provider: {model} answered the request of a Turn in text, not with a tool call"
+    )
+}
+
+/// `warning: provider: <model> is busy toward <host> after <n> tries (HTTP <status>) — not confirmed; ...`
+pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) -> String {
+    let status = status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
+    format!(
+        "warning: provider: {model} is busy toward {host} after {tries} tries (HTTP {status}) — not confirmed; a Turn retries the same way"
+    )
+}
+
+/// `warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: ...`
+pub fn skipped_warning(models: &[String]) -> String {
+    format!(
+        "warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: {}",
+        models.join(", ")
+    )
+}
+
+/// By hand only: a base URL on loopback works here but never from a pod.
+pub fn loopback_warning(host: &str) -> String {
+    format!(
+        "warning: provider: {host} is a loopback address — this check can reach it, but a pod cannot (localhost never works from a pod; use a LAN address)"
+    )
+}
+
+/// `provider: the check pod is not running yet — <Reason>: <message>`
+pub fn pending(reason: &str, message: &str) -> String {
+    format!("provider: the check pod is not running yet — {reason}: {message}")
+}
+
+/// `warning: provider: NetworkPolicy "<name>" limits the egress of the Harness pods, ...`
+pub fn network_policy_warning(name: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" limits the egress of the Harness pods, and the check pod is not under it — this check can pass while a Turn fails"
+    )
+}
+
+/// The `<error>` of a timeout: a custom-provider or gateway model may be one that loads on first use.
+pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
+    if may_load_on_first_use {
+        format!(
+            "no answer in {seconds} s — it can be a model that loads on first use: run jr2 up again once it has loaded"
+        )
+    } else {
+        format!("no answer in {seconds} s")
+    }
+}
+
+/// A duration in seconds as the lines write it: `120`, or `0.5` for a fraction.
+pub fn seconds(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 {
+        d.as_secs().to_string()
+    } else {
+        format!("{:.1}", d.as_secs_f64())
+    }
+}
+
+fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
+    let from = origin_phrase(origin);
+    let error = r.error.as_deref().unwrap_or("no detail");
+    let key_refused = r.outcome == Outcome::KeyRefused;
+    let got_503 = r.http_status == Some(503) && r.outcome == Outcome::Unavailable;
+    let mut lines = Vec::with_capacity(7);
+    match &r.route {
+        Route::Custom { api_key_set } => {
+            lines.push(format!(
+                "error: provider preflight failed for model \"{}\" against {} ({from}, as a Turn calls it): {error}",
+                r.model, r.host
+            ));
+            if key_refused {
+                lines.push(
+                    if *api_key_set {
+                        hint::CUSTOM_KEY_HELD
+                    } else {
+                        hint::CUSTOM_KEY_WANTED
+                    }
+                    .to_owned(),
+                );
+                lines.push(hint::MODEL_ID.to_owned());
+            } else {
+                lines.extend(
+                    [
+                        hint::LOCALHOST,
+                        hint::MODEL_ID,
+                        hint::VLLM_TOOLS,
+                        hint::LENGTH,
+                    ]
+                    .map(str::to_owned),
+                );
+                if *api_key_set {
+                    lines.push(hint::CUSTOM_KEY_HELD.to_owned());
+                }
+            }
+        }
+        Route::Catalog {
+            provider,
+            via_custodian,
+            key_env,
+            key_held,
+            gateway,
+        } => {
+            let via = if *via_custodian {
+                "through a Custodian"
+            } else {
+                "direct"
+            };
+            lines.push(format!(
+                "error: provider preflight failed for model \"{}\" toward {} ({from}, {via}, as a Turn calls it): {error}",
+                r.model, r.host
+            ));
+            let egress = format!(
+                "  - the pods may have no egress to {} (a NetworkPolicy, a firewall, no route out of the cluster)",
+                r.host
+            );
+            let key = if *key_held {
+                format!(
+                    "  - the held secret {key_env} may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)"
+                )
+            } else {
+                format!(
+                    "  - no Harness pod holds a key of {provider}: add {key_env} to `secrets` in jr2.config.ts"
+                )
+            };
+            if key_refused {
+                lines.push(key);
+            } else {
+                lines.push(egress);
+                lines.push(key);
+            }
+            lines.push(hint::CATALOG_CA.to_owned());
+            if *gateway {
+                lines.push(format!(
+                    "  - the gateway {} may not answer, or may not serve {}",
+                    r.host, r.id
+                ));
+            }
+        }
+    }
+    if got_503 {
+        lines.push(hint::STATUS_503.to_owned());
+    }
+    lines
+}

@@ -1,0 +1,203 @@
+//! Untrusted text (a provider's error body, a pod's message) on its way to a terminal or a log.
+//!
+//! Provider bodies are written by someone else's server: they can carry escape sequences that repaint a terminal,
+//! bidi controls that make a line read differently than it is, newlines that forge an extra `error:` line, and,
+//! worst, the key the probe just sent (several providers echo it in their 401 bodies). Everything that reaches a
+//! human line or the JSON verdict passes through [`Redactor::clean`] first.
+
+/// The longest `<error>` the contract allows, in characters.
+pub const MAX_ERROR_CHARS: usize = 300;
+
+/// What replaces a secret value.
+pub const REDACTED: &str = "[redacted]";
+
+/// Removes secret values from text and escapes what a terminal must not interpret.
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor that knows the values the probe holds. Values shorter than 4 characters are ignored: redacting
+    /// them would shred ordinary text, and no real key is that short.
+    pub fn new<I, S>(secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut secrets: Vec<String> = secrets
+            .into_iter()
+            .map(Into::into)
+            .filter(|s| s.chars().count() >= 4)
+            .collect();
+        // Longest first, so a key that contains another key is removed whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Self { secrets }
+    }
+
+    /// Redacts, escapes and truncates to [`MAX_ERROR_CHARS`]: the form of every `<error>`.
+    pub fn clean(&self, text: &str) -> String {
+        self.clean_to(text, MAX_ERROR_CHARS)
+    }
+
+    /// Redacts, escapes and truncates to `max` characters (an ellipsis marks a cut).
+    pub fn clean_to(&self, text: &str, max: usize) -> String {
+        escape_truncate(&self.redact(text), max)
+    }
+
+    /// Replaces every held secret and every `sk-…`-shaped token with [`REDACTED`]. Nothing else changes.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
+            }
+        }
+        redact_sk_tokens(&out)
+    }
+}
+
+/// `sk-` followed by at least 8 token characters: the shape of OpenAI, Anthropic (`sk-ant-…`), LiteLLM and most
+/// gateway keys. Providers echo such keys in 401 bodies, sometimes keys the probe never held.
+fn redact_sk_tokens(text: &str) -> String {
+    let is_token = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("sk-") {
+        let starts_word = rest[..at].chars().next_back().is_none_or(|c| !is_token(c));
+        let tail = &rest[at + 3..];
+        let len = tail.find(|c: char| !is_token(c)).unwrap_or(tail.len());
+        // Count only the characters that carry entropy: a masked echo like `sk-...abcd` is left alone.
+        if starts_word
+            && tail[..len]
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .count()
+                >= 8
+        {
+            out.push_str(&rest[..at]);
+            out.push_str(REDACTED);
+            rest = &tail[len..];
+        } else {
+            out.push_str(&rest[..at + 3]);
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// True for characters that must not reach a terminal as they are: C0 and C1 controls (newlines included, since
+/// an `<error>` is one line), DEL, and the bidirectional formatting characters (Trojan Source, CVE-2021-42574).
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escape_char(c: char) -> String {
+    match c {
+        '\n' => "\\n".to_owned(),
+        '\r' => "\\r".to_owned(),
+        '\t' => "\\t".to_owned(),
+        c => format!("\\u{{{:x}}}", c as u32),
+    }
+}
+
+/// Escapes, then cuts at `max` characters without splitting an escape; a cut ends in `…`.
+pub fn escape_truncate(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0usize;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let piece = if needs_escape(c) {
+            escape_char(c)
+        } else {
+            c.to_string()
+        };
+        let len = piece.chars().count();
+        let room = if chars.peek().is_some() {
+            max.saturating_sub(1)
+        } else {
+            max
+        };
+        if count + len > room {
+            out.push('…');
+            return out;
+        }
+        out.push_str(&piece);
+        count += len;
+    }
+    out
+}
+
+/// Escapes without a length limit: for text the probe itself wrote around untrusted parts.
+pub fn escape(text: &str) -> String {
+    escape_truncate(text, usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_bidi() {
+        let r = Redactor::default();
+        assert_eq!(
+            r.clean("a\nb\x1b[31mc\u{202e}d\te"),
+            "a\\nb\\u{1b}[31mc\\u{202e}d\\te"
+        );
+    }
+
+    #[test]
+    fn truncates_to_the_limit_with_an_ellipsis() {
+        let r = Redactor::default();
+        let long = "x".repeat(1000);
+        let out = r.clean(&long);
+        assert_eq!(out.chars().count(), MAX_ERROR_CHARS);
+        assert!(out.ends_with('…'));
+        assert_eq!(r.clean("short"), "short");
+        assert_eq!(r.clean(&"y".repeat(300)), "y".repeat(300));
+    }
+
+    #[test]
+    fn never_splits_an_escape() {
+        let text = format!("{}\u{1b}tail", "a".repeat(297));
+        let out = escape_truncate(&text, 300);
+        assert!(!out.contains("\\u{"), "{out}");
+        assert!(out.ends_with('…'));
+    }
+
+    #[test]
+    fn redacts_held_secrets_and_sk_tokens() {
+        let r = Redactor::new(["hunter2-key-value"]);
+        assert_eq!(
+            r.clean("Incorrect API key provided: hunter2-key-value."),
+            "Incorrect API key provided: [redacted]."
+        );
+        assert_eq!(
+            r.clean("key sk-proj-abcdefgh12345678 refused"),
+            "key [redacted] refused"
+        );
+        // A masked echo is not a key and stays readable.
+        assert_eq!(
+            r.clean("Received API Key = sk-...abcd"),
+            "Received API Key = sk-...abcd"
+        );
+        // Not a key: part of a longer word.
+        assert_eq!(r.clean("disk-abcdefghijkl"), "disk-abcdefghijkl");
+    }
+
+    #[test]
+    fn redacts_a_secret_split_by_nothing_but_escapes_after() {
+        // The secret is removed before escaping, so a control character inside it cannot hide it.
+        let r = Redactor::new(["abcd\nefgh"]);
+        assert_eq!(r.clean("x abcd\nefgh y"), "x [redacted] y");
+    }
+
+    #[test]
+    fn short_values_are_not_secrets() {
+        let r = Redactor::new(["ab", ""]);
+        assert_eq!(r.clean("ab cd"), "ab cd");
+    }
+}
