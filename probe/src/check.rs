@@ -13,7 +13,7 @@ use futures_util::stream::FuturesUnordered;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use tokio::sync::Semaphore;
 
-use crate::api::{self, ApiKind, ProviderError, StreamEvent, StreamReader};
+use crate::api::{self, ApiKind, ProviderError, StreamEvent, StreamReader, ToolChoice};
 use crate::outcome::{Code, Outcome};
 use crate::retry::{self, RetryPolicy};
 use crate::sanitize::Redactor;
@@ -63,6 +63,8 @@ pub struct Target {
     pub key: Option<Secret>,
     /// The token cap to send (already clamped as pi clamps it).
     pub max_tokens: u64,
+    /// The `tool_choice` to send (a Turn sends none).
+    pub tool_choice: ToolChoice,
 }
 
 impl Target {
@@ -428,6 +430,7 @@ impl Checker {
             &target.id,
             target.max_tokens,
             api::openai_completions::SystemRole::Developer,
+            target.tool_choice,
         );
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

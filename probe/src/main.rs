@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use jr2_probe::api::ApiKind;
+use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::check::{Checker, Secret, Settings, Target};
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
@@ -78,6 +78,11 @@ struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     context_window: u64,
 
+    /// The tool_choice to send. A Turn sends none (unset); jr2's plan may set one, as pi's toolChoice option does.
+    /// `named` names the probe's tool.
+    #[arg(long, value_enum, value_name = "CHOICE", default_value = "unset")]
+    tool_choice: ToolChoiceArg,
+
     /// Tries per model on 429, 529 and 503, the first included.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10))]
     max_tries: u32,
@@ -89,6 +94,32 @@ struct CheckArgs {
     /// human: the lines on stderr; json: also the verdict on stdout.
     #[arg(short = 'o', long, value_enum, default_value = "human")]
     output: Output,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ToolChoiceArg {
+    /// Send no tool_choice, as a Turn does.
+    Unset,
+    /// "auto".
+    Auto,
+    /// "none".
+    None,
+    /// "required".
+    Required,
+    /// The probe's tool by name.
+    Named,
+}
+
+impl From<ToolChoiceArg> for ToolChoice {
+    fn from(c: ToolChoiceArg) -> Self {
+        match c {
+            ToolChoiceArg::Unset => ToolChoice::Unset,
+            ToolChoiceArg::Auto => ToolChoice::Auto,
+            ToolChoiceArg::None => ToolChoice::None,
+            ToolChoiceArg::Required => ToolChoice::Required,
+            ToolChoiceArg::Named => ToolChoice::Named,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -335,6 +366,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             },
             key: key.clone(),
             max_tokens,
+            tool_choice: args.tool_choice.into(),
         })
         .collect();
     let redactor = Redactor::new(key.iter().map(|k| k.expose().to_owned()));

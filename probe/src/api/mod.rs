@@ -113,6 +113,24 @@ impl FromStr for ApiKind {
     }
 }
 
+/// The `tool_choice` of the request. A Turn sends none; the plan (by hand: `--tool-choice`) may set one, as
+/// pi's `toolChoice` option does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolChoice {
+    /// Send no `tool_choice`: what a Turn sends.
+    #[default]
+    Unset,
+    /// `"auto"`.
+    Auto,
+    /// `"none"`.
+    None,
+    /// `"required"`.
+    Required,
+    /// The probe's tool by name.
+    Named,
+}
+
 /// What the reader of a stream saw in one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEvent {

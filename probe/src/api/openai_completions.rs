@@ -14,7 +14,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ProtocolError, ProviderError, StreamEvent, StreamReader};
+use super::{ProtocolError, ProviderError, StreamEvent, StreamReader, ToolChoice};
 use crate::prompt;
 use crate::sse;
 
@@ -31,12 +31,12 @@ pub enum SystemRole {
 }
 
 /// The request body for `model` with a token cap of `max_tokens`.
-pub fn body(model: &str, max_tokens: u64, role: SystemRole) -> Value {
+pub fn body(model: &str, max_tokens: u64, role: SystemRole, tool_choice: ToolChoice) -> Value {
     let role = match role {
         SystemRole::Developer => "developer",
         SystemRole::System => "system",
     };
-    json!({
+    let mut body = json!({
         "model": model,
         "messages": [
             {"role": role, "content": prompt::SYSTEM},
@@ -55,7 +55,16 @@ pub fn body(model: &str, max_tokens: u64, role: SystemRole) -> Value {
                 "strict": false
             }
         }]
-    })
+    });
+    let choice = match tool_choice {
+        ToolChoice::Unset => return body,
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named => json!({"type": "function", "function": {"name": prompt::TOOL_NAME}}),
+    };
+    body["tool_choice"] = choice;
+    body
 }
 
 #[derive(Deserialize)]
@@ -200,7 +209,12 @@ mod tests {
 
     #[test]
     fn body_is_pis_custom_provider_shape() {
-        let b = body("Qwen/Qwen3-32B", 1, SystemRole::Developer);
+        let b = body(
+            "Qwen/Qwen3-32B",
+            1,
+            SystemRole::Developer,
+            ToolChoice::Unset,
+        );
         assert_eq!(b["messages"][0]["role"], "developer");
         assert_eq!(b["messages"][1]["content"][0]["type"], "text");
         assert_eq!(b["stream"], true);
