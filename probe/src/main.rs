@@ -38,7 +38,7 @@ struct Cli {
 enum Command {
     /// Check models of one endpoint, by hand.
     ///
-    /// Example: jr2-probe check --base-url http://10.0.0.5:8000/v1 --model Qwen/Qwen3-32B --api-key-env VLLM_KEY
+    /// Example: jr2-probe check --base-url http://vllm.lan:8000/v1 --model Qwen/Qwen3-32B --api-key-env VLLM_KEY
     Check(CheckArgs),
 }
 
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn base_urls() {
-        assert!(parse_base_url("http://10.0.0.5:8000/v1").is_ok());
+        assert!(parse_base_url("http://vllm.lan:8000/v1").is_ok());
         for bad in [
             "ftp://x/v1",
             "not a url",

@@ -205,3 +205,348 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every line form of the contract, snapshotted: a changed byte fails here first.
+
+    use super::*;
+    use crate::api::ApiKind;
+    use crate::outcome::Code;
+    use std::time::Duration;
+
+    fn result(
+        model: &str,
+        route: Route,
+        outcome: Outcome,
+        error: &str,
+        status: Option<u16>,
+    ) -> ModelResult {
+        let api = if model.starts_with("google/") {
+            ApiKind::GoogleGenerativeAi
+        } else {
+            ApiKind::OpenAiCompletions
+        };
+        let code = outcome.default_code();
+        ModelResult {
+            model: model.to_owned(),
+            id: model.split_once('/').map_or(model, |(_, id)| id).to_owned(),
+            api,
+            base_url: "https://example.invalid/v1".to_owned(),
+            host: if matches!(route, Route::Custom { .. }) {
+                "10.0.0.5:8000"
+            } else {
+                "api.anthropic.com"
+            }
+            .to_owned(),
+            route,
+            outcome,
+            level: outcome.level(api),
+            code,
+            next_action: code.next_action().to_owned(),
+            error: (!error.is_empty()).then(|| error.to_owned()),
+            http_status: status,
+            stop_reason: None,
+            tool_name: None,
+            answer: None,
+            max_tokens: 1024,
+            elapsed_ms: 1234,
+            tries: vec![
+                crate::verdict::Try {
+                    n: 1,
+                    status,
+                    outcome,
+                    wait_asked_ms: None,
+                    wait_taken_ms: 0,
+                    timings: Default::default()
+                };
+                if outcome == Outcome::Busy { 4 } else { 1 }
+            ],
+        }
+    }
+
+    fn custom(key: bool) -> Route {
+        Route::Custom { api_key_set: key }
+    }
+
+    fn catalog(custodian: bool, held: bool, gateway: bool) -> Route {
+        Route::Catalog {
+            provider: "anthropic".to_owned(),
+            via_custodian: custodian,
+            key_env: "ANTHROPIC_API_KEY".to_owned(),
+            key_held: held,
+            gateway,
+        }
+    }
+
+    fn pod() -> Origin {
+        Origin::Node {
+            name: "worker-2".to_owned(),
+        }
+    }
+
+    fn block(cases: &[(&str, Vec<String>)]) -> String {
+        cases
+            .iter()
+            .map(|(name, lines)| format!("# {name}\n{}\n", lines.join("\n")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn custom_provider_lines() {
+        let q = "vllm/Qwen/Qwen3-32B";
+        let http = "HTTP 404: The model `Qwen/Qwen3-32B` does not exist.";
+        let timeout = timeout_error(&seconds(Duration::from_secs(120)), true);
+        insta::assert_snapshot!(block(&[
+            (
+                "error, no apiKey, in a pod",
+                model_lines(
+                    &result(q, custom(false), Outcome::Http, http, Some(404)),
+                    &pod()
+                )
+            ),
+            (
+                "error, apiKey set, in a pod",
+                model_lines(
+                    &result(q, custom(true), Outcome::Http, http, Some(404)),
+                    &pod()
+                )
+            ),
+            (
+                "error, by hand",
+                model_lines(
+                    &result(
+                        q,
+                        custom(false),
+                        Outcome::Unreachable,
+                        "connection refused",
+                        None
+                    ),
+                    &Origin::ThisMachine
+                )
+            ),
+            (
+                "401, apiKey set",
+                model_lines(
+                    &result(
+                        q,
+                        custom(true),
+                        Outcome::KeyRefused,
+                        "HTTP 401: Unauthorized",
+                        Some(401)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "401, no apiKey",
+                model_lines(
+                    &result(
+                        q,
+                        custom(false),
+                        Outcome::KeyRefused,
+                        "HTTP 401: Unauthorized",
+                        Some(401)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "503 after the retries, apiKey set",
+                model_lines(
+                    &result(
+                        q,
+                        custom(true),
+                        Outcome::Unavailable,
+                        "HTTP 503: Loading model",
+                        Some(503)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "timeout",
+                model_lines(
+                    &result(q, custom(false), Outcome::Timeout, &timeout, None),
+                    &pod()
+                )
+            ),
+        ]));
+    }
+
+    #[test]
+    fn catalog_lines() {
+        let m = "anthropic/claude-haiku-4-5";
+        let http = "HTTP 404: model: claude-haiku-4-5";
+        insta::assert_snapshot!(block(&[
+            (
+                "error, through a Custodian",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, false),
+                        Outcome::Http,
+                        http,
+                        Some(404)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "error, direct, by hand",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(false, true, false),
+                        Outcome::Unreachable,
+                        "cannot resolve api.anthropic.com",
+                        None
+                    ),
+                    &Origin::ThisMachine
+                )
+            ),
+            (
+                "401: the held secret first, no egress line",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, false),
+                        Outcome::KeyRefused,
+                        "HTTP 401: invalid x-api-key",
+                        Some(401)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "no Harness pod holds a key",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(false, false, false),
+                        Outcome::KeyRefused,
+                        "HTTP 401: x-api-key header is required",
+                        Some(401)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "gateway, 503 after the retries",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, true),
+                        Outcome::Unavailable,
+                        "HTTP 503: no healthy upstream",
+                        Some(503)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "gateway timeout",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, true),
+                        Outcome::Timeout,
+                        &timeout_error("120", true),
+                        None
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "timeout without a gateway",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, false),
+                        Outcome::Timeout,
+                        &timeout_error("120", false),
+                        None
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "busy on Gemini is an error",
+                model_lines(
+                    &result(
+                        "google/gemini-2.5-flash",
+                        catalog(true, true, false),
+                        Outcome::Busy,
+                        "HTTP 429: Resource has been exhausted",
+                        Some(429)
+                    ),
+                    &pod()
+                )
+            ),
+        ]));
+    }
+
+    #[test]
+    fn warnings_and_progress() {
+        let m = "anthropic/claude-haiku-4-5";
+        insta::assert_snapshot!(block(&[
+            (
+                "text",
+                model_lines(
+                    &result(m, catalog(true, true, false), Outcome::Text, "", Some(200)),
+                    &pod()
+                )
+            ),
+            (
+                "busy",
+                model_lines(
+                    &result(
+                        m,
+                        catalog(true, true, false),
+                        Outcome::Busy,
+                        "HTTP 529: Overloaded",
+                        Some(529)
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "completed",
+                model_lines(
+                    &result(m, catalog(true, true, false), Outcome::Ok, "", Some(200)),
+                    &pod()
+                )
+            ),
+            (
+                "skipped",
+                vec![skipped_warning(&[
+                    m.to_owned(),
+                    "vllm/Qwen/Qwen3-32B".to_owned()
+                ])]
+            ),
+            (
+                "pending",
+                vec![pending(
+                    "Unschedulable",
+                    "0/3 nodes are available: 3 Insufficient memory."
+                )]
+            ),
+            (
+                "network policy",
+                vec![network_policy_warning("deny-egress")]
+            ),
+            (
+                "loopback, by hand",
+                vec![loopback_warning("127.0.0.1:8000")]
+            ),
+        ]));
+    }
+
+    #[test]
+    fn seconds_are_whole_or_one_decimal() {
+        assert_eq!(seconds(Duration::from_secs(120)), "120");
+        assert_eq!(seconds(Duration::from_millis(500)), "0.5");
+        let _ = Code::Ok;
+    }
+}

@@ -122,9 +122,13 @@ fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
             n: 1,
             status,
             outcome,
-            wait_asked_ms: if i % 2 == 0 { Some(1000) } else { None },
+            wait_asked_ms: if i.is_multiple_of(2) {
+                Some(1000)
+            } else {
+                None
+            },
             wait_taken_ms: 0,
-            timings: if i % 2 == 0 {
+            timings: if i.is_multiple_of(2) {
                 full_timings()
             } else {
                 Timings::default()
@@ -188,10 +192,10 @@ fn verdicts() -> Vec<Verdict> {
     let started = UNIX_EPOCH + Duration::from_millis(1_796_409_407_123);
     let mut models = Vec::new();
     for (i, code) in Code::ALL.into_iter().enumerate() {
-        let route = if i % 2 == 0 {
-            custom_route(i % 4 == 0)
+        let route = if i.is_multiple_of(2) {
+            custom_route(i.is_multiple_of(4))
         } else {
-            catalog_route(i % 3 == 0)
+            catalog_route(i.is_multiple_of(3))
         };
         models.push(result(i, code, outcome_of(code), route));
     }
