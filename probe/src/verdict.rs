@@ -152,9 +152,9 @@ pub struct Verdict {
     pub ok: bool,
     /// The process's exit code: 0 or 1.
     pub exit_code: i32,
-    /// Errors and warnings, counted.
+    /// Models whose level is error.
     pub errors: usize,
-    /// Warnings, counted.
+    /// Models whose level is warning.
     pub warnings: usize,
     /// UTC start, RFC 3339.
     pub started_at: String,
