@@ -215,7 +215,7 @@ hyperfine "${HF_SHELL[@]}" --warmup 3 --runs "$RUNS_A" --export-json "$TMP/a.jso
     -n "jr2-probe check --model ok" "$PROBE_A_STR" \
     -n "curl (same streamed request)" "$CURL_STR"
 read -r A_PROBE_MEAN A_PROBE_SD A_PROBE_N < <(hf_stats "$TMP/a.json" 0)
-read -r A_CURL_MEAN A_CURL_SD A_CURL_N < <(hf_stats "$TMP/a.json" 1)
+read -r A_CURL_MEAN A_CURL_SD _ < <(hf_stats "$TMP/a.json" 1)
 A_RATIO="$(ratio "$A_PROBE_MEAN" "$A_CURL_MEAN")"
 A_VERDICT="$(verdict "$A_RATIO")"
 echo "A: probe $(ms "$A_PROBE_MEAN") ms, curl $(ms "$A_CURL_MEAN") ms, probe/curl = ${A_RATIO}x (target <= ${RATIO_TARGET}x): $A_VERDICT"
@@ -235,7 +235,7 @@ hyperfine "${HF_SHELL[@]}" --warmup 1 --runs "$RUNS_B" --export-json "$TMP/b.jso
     -n "1 model" "$PROBE_B1_STR" \
     -n "16 models, --concurrency 16" "$PROBE_B16_STR"
 read -r B_ONE_MEAN B_ONE_SD B_ONE_N < <(hf_stats "$TMP/b.json" 0)
-read -r B_16_MEAN B_16_SD B_16_N < <(hf_stats "$TMP/b.json" 1)
+read -r B_16_MEAN B_16_SD _ < <(hf_stats "$TMP/b.json" 1)
 B_RATIO="$(ratio "$B_16_MEAN" "$B_ONE_MEAN")"
 B_VERDICT="$(verdict "$B_RATIO")"
 echo "B: 1 model $(ms "$B_ONE_MEAN") ms, 16 models $(ms "$B_16_MEAN") ms, 16/1 = ${B_RATIO}x (target <= ${RATIO_TARGET}x): $B_VERDICT"

@@ -255,10 +255,10 @@ async fn check(args: CheckArgs) -> ExitCode {
         let _ = writeln!(err, "{line}");
         lines.push(line);
     };
-    if let Some(first) = targets.first() {
-        if is_loopback(&first.base_url) {
-            emit(render::loopback_warning(&first.host()), &mut lines);
-        }
+    if let Some(first) = targets.first()
+        && is_loopback(&first.base_url)
+    {
+        emit(render::loopback_warning(&first.host()), &mut lines);
     }
     // Lines come out in the order the models were given, whatever the completion order: a result waits until
     // every model before it has printed.

@@ -59,10 +59,11 @@ pub fn requested_wait(headers: &HeaderMap, now: SystemTime) -> Option<Duration> 
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms.min(1e12) / 1000.0));
-        }
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms.min(1e12) / 1000.0));
     }
     let value = text("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {

@@ -534,7 +534,8 @@ async fn connection_refused_is_unreachable() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_one_error_line_naming_the_flag_and_exit_2() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 7] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 7] = [
         (
             &["check", "--base-url", "ftp://h/v1", "--model", "m"],
             &[],

@@ -89,10 +89,10 @@ fn text_of(body: &str) -> String {
         || lower.starts_with("<html")
         || lower.contains("<title>")
     {
-        if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>")) {
-            if start + 7 <= end {
-                return body[start + 7..end].trim().to_owned();
-            }
+        if let (Some(start), Some(end)) = (lower.find("<title>"), lower.find("</title>"))
+            && start + 7 <= end
+        {
+            return body[start + 7..end].trim().to_owned();
         }
         return "an HTML page".to_owned();
     }

@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# probe-bench.sh: the benchmark of jr2-probe, measured in one run against one local endpoint.
+#
+# What it measures (every figure comes from this run, against the fake provider on 127.0.0.1; nothing
+# else is ever contacted):
+#   size  the static musl release binary of jr2-probe, in bytes and MiB     (target: <= 4 MiB)
+#   A     process start to verdict of `jr2-probe check --model ok`, against curl sending the same
+#         streamed request (same JSON body, same Authorization header)     (target: probe/curl <= 1.5x)
+#   B     `jr2-probe check` with 16 `--model ok-delay-500` (and --concurrency 16) against one
+#         `--model ok-delay-500`: 16 slow models should cost about one      (target: 16/1 <= 1.5x)
+#   RSS   peak resident memory of the musl probe, 1-model and 16-model runs (/usr/bin/time -f %M)
+#
+# How to run (from anywhere; as root, or with sudo available for the installs):
+#   bench/probe-bench.sh
+# Knobs (environment): RUNS_A (default 30), RUNS_B (default 10), RSS_RUNS (default 5),
+#   BENCH_STRICT=1 to exit 1 when a target is missed (by default the script exits 0 and prints FAIL).
+# It installs what is missing (hyperfine, curl, time, musl-tools, file, the rustup musl target), builds
+# the probe for x86_64-unknown-linux-musl and the fake provider natively, and ends with a summary that
+# is also written to target/bench/probe-bench.txt.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+MUSL_TARGET=x86_64-unknown-linux-musl
+RUNS_A="${RUNS_A:-30}"
+RUNS_B="${RUNS_B:-10}"
+RSS_RUNS="${RSS_RUNS:-5}"
+SIZE_TARGET_BYTES=$((4 * 1024 * 1024))
+RATIO_TARGET=1.5
+DELAY_MODEL=ok-delay-500
+OUT_DIR="$ROOT/target/bench"
+SUMMARY_FILE="$OUT_DIR/probe-bench.txt"
+
+die() { echo "probe-bench: error: $*" >&2; exit 1; }
+step() { echo; echo "== $*"; }
+
+# --- 1. Tools --------------------------------------------------------------------------------------
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else die "need root (or sudo) to run: $*"
+    fi
+}
+
+step "tools"
+missing_pkgs=()
+command -v hyperfine >/dev/null 2>&1 || missing_pkgs+=(hyperfine)
+command -v curl >/dev/null 2>&1 || missing_pkgs+=(curl)
+[ -x /usr/bin/time ] || missing_pkgs+=(time)
+command -v musl-gcc >/dev/null 2>&1 || missing_pkgs+=(musl-tools)
+command -v file >/dev/null 2>&1 || missing_pkgs+=(file)
+if [ "${#missing_pkgs[@]}" -gt 0 ]; then
+    command -v apt-get >/dev/null 2>&1 ||
+        die "missing ${missing_pkgs[*]} and apt-get is not available; install them by hand"
+    echo "installing: ${missing_pkgs[*]}"
+    as_root apt-get update -qq || die "apt-get update failed; cannot install ${missing_pkgs[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_pkgs[@]}" >/dev/null ||
+        die "apt-get install ${missing_pkgs[*]} failed; install them by hand"
+fi
+command -v python3 >/dev/null 2>&1 || die "python3 is needed to read hyperfine's JSON"
+command -v rustup >/dev/null 2>&1 || die "rustup is needed to add the $MUSL_TARGET target"
+if ! rustup target list --installed | grep -qx "$MUSL_TARGET"; then
+    echo "adding rustup target $MUSL_TARGET"
+    rustup target add "$MUSL_TARGET" || die "rustup target add $MUSL_TARGET failed"
+fi
+HYPERFINE_VERSION="$(hyperfine --version | awk '{print $2}')"
+# -N (--shell=none, hyperfine >= 1.13) runs commands without a shell, so the shell's start-up is not measured.
+if hyperfine --help 2>/dev/null | grep -q -- '--shell=none'; then
+    HF_SHELL=(-N); HF_SHELL_DESC="-N (no shell)"
+else
+    HF_SHELL=(); HF_SHELL_DESC="default shell (no -N in this hyperfine)"
+fi
+echo "hyperfine $HYPERFINE_VERSION, $HF_SHELL_DESC; $(curl --version | head -n1 | cut -d' ' -f1-2)"
+
+# --- 2. Builds -------------------------------------------------------------------------------------
+
+step "build"
+cargo build --release --target "$MUSL_TARGET" -p jr2-probe || die "the musl build of jr2-probe failed"
+cargo build --release -p jr2-testkit --bin jr2-fake-provider || die "the build of jr2-fake-provider failed"
+PROBE="$ROOT/target/$MUSL_TARGET/release/jr2-probe"
+FAKE="$ROOT/target/release/jr2-fake-provider"
+[ -x "$PROBE" ] || die "no probe binary at $PROBE"
+[ -x "$FAKE" ] || die "no fake provider binary at $FAKE"
+
+FILE_DESC="$(file -b "$PROBE")"
+case "$FILE_DESC" in
+    *"statically linked"*) LINKAGE="statically linked" ;;
+    *"static-pie linked"*) LINKAGE="static-pie linked" ;;
+    *) die "$PROBE is not static: $FILE_DESC" ;;
+esac
+SIZE_BYTES="$(stat -c %s "$PROBE")"
+SIZE_MIB="$(python3 -c "print(f'{$SIZE_BYTES / 1048576:.2f}')")"
+if [ "$SIZE_BYTES" -le "$SIZE_TARGET_BYTES" ]; then SIZE_VERDICT=PASS; else SIZE_VERDICT=FAIL; fi
+echo "probe: $PROBE ($LINKAGE), $SIZE_BYTES bytes = $SIZE_MIB MiB, target <= 4 MiB: $SIZE_VERDICT"
+
+# --- 3. The fake provider on a free loopback port --------------------------------------------------
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/probe-bench.XXXXXX")"
+FAKE_PID=""
+CAPTURE_PID=""
+cleanup() {
+    for pid in "$FAKE_PID" "$CAPTURE_PID"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Polls until FILE holds a line matching REGEX, or DEADLINE_S seconds pass, or PID dies.
+wait_for_line() {
+    local file="$1" regex="$2" pid="$3" deadline=$((SECONDS + $4))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        if grep -Eq "$regex" "$file" 2>/dev/null; then return 0; fi
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+step "fake provider"
+# Port 0: the kernel picks a free port; the provider prints the one it bound.
+"$FAKE" 0 >"$TMP/fake.out" 2>"$TMP/fake.err" &
+FAKE_PID=$!
+wait_for_line "$TMP/fake.out" '^listening on http://127\.0\.0\.1:[0-9]+/v1$' "$FAKE_PID" 10 ||
+    die "the fake provider did not start within 10 s: $(cat "$TMP/fake.err")"
+BASE_URL="$(sed -n 's/^listening on //p' "$TMP/fake.out" | head -n1)"
+case "$BASE_URL" in
+    http://127.0.0.1:*/v1) ;;
+    *) die "unexpected fake provider address: $BASE_URL" ;;
+esac
+echo "fake provider (pid $FAKE_PID) at $BASE_URL"
+
+# --- The request body curl sends: the probe's, from probe/src/api/openai_completions.rs ------------
+
+cat >"$TMP/body.json" <<'JSON'
+{"model":"ok","messages":[{"role":"developer","content":"You check that this model can call tools."},{"role":"user","content":[{"type":"text","text":"Call the probe tool now with status \"ready\"."}]}],"stream":true,"stream_options":{"include_usage":true},"store":false,"max_completion_tokens":1000,"tools":[{"type":"function","function":{"name":"probe","description":"Report that this model can call tools. Call it once.","parameters":{"type":"object","required":["status"],"properties":{"status":{"type":"string","enum":["ready"],"description":"Always \"ready\"."}}},"strict":false}}]}
+JSON
+
+# Check that it is the body the probe sends: a one-shot loopback listener records the probe's request
+# (and answers 400, so the probe stops at once), then the two bodies are compared as JSON.
+step "request body check"
+cat >"$TMP/capture.py" <<'PY'
+import http.server, sys
+out, port_file = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("content-length", "0"))
+        with open(out, "wb") as f:
+            f.write(self.rfile.read(n))
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(port_file, "w") as f:
+    f.write(f"port {s.server_address[1]}\n")
+s.handle_request()
+PY
+python3 "$TMP/capture.py" "$TMP/probe-body.json" "$TMP/capture.port" &
+CAPTURE_PID=$!
+wait_for_line "$TMP/capture.port" '^port [0-9]+$' "$CAPTURE_PID" 10 || die "the body capture listener did not start"
+CAPTURE_PORT="$(awk '{print $2}' "$TMP/capture.port")"
+"$PROBE" check --base-url "http://127.0.0.1:$CAPTURE_PORT/v1" --model ok --max-tries 1 --timeout 10s \
+    >/dev/null 2>&1 || true
+wait "$CAPTURE_PID" 2>/dev/null || true
+CAPTURE_PID=""
+python3 - "$TMP/body.json" "$TMP/probe-body.json" <<'PY' || die "curl's body differs from the probe's (see above); update body.json in this script"
+import json, sys
+ours, probes = (json.load(open(p)) for p in sys.argv[1:3])
+if ours != probes:
+    print("curl would send: " + json.dumps(ours, sort_keys=True), file=sys.stderr)
+    print("probe sends:     " + json.dumps(probes, sort_keys=True), file=sys.stderr)
+    sys.exit(1)
+PY
+echo "curl's body equals the probe's (compared as JSON)"
+
+# Sanity: both commands reach a verdict against the fake provider before anything is timed.
+CURL_CMD=(curl -N -s -o /dev/null --fail -H 'authorization: Bearer unused' -H 'content-type: application/json'
+          --data-binary "@$TMP/body.json" "$BASE_URL/chat/completions")
+"${CURL_CMD[@]}" || die "curl's request to the fake provider failed"
+curl -N -s --fail -H 'authorization: Bearer unused' -H 'content-type: application/json' \
+    --data-binary "@$TMP/body.json" "$BASE_URL/chat/completions" | grep -q '"tool_calls"' ||
+    die "the fake provider's stream for curl has no tool call"
+"$PROBE" check --base-url "$BASE_URL" --model ok >/dev/null 2>&1 || die "jr2-probe check --model ok failed"
+echo "both reach a verdict"
+
+# Reads hyperfine's JSON: prints "mean_s stddev_s" of result INDEX.
+hf_stats() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][int(sys.argv[2])]
+print(f"{r['mean']:.6f} {r['stddev'] or 0:.6f} {len(r['times'])}")
+PY
+}
+ms() { python3 -c "print(f'{$1 * 1000:.1f}')"; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+verdict() { python3 -c "print('PASS' if $1 <= $RATIO_TARGET else 'FAIL')"; }
+
+# --- 4. Benchmark A: probe vs curl, one streamed request -------------------------------------------
+
+step "benchmark A: jr2-probe check --model ok vs curl (warmup 3, $RUNS_A runs)"
+# The curl command as one string, as hyperfine takes it (the body file path has no spaces).
+CURL_STR="curl -N -s -o /dev/null --fail -H 'authorization: Bearer unused' -H 'content-type: application/json' --data-binary @$TMP/body.json $BASE_URL/chat/completions"
+PROBE_A_STR="$PROBE check --base-url $BASE_URL --model ok"
+hyperfine "${HF_SHELL[@]}" --warmup 3 --runs "$RUNS_A" --export-json "$TMP/a.json" \
+    -n "jr2-probe check --model ok" "$PROBE_A_STR" \
+    -n "curl (same streamed request)" "$CURL_STR"
+read -r A_PROBE_MEAN A_PROBE_SD A_PROBE_N < <(hf_stats "$TMP/a.json" 0)
+read -r A_CURL_MEAN A_CURL_SD _ < <(hf_stats "$TMP/a.json" 1)
+A_RATIO="$(ratio "$A_PROBE_MEAN" "$A_CURL_MEAN")"
+A_VERDICT="$(verdict "$A_RATIO")"
+echo "A: probe $(ms "$A_PROBE_MEAN") ms, curl $(ms "$A_CURL_MEAN") ms, probe/curl = ${A_RATIO}x (target <= ${RATIO_TARGET}x): $A_VERDICT"
+
+# --- 5. Benchmark B: 16 slow models vs 1 -----------------------------------------------------------
+
+step "benchmark B: 16 x --model $DELAY_MODEL (--concurrency 16) vs 1 (warmup 1, $RUNS_B runs)"
+PROBE_B1_STR="$PROBE check --base-url $BASE_URL --model $DELAY_MODEL"
+PROBE_B16_STR="$PROBE check --base-url $BASE_URL --concurrency 16"
+PROBE_B16_ARGS=(check --base-url "$BASE_URL" --concurrency 16)
+for _ in $(seq 16); do
+    PROBE_B16_STR+=" --model $DELAY_MODEL"
+    PROBE_B16_ARGS+=(--model "$DELAY_MODEL")
+done
+"$PROBE" "${PROBE_B16_ARGS[@]}" >/dev/null 2>&1 || die "the 16-model check failed"
+hyperfine "${HF_SHELL[@]}" --warmup 1 --runs "$RUNS_B" --export-json "$TMP/b.json" \
+    -n "1 model" "$PROBE_B1_STR" \
+    -n "16 models, --concurrency 16" "$PROBE_B16_STR"
+read -r B_ONE_MEAN B_ONE_SD B_ONE_N < <(hf_stats "$TMP/b.json" 0)
+read -r B_16_MEAN B_16_SD _ < <(hf_stats "$TMP/b.json" 1)
+B_RATIO="$(ratio "$B_16_MEAN" "$B_ONE_MEAN")"
+B_VERDICT="$(verdict "$B_RATIO")"
+echo "B: 1 model $(ms "$B_ONE_MEAN") ms, 16 models $(ms "$B_16_MEAN") ms, 16/1 = ${B_RATIO}x (target <= ${RATIO_TARGET}x): $B_VERDICT"
+
+# --- 6. Peak RSS -------------------------------------------------------------------------------------
+
+step "peak RSS (/usr/bin/time -f %M, max of $RSS_RUNS runs each)"
+# Prints the largest peak RSS (KiB) over RSS_RUNS runs of the probe with ARGS.
+peak_rss_kib() {
+    local max=0 kib
+    for _ in $(seq "$RSS_RUNS"); do
+        /usr/bin/time -f %M -o "$TMP/rss" "$PROBE" "$@" >/dev/null 2>&1 || die "probe run for RSS failed: $*"
+        kib="$(tail -n1 "$TMP/rss")"
+        [ "$kib" -gt "$max" ] && max="$kib"
+    done
+    echo "$max"
+}
+RSS1_KIB="$(peak_rss_kib check --base-url "$BASE_URL" --model "$DELAY_MODEL")"
+RSS16_KIB="$(peak_rss_kib "${PROBE_B16_ARGS[@]}")"
+mib() { python3 -c "print(f'{$1 / 1024:.2f}')"; }
+echo "1 model: $RSS1_KIB KiB = $(mib "$RSS1_KIB") MiB; 16 models: $RSS16_KIB KiB = $(mib "$RSS16_KIB") MiB"
+
+# --- 7. Summary ----------------------------------------------------------------------------------------
+
+mkdir -p "$OUT_DIR"
+{
+    echo "jr2-probe benchmark  $(date -u +%Y-%m-%dT%H:%M:%SZ)  $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (dirty)')"
+    echo "host: $(uname -srm), $(nproc) CPUs; hyperfine $HYPERFINE_VERSION $HF_SHELL_DESC; endpoint: fake provider $BASE_URL"
+    echo "binary   $MUSL_TARGET release, $LINKAGE: $SIZE_BYTES bytes = $SIZE_MIB MiB (target <= 4 MiB)  $SIZE_VERDICT"
+    printf 'A        start->verdict, --model ok: probe %s ms ± %s, curl %s ms ± %s (%s runs each)\n' \
+        "$(ms "$A_PROBE_MEAN")" "$(ms "$A_PROBE_SD")" "$(ms "$A_CURL_MEAN")" "$(ms "$A_CURL_SD")" "$A_PROBE_N"
+    echo "         probe/curl = ${A_RATIO}x (target <= ${RATIO_TARGET}x)  $A_VERDICT"
+    printf 'B        %s: 1 model %s ms ± %s, 16 models (--concurrency 16) %s ms ± %s (%s runs each)\n' \
+        "$DELAY_MODEL" "$(ms "$B_ONE_MEAN")" "$(ms "$B_ONE_SD")" "$(ms "$B_16_MEAN")" "$(ms "$B_16_SD")" "$B_ONE_N"
+    echo "         16/1 = ${B_RATIO}x (target <= ${RATIO_TARGET}x)  $B_VERDICT"
+    echo "RSS      peak, max of $RSS_RUNS runs: 1 model $(mib "$RSS1_KIB") MiB ($RSS1_KIB KiB), 16 models $(mib "$RSS16_KIB") MiB ($RSS16_KIB KiB)"
+} >"$SUMMARY_FILE"
+
+step "summary (also in ${SUMMARY_FILE#"$ROOT"/})"
+cat "$SUMMARY_FILE"
+
+if [ "${BENCH_STRICT:-0}" = 1 ]; then
+    for v in "$SIZE_VERDICT" "$A_VERDICT" "$B_VERDICT"; do
+        [ "$v" = PASS ] || exit 1
+    done
+fi
