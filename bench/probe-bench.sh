@@ -161,6 +161,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 s = http.server.HTTPServer(("127.0.0.1", 0), H)
+s.timeout = 15  # handle_request() gives up if the probe never connects
 with open(port_file, "w") as f:
     f.write(f"port {s.server_address[1]}\n")
 s.handle_request()

@@ -399,6 +399,7 @@ pub struct Failure {
 /// Reads a request error's chain of causes into a [`Failure`]. `host` is the base URL's host, for DNS failures.
 pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    tracing::debug!(error = ?err, "the request failed");
     let mut fallback = None;
     while let Some(e) = cause {
         if let Some(dns) = e.downcast_ref::<DnsError>() {
@@ -408,12 +409,6 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
             return tls_failure(tls);
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(tls) = io
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            {
-                return tls_failure(tls);
-            }
             use std::io::ErrorKind as K;
             let words = match io.kind() {
                 K::ConnectionRefused => Some("connection refused"),
@@ -434,6 +429,11 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
             if io.raw_os_error() == Some(22) {
                 // EINVAL from connect(2): a blackhole route.
                 return unreachable("no route to host (blackhole route)".to_owned());
+            }
+            // An io::Error's `source()` skips the error it wraps (rustls wraps its own in two of them): go inside.
+            if let Some(inner) = io.get_ref() {
+                cause = Some(inner as &(dyn std::error::Error + 'static));
+                continue;
             }
         }
         let text = e.to_string();

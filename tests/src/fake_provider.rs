@@ -61,6 +61,7 @@ struct State {
 /// A running fake provider. Dropping it stops the server.
 pub struct FakeProvider {
     addr: SocketAddr,
+    scheme: &'static str,
     state: Arc<Mutex<State>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -71,6 +72,20 @@ pub const GOOD_KEY: &str = "sk-fake-good-key-0123456789";
 impl FakeProvider {
     /// Starts on 127.0.0.1 at `port` (0: any free port).
     pub async fn start_on(port: u16) -> std::io::Result<Self> {
+        Self::serve(port, None).await
+    }
+
+    /// Starts with TLS, its certificate signed by a fresh test CA for `names` (DNS names or IP addresses).
+    pub async fn start_tls(names: &[&str]) -> (Self, TestCa) {
+        let ca = TestCa::new(names);
+        let fake = Self::serve(0, Some(ca.acceptor()))
+            .await
+            .expect("bind 127.0.0.1");
+        (fake, ca)
+    }
+
+    async fn serve(port: u16, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<Self> {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State::default()));
@@ -84,16 +99,27 @@ impl FakeProvider {
                 };
                 let Ok((stream, _)) = accepted else { continue };
                 let state = served.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| handle(req, state.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match tls {
+                        Some(acceptor) => {
+                            // A client that refuses the certificate ends the handshake here.
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                            }
+                        }
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                    }
                 });
             }
         });
         Ok(Self {
             addr,
+            scheme,
             state,
             stop: Some(stop_tx),
         })
@@ -104,9 +130,14 @@ impl FakeProvider {
         Self::start_on(0).await.expect("bind 127.0.0.1")
     }
 
-    /// `http://127.0.0.1:<port>/v1`
+    /// `http(s)://127.0.0.1:<port>/v1`
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("{}://{}/v1", self.scheme, self.addr)
+    }
+
+    /// The base URL with `host` in place of the address (for a name the certificate holds, e.g. `localhost`).
+    pub fn base_url_for(&self, host: &str) -> String {
+        format!("{}://{host}:{}/v1", self.scheme, self.addr.port())
     }
 
     /// The bound address.
@@ -400,4 +431,66 @@ fn unavailable() -> Response<Body> {
         StatusCode::SERVICE_UNAVAILABLE,
         json!({"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}),
     )
+}
+
+/// A throwaway CA and a server certificate it signed. The CA's PEM is written to a file, as an operator's
+/// `--ca-bundle` or a pod's `NODE_EXTRA_CA_CERTS` would name it.
+pub struct TestCa {
+    /// The CA certificate, PEM.
+    pub ca_pem: String,
+    /// A file holding `ca_pem`.
+    pub ca_file: std::path::PathBuf,
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+}
+
+impl TestCa {
+    /// A CA, and a leaf for `names` signed by it.
+    pub fn new(names: &[&str]) -> Self {
+        let ca_key = rcgen::KeyPair::generate().expect("a CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "jr2 test CA");
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let ca_cert = ca_params.self_signed(&ca_key).expect("self-sign the CA");
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let leaf_key = rcgen::KeyPair::generate().expect("a leaf key");
+        let leaf_params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("leaf params");
+        let leaf = leaf_params
+            .signed_by(&leaf_key, &issuer)
+            .expect("sign the leaf");
+        let ca_pem = ca_cert.pem();
+        static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ca_file =
+            std::env::temp_dir().join(format!("jr2-test-ca-{}-{n}.pem", std::process::id()));
+        std::fs::write(&ca_file, &ca_pem).expect("write the CA file");
+        Self {
+            ca_pem,
+            ca_file,
+            cert_der: leaf.der().to_vec(),
+            key_der: leaf_key.serialize_der(),
+        }
+    }
+
+    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        use tokio_rustls::rustls;
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let cert = rustls::pki_types::CertificateDer::from(self.cert_der.clone());
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(self.key_der.clone().into());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .expect("a server certificate");
+        tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config))
+    }
 }
