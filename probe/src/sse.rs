@@ -69,12 +69,6 @@ impl Decoder {
 
     /// Consumes a chunk and appends every event it completes to `out`.
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
-        if !self.bom_checked && !chunk.is_empty() {
-            self.bom_checked = true;
-            if let Some(rest) = chunk.strip_prefix(b"\xEF\xBB\xBF") {
-                chunk = rest;
-            }
-        }
         if self.pending_cr {
             self.pending_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -129,10 +123,16 @@ impl Decoder {
 
     fn process_line(&mut self, line: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
         if line.is_empty() {
+            self.bom_checked = true;
             self.dispatch(out);
             return Ok(());
         }
-        let line = std::str::from_utf8(line).map_err(|_| SseError::InvalidUtf8)?;
+        let mut line = std::str::from_utf8(line).map_err(|_| SseError::InvalidUtf8)?;
+        if !self.bom_checked {
+            // A byte-order mark may start the stream; it can arrive split across chunks, so it is removed here.
+            self.bom_checked = true;
+            line = line.strip_prefix('\u{feff}').unwrap_or(line);
+        }
         if line.starts_with(':') {
             return Ok(()); // a comment, e.g. OpenRouter's `: OPENROUTER PROCESSING` keep-alives
         }

@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         assert_eq!(
             rfc3339_utc(UNIX_EPOCH + Duration::from_millis(1_796_409_407_123)),
-            "2026-12-05T02:36:47.123Z"
+            "2026-12-04T18:36:47.123Z"
         );
         assert_eq!(
             rfc3339_utc(UNIX_EPOCH + Duration::from_secs(951_782_400)),
