@@ -10,78 +10,20 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
 
-use crate::api::{self, ApiKind, ProviderError, StreamEvent, StreamReader, ToolChoice};
+use crate::api::{self, ProviderError, StreamEvent};
 use crate::outcome::{Code, Outcome};
 use crate::retry::{self, RetryPolicy};
 use crate::sanitize::Redactor;
 use crate::sse;
+use crate::target::Target;
 use crate::transport::ClientFactory;
 use crate::verdict::{ModelResult, Route, Timings, Try};
 
 /// The most of an error body the probe reads.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// A key value. Its `Debug` never shows it.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a key value.
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The value, for the one header that carries it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
-
-/// What to check: one model, where it lives and how to reach it.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// The model as the user names it (the lines' `<model>`).
-    pub model: String,
-    /// The id sent in the request body.
-    pub id: String,
-    /// The API kind.
-    pub api: ApiKind,
-    /// The base URL.
-    pub base_url: reqwest::Url,
-    /// How the model is reached (the lines' form).
-    pub route: Route,
-    /// The key, when one is configured.
-    pub key: Option<Secret>,
-    /// The token cap to send (already clamped as pi clamps it).
-    pub max_tokens: u64,
-    /// The `tool_choice` to send (a Turn sends none).
-    pub tool_choice: ToolChoice,
-}
-
-impl Target {
-    /// `<host>` of the lines: the host, with `:port` when the URL names one.
-    pub fn host(&self) -> String {
-        host_of(&self.base_url)
-    }
-}
-
-/// The base URL's host as the lines write it.
-pub fn host_of(url: &reqwest::Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    }
-}
 
 /// Limits of a check.
 #[derive(Clone, Copy, Debug)]
@@ -425,36 +367,25 @@ impl Checker {
     }
 
     async fn attempt(&self, client: &reqwest::Client, target: &Target, start: Instant) -> Attempt {
-        let url = endpoint(&target.base_url, api::openai_completions::PATH);
-        let body = api::openai_completions::body(
-            &target.id,
-            target.max_tokens,
-            api::openai_completions::SystemRole::Developer,
-            target.tool_choice,
-        );
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert("accept", HeaderValue::from_static("application/json"));
-        // pi's custom provider answers the literal `unused` when no key is configured.
-        let key = target.key.as_ref().map_or("unused", Secret::expose);
-        match HeaderValue::from_str(&format!("Bearer {key}")) {
-            Ok(mut v) => {
-                v.set_sensitive(true);
-                headers.insert(AUTHORIZATION, v);
+        let Some(wire) = api::wire(target.api) else {
+            let why = target.api.unsupported_because().unwrap_or("unknown");
+            return Attempt::fail(
+                None,
+                Outcome::Unsupported,
+                Code::Unsupported,
+                format!("not supported by the preflight yet: {why}"),
+            );
+        };
+        let request = match wire.request(target) {
+            Ok(r) => r,
+            Err(e) => {
+                return Attempt::fail(None, e.outcome, e.code, self.redactor.clean(&e.message));
             }
-            Err(_) => {
-                return Attempt::fail(
-                    None,
-                    Outcome::KeyRefused,
-                    Code::KeyRefused,
-                    "the key holds a character a header cannot carry (a pasted newline, most likely); the value itself is not shown".to_owned(),
-                );
-            }
-        }
+        };
         let sent = client
-            .post(url)
-            .headers(headers)
-            .body(body.to_string())
+            .post(request.url)
+            .headers(request.headers)
+            .body(request.body)
             .send()
             .await;
         let response = match sent {
@@ -473,24 +404,31 @@ impl Checker {
         let first_byte = Some(start.elapsed());
         let status = response.status().as_u16();
         if !response.status().is_success() {
-            let mut a = self.http_failure(response, status).await;
+            let mut a = self.http_failure(wire, response, status).await;
             a.first_byte = first_byte;
             return a;
         }
-        let mut a = self.read_stream(response, start).await;
+        let mut a = self.read_stream(wire, response, start).await;
         a.status = Some(status);
         a.first_byte = first_byte;
         a
     }
 
-    async fn http_failure(&self, response: reqwest::Response, status: u16) -> Attempt {
-        let wait_asked = retry::requested_wait(response.headers(), SystemTime::now());
+    async fn http_failure(
+        &self,
+        wire: &dyn api::Wire,
+        response: reqwest::Response,
+        status: u16,
+    ) -> Attempt {
+        let headers = response.headers().clone();
         let reason = response
             .status()
             .canonical_reason()
             .unwrap_or("")
             .to_owned();
         let body = read_bounded(response, MAX_ERROR_BODY).await;
+        let wait_asked =
+            retry::requested_wait(&headers, SystemTime::now()).or_else(|| wire.body_wait(&body));
         let perr = api::error_body::parse(&body);
         let message = perr
             .as_ref()
@@ -498,10 +436,10 @@ impl Checker {
             .filter(|m| !m.trim().is_empty())
             .unwrap_or(reason);
         let error = self.redactor.clean(&format!("HTTP {status}: {message}"));
-        let (outcome, code) = classify_status(status, perr.as_ref());
-        let retryable = retry::is_retryable_status(status)
-            && code != Code::QuotaExhausted
-            && outcome != Outcome::CustodianRefused;
+        let (outcome, code) = wire
+            .refine_error(status, &headers, perr.as_ref())
+            .unwrap_or_else(|| classify_status(status, perr.as_ref()));
+        let retryable = matches!(outcome, Outcome::Busy | Outcome::Unavailable);
         Attempt {
             status: Some(status),
             end: End::Fail {
@@ -517,14 +455,23 @@ impl Checker {
         }
     }
 
-    async fn read_stream(&self, mut response: reqwest::Response, start: Instant) -> Attempt {
+    async fn read_stream(
+        &self,
+        wire: &dyn api::Wire,
+        mut response: reqwest::Response,
+        start: Instant,
+    ) -> Attempt {
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        if content_type.starts_with("application/json") || content_type.starts_with("text/html") {
+        let sse = wire.framing() == api::Framing::Sse;
+        if sse
+            && (content_type.starts_with("application/json")
+                || content_type.starts_with("text/html"))
+        {
             let what = if content_type.starts_with("text/html") {
                 "an HTML page"
             } else {
@@ -548,8 +495,17 @@ impl Checker {
                 format!("HTTP 200, but the answer is {what}, not the event stream a Turn reads"),
             );
         }
-        let mut decoder = sse::Decoder::default();
-        let mut reader = api::openai_completions::Reader;
+        let mut decoder: Box<dyn api::FrameDecoder> = match wire.framing() {
+            api::Framing::Sse => Box::new(sse::Decoder::default()),
+            api::Framing::AwsEventStream => match api::aws_event_stream_decoder() {
+                Some(d) => d,
+                None => {
+                    return self
+                        .protocol("the AWS event stream is not read by this version".to_owned());
+                }
+            },
+        };
+        let mut reader = wire.reader();
         let mut events = Vec::new();
         let mut stream_events = Vec::new();
         let mut answer = String::new();
@@ -569,7 +525,7 @@ impl Checker {
                 None => decoder.finish(&mut events),
             };
             if let Err(e) = decoded {
-                return self.protocol(e.to_string());
+                return self.protocol(e);
             }
             for event in events.drain(..) {
                 if let Err(e) = reader.on_event(&event, &mut stream_events) {
@@ -604,16 +560,14 @@ impl Checker {
                 break;
             }
         }
-        let end = match stop {
-            Some(reason) if api::openai_completions::is_length(&reason) => End::Length { stop: reason },
-            Some(reason) if matches!(reason.as_str(), "stop" | "tool_calls" | "function_call" | "eos" | "end_turn") => {
-                End::Text { stop: Some(reason) }
-            }
-            Some(reason) => End::Fail {
+        let end = match stop.map(|r| (wire.stop_kind(&r), r)) {
+            Some((api::StopKind::Length, reason)) => End::Length { stop: reason },
+            Some((api::StopKind::Normal, reason)) => End::Text { stop: Some(reason) },
+            Some((api::StopKind::Other, reason)) => End::Fail {
                 outcome: Outcome::Http,
                 code: Code::StreamError,
                 error: self.redactor.clean(&format!(
-                    "HTTP 200, then the stream stopped with finish_reason \"{reason}\" before any tool call"
+                    "HTTP 200, then the stream stopped with \"{reason}\" before any tool call"
                 )),
             },
             None if done => End::Text { stop: None },
@@ -621,9 +575,9 @@ impl Checker {
                 outcome: Outcome::Protocol,
                 code: Code::ProtocolError,
                 error: if answer.is_empty() {
-                    "HTTP 200, but the stream ended without a chat completion event".to_owned()
+                    "HTTP 200, but the stream ended without an answer event".to_owned()
                 } else {
-                    "HTTP 200, but the stream ended before the answer was complete (no finish_reason, no [DONE])"
+                    "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)"
                         .to_owned()
                 },
             },
@@ -702,14 +656,6 @@ pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Co
         }
         _ => (Outcome::Http, Code::HttpError),
     }
-}
-
-/// `{base}{path}`, without doubling the slash a base URL may end with.
-pub fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
-    let mut url = base.clone();
-    let joined = format!("{}{}", base.path().trim_end_matches('/'), path);
-    url.set_path(&joined);
-    url
 }
 
 /// Reads at most `limit` bytes of a body, as lossy UTF-8; a body that breaks off yields what came.
@@ -797,6 +743,7 @@ mod tests {
 
     #[test]
     fn endpoint_joins_without_double_slash() {
+        use crate::api::endpoint;
         let u = |s: &str| reqwest::Url::parse(s).unwrap();
         assert_eq!(
             endpoint(&u("http://h:8000/v1"), "/chat/completions").as_str(),
@@ -809,14 +756,6 @@ mod tests {
         assert_eq!(
             endpoint(&u("https://api.deepseek.com"), "/chat/completions").as_str(),
             "https://api.deepseek.com/chat/completions"
-        );
-    }
-
-    #[test]
-    fn secret_debug_is_redacted() {
-        assert_eq!(
-            format!("{:?}", Secret::new("sk-live-123456789".into())),
-            "Secret([redacted])"
         );
     }
 }

@@ -13,5 +13,6 @@ pub mod render;
 pub mod retry;
 pub mod sanitize;
 pub mod sse;
+pub mod target;
 pub mod transport;
 pub mod verdict;

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::check::{Checker, Secret, Settings, Target};
+use jr2_probe::check::{Checker, Settings};
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
 use jr2_probe::sanitize::{self, Redactor};
+use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
 
@@ -322,7 +323,10 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
                     format!("the environment variable {name} is empty"),
                 ));
             }
-            Some(Secret::new(value))
+            Some(Key {
+                env: name.clone(),
+                value: Secret::new(value),
+            })
         }
     };
     for (i, model) in args.models.iter().enumerate() {
@@ -353,6 +357,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
         }
     }
     let max_tokens = jr2_probe::prompt::token_cap(args.max_tokens, args.context_window);
+    let session_id = new_session_id();
     let targets = args
         .models
         .iter()
@@ -367,9 +372,15 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             key: key.clone(),
             max_tokens,
             tool_choice: args.tool_choice.into(),
+            // A custom provider's model: pi builds it with `reasoning: true` and no compat of its own.
+            facts: Facts {
+                reasoning: true,
+                ..Facts::default()
+            },
+            session_id: session_id.clone(),
         })
         .collect();
-    let redactor = Redactor::new(key.iter().map(|k| k.expose().to_owned()));
+    let redactor = Redactor::new(key.iter().map(|k| k.value.expose().to_owned()));
     let settings = Settings {
         timeout: args.timeout,
         retry: RetryPolicy {

@@ -10,8 +10,13 @@ pub mod openai_completions;
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
+
+use crate::outcome::{Code, Outcome};
+use crate::target::Target;
 
 /// pi's API kinds, by pi's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -82,11 +87,13 @@ impl ApiKind {
     /// Why the probe cannot send this kind's request yet, or `None` when it can.
     pub fn unsupported_because(self) -> Option<&'static str> {
         match self {
-            ApiKind::OpenAiCompletions => None,
             ApiKind::OpenAiCodexResponses => Some(
                 "openai-codex-responses needs the OAuth login file of a ChatGPT account, which a check pod does not hold",
             ),
-            _ => Some("this version of the probe speaks only openai-completions"),
+            kind if wire(kind).is_none() => {
+                Some("this version of the probe does not speak this API kind yet")
+            }
+            _ => None,
         }
     }
 }
@@ -208,4 +215,170 @@ pub trait StreamReader: Send {
         event: &crate::sse::Event,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), ProtocolError>;
+}
+
+/// The HTTP request of one try.
+#[derive(Debug)]
+pub struct HttpRequest {
+    /// Where to send it.
+    pub url: reqwest::Url,
+    /// Its headers (the key's header marked sensitive).
+    pub headers: HeaderMap,
+    /// Its JSON body.
+    pub body: Vec<u8>,
+}
+
+/// How a 200's body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// `text/event-stream`.
+    Sse,
+    /// AWS's binary event stream (`application/vnd.amazon.eventstream`): Bedrock.
+    AwsEventStream,
+}
+
+/// What a stop reason means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopKind {
+    /// A normal end (`stop`, `end_turn`, `STOP`...): without a tool call, a text answer.
+    Normal,
+    /// Out of tokens (`length`, `max_tokens`, `MAX_TOKENS`, `incomplete`).
+    Length,
+    /// Anything else (`content_filter`, `SAFETY`, `error`...): the stream ended on an error.
+    Other,
+}
+
+/// A request the probe cannot build for this target; the check ends with this outcome without sending anything.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct RequestError {
+    /// The outcome (usually unsupported).
+    pub outcome: Outcome,
+    /// The code.
+    pub code: Code,
+    /// The `<error>`.
+    pub message: String,
+}
+
+impl RequestError {
+    /// Not supported by the preflight yet, and why.
+    pub fn unsupported(why: impl fmt::Display) -> Self {
+        Self {
+            outcome: Outcome::Unsupported,
+            code: Code::Unsupported,
+            message: format!("not supported by the preflight yet: {why}"),
+        }
+    }
+}
+
+/// One API kind: the request pi sends for it, and how its answers read.
+pub trait Wire: Send + Sync {
+    /// The request of one try.
+    fn request(&self, target: &Target) -> Result<HttpRequest, RequestError>;
+
+    /// How a 200's body is framed.
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+
+    /// A fresh reader for one 200's stream.
+    fn reader(&self) -> Box<dyn StreamReader>;
+
+    /// What a stop reason of this API means.
+    fn stop_kind(&self, reason: &str) -> StopKind;
+
+    /// Refines the generic reading of an error status (Gemini's 400 `API_KEY_INVALID` is a refused key, Bedrock's
+    /// `x-amzn-errortype` says throttling...). `None` keeps the generic reading.
+    fn refine_error(
+        &self,
+        _status: u16,
+        _headers: &HeaderMap,
+        _error: Option<&ProviderError>,
+    ) -> Option<(Outcome, Code)> {
+        None
+    }
+
+    /// A wait an error body asks for (Gemini's `RetryInfo.retryDelay`).
+    fn body_wait(&self, _body: &str) -> Option<Duration> {
+        None
+    }
+}
+
+/// Cuts a 200's body into events, whatever its framing. SSE events come as they are; other framings (AWS's event
+/// stream) map each message onto an [`crate::sse::Event`] (`event`: its event type, `data`: its payload).
+pub trait FrameDecoder: Send {
+    /// Consumes a chunk.
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<crate::sse::Event>) -> Result<(), String>;
+    /// Ends the body.
+    fn finish(&mut self, out: &mut Vec<crate::sse::Event>) -> Result<(), String>;
+}
+
+impl FrameDecoder for crate::sse::Decoder {
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<crate::sse::Event>) -> Result<(), String> {
+        crate::sse::Decoder::push(self, chunk, out).map_err(|e| e.to_string())
+    }
+
+    fn finish(&mut self, out: &mut Vec<crate::sse::Event>) -> Result<(), String> {
+        crate::sse::Decoder::finish(self, out).map_err(|e| e.to_string())
+    }
+}
+
+/// The decoder of AWS's event stream, when this build reads it.
+pub fn aws_event_stream_decoder() -> Option<Box<dyn FrameDecoder>> {
+    None
+}
+
+/// The wire of an API kind, when the probe speaks it.
+pub fn wire(api: ApiKind) -> Option<&'static dyn Wire> {
+    match api {
+        ApiKind::OpenAiCompletions => Some(&openai_completions::OpenAiCompletions),
+        _ => None,
+    }
+}
+
+/// A header value that carries a key: marked sensitive (never logged), refused when a header cannot carry it.
+pub fn secret_header(value: &str) -> Result<HeaderValue, RequestError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| RequestError {
+        outcome: Outcome::KeyRefused,
+        code: Code::KeyRefused,
+        message: "the key holds a character a header cannot carry (a pasted newline, most likely); the value itself is not shown"
+            .to_owned(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// Adds a plain header.
+pub fn header(headers: &mut HeaderMap, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        headers.insert(HeaderName::from_static(name), v);
+    }
+}
+
+/// Adds the catalog's static headers of the model.
+pub fn catalog_headers(headers: &mut HeaderMap, target: &Target) {
+    let Some(map) = target
+        .facts
+        .headers
+        .as_ref()
+        .and_then(serde_json::Value::as_object)
+    else {
+        return;
+    };
+    for (name, value) in map {
+        if let (Ok(n), Some(Ok(v))) = (
+            HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()),
+            value.as_str().map(HeaderValue::from_str),
+        ) {
+            headers.insert(n, v);
+        }
+    }
+}
+
+/// `{base}{path}`, without doubling the slash a base URL may end with.
+pub fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let joined = format!("{}{}", base.path().trim_end_matches('/'), path);
+    url.set_path(&joined);
+    url
 }

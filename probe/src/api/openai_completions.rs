@@ -5,6 +5,11 @@
 //! `reasoning: true`), the user content as a list of parts, `stream: true` with `include_usage`, `store: false`,
 //! `max_completion_tokens`, the tool with `strict: false`, and no `tool_choice`.
 //!
+//! For catalog providers the shape follows pi's `detectCompat` (by provider id and base URL), overridden by the
+//! catalog's `compat`: `system` instead of `developer` and no `store` for non-standard providers, `max_tokens` for a few,
+//! and thinking turned off the way each provider's format says (`thinking: {type: "disabled"}` for DeepSeek and Z.ai,
+//! `reasoning: {effort: "none"}` for OpenRouter, the catalog's "off" value as `reasoning_effort` for OpenAI-style).
+//!
 //! Deviations from pi, on purpose:
 //! - No `x-stainless-*` / `user-agent: OpenAI/JS` headers: they describe pi's SDK and Node.js, no server reads them,
 //!   and claiming to be that SDK would be a lie in logs. The probe says `user-agent: jr2-probe/<version>`.
@@ -14,9 +19,15 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ProtocolError, ProviderError, StreamEvent, StreamReader, ToolChoice};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+
+use super::{
+    HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
+    ToolChoice, Wire,
+};
 use crate::prompt;
 use crate::sse;
+use crate::target::Target;
 
 /// The path appended to the base URL.
 pub const PATH: &str = "/chat/completions";
@@ -28,6 +39,174 @@ pub enum SystemRole {
     Developer,
     /// `system`.
     System,
+}
+
+/// pi's compatibility settings for a model, as far as the probe's one request uses them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compat {
+    /// Send `store: false`.
+    pub supports_store: bool,
+    /// A reasoning model gets a `developer` message.
+    pub supports_developer_role: bool,
+    /// `reasoning_effort` may be sent.
+    pub supports_reasoning_effort: bool,
+    /// `stream_options.include_usage` may be sent.
+    pub supports_usage_in_streaming: bool,
+    /// `max_completion_tokens` or `max_tokens`.
+    pub max_tokens_field: String,
+    /// How thinking is switched (`openai`, `deepseek`, `zai`, `openrouter`, `qwen`, ...).
+    pub thinking_format: String,
+    /// Tools carry `strict: false`.
+    pub supports_strict_mode: bool,
+}
+
+/// pi's `detectCompat` (dist/api/openai-completions.js), then the catalog's `compat` on top (`getCompat`).
+pub fn compat(target: &Target) -> Compat {
+    let provider = target.facts.provider.as_deref().unwrap_or("");
+    let base = target.base_url.as_str();
+    let has = |s: &str| base.contains(s);
+    let is_zai = provider == "zai"
+        || provider == "zai-coding-cn"
+        || has("api.z.ai")
+        || has("open.bigmodel.cn");
+    let is_together = provider == "together" || has("api.together.ai") || has("api.together.xyz");
+    let is_moonshot =
+        provider == "moonshotai" || provider == "moonshotai-cn" || has("api.moonshot.");
+    let is_openrouter = provider == "openrouter" || has("openrouter.ai");
+    let is_cf_workers = provider == "cloudflare-workers-ai" || has("api.cloudflare.com");
+    let is_cf_gateway = provider == "cloudflare-ai-gateway" || has("gateway.ai.cloudflare.com");
+    let is_nvidia = provider == "nvidia" || has("integrate.api.nvidia.com");
+    let is_ant_ling = provider == "ant-ling" || has("api.ant-ling.com");
+    let is_grok = provider == "xai" || has("api.x.ai");
+    let is_deepseek = provider == "deepseek" || has("deepseek.com");
+    let non_standard = is_nvidia
+        || provider == "cerebras"
+        || has("cerebras.ai")
+        || is_grok
+        || is_together
+        || has("chutes.ai")
+        || has("deepseek.com")
+        || is_zai
+        || is_moonshot
+        || provider == "opencode"
+        || has("opencode.ai")
+        || is_cf_workers
+        || is_cf_gateway
+        || is_ant_ling;
+    let use_max_tokens =
+        has("chutes.ai") || is_moonshot || is_cf_gateway || is_together || is_nvidia || is_ant_ling;
+    let id = target.id.as_str();
+    let openrouter_developer =
+        is_openrouter && (id.starts_with("anthropic/") || id.starts_with("openai/"));
+    let thinking_format = if is_deepseek {
+        "deepseek"
+    } else if is_zai {
+        "zai"
+    } else if is_together {
+        "together"
+    } else if is_ant_ling {
+        "ant-ling"
+    } else if is_openrouter {
+        "openrouter"
+    } else {
+        "openai"
+    };
+    let mut c = Compat {
+        supports_store: !non_standard,
+        supports_developer_role: openrouter_developer || (!non_standard && !is_openrouter),
+        supports_reasoning_effort: !is_grok
+            && !is_zai
+            && !is_moonshot
+            && !is_together
+            && !is_cf_gateway
+            && !is_nvidia
+            && !is_ant_ling,
+        supports_usage_in_streaming: true,
+        max_tokens_field: if use_max_tokens {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        }
+        .to_owned(),
+        thinking_format: thinking_format.to_owned(),
+        supports_strict_mode: !is_moonshot && !is_together && !is_cf_gateway && !is_nvidia,
+    };
+    let f = &target.facts;
+    let flag = |name: &str, into: &mut bool| {
+        if let Some(v) = f.compat(name).and_then(Value::as_bool) {
+            *into = v;
+        }
+    };
+    flag("supportsStore", &mut c.supports_store);
+    flag("supportsDeveloperRole", &mut c.supports_developer_role);
+    flag("supportsReasoningEffort", &mut c.supports_reasoning_effort);
+    flag(
+        "supportsUsageInStreaming",
+        &mut c.supports_usage_in_streaming,
+    );
+    flag("supportsStrictMode", &mut c.supports_strict_mode);
+    if let Some(v) = f.compat("maxTokensField").and_then(Value::as_str) {
+        v.clone_into(&mut c.max_tokens_field);
+    }
+    if let Some(v) = f.compat("thinkingFormat").and_then(Value::as_str) {
+        v.clone_into(&mut c.thinking_format);
+    }
+    c
+}
+
+/// The body pi sends for `target`: its compat, thinking off.
+pub fn body_for(target: &Target) -> Value {
+    let c = compat(target);
+    let reasoning = target.facts.reasoning;
+    let role = if reasoning && c.supports_developer_role {
+        SystemRole::Developer
+    } else {
+        SystemRole::System
+    };
+    let mut b = body(&target.id, target.max_tokens, role, target.tool_choice);
+    if !c.supports_usage_in_streaming {
+        b.as_object_mut().map(|o| o.remove("stream_options"));
+    }
+    if !c.supports_store {
+        b.as_object_mut().map(|o| o.remove("store"));
+    }
+    if c.max_tokens_field == "max_tokens" {
+        let cap = b
+            .as_object_mut()
+            .and_then(|o| o.remove("max_completion_tokens"));
+        b["max_tokens"] = cap.unwrap_or(Value::Null);
+    }
+    if !c.supports_strict_mode {
+        b["tools"][0]["function"]
+            .as_object_mut()
+            .map(|o| o.remove("strict"));
+    }
+    if !reasoning {
+        return b;
+    }
+    // Thinking off: what pi sends when the Turn gives no reasoning effort.
+    let off_null = target.facts.thinking_off_is_null();
+    let off_value = target.facts.thinking_off_value();
+    match c.thinking_format.as_str() {
+        "zai" => b["thinking"] = json!({"type": "disabled"}),
+        "qwen" => b["enable_thinking"] = json!(false),
+        "qwen-chat-template" => {
+            b["chat_template_kwargs"] = json!({"enable_thinking": false, "preserve_thinking": true})
+        }
+        "deepseek" if !off_null => b["thinking"] = json!({"type": "disabled"}),
+        "openrouter" if !off_null => {
+            b["reasoning"] = json!({"effort": off_value.unwrap_or("none")})
+        }
+        "together" => b["reasoning"] = json!({"enabled": false}),
+        "string-thinking" if !off_null => b["thinking"] = json!(off_value.unwrap_or("none")),
+        "openai" if c.supports_reasoning_effort => {
+            if let Some(v) = off_value {
+                b["reasoning_effort"] = json!(v);
+            }
+        }
+        _ => {}
+    }
+    b
 }
 
 /// The request body for `model` with a token cap of `max_tokens`.
@@ -181,9 +360,40 @@ fn read_delta(delta: Delta, out: &mut Vec<StreamEvent>) {
     }
 }
 
-/// Whether `reason` is Chat Completions' way to say the answer ran out of tokens.
-pub fn is_length(reason: &str) -> bool {
-    reason == "length"
+/// The `openai-completions` wire.
+#[derive(Debug)]
+pub struct OpenAiCompletions;
+
+impl Wire for OpenAiCompletions {
+    fn request(&self, target: &Target) -> Result<HttpRequest, RequestError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        super::catalog_headers(&mut headers, target);
+        // pi's custom provider answers the literal `unused` when no key is configured.
+        let key = target.key_value().unwrap_or("unused");
+        headers.insert(
+            AUTHORIZATION,
+            super::secret_header(&format!("Bearer {key}"))?,
+        );
+        Ok(HttpRequest {
+            url: super::endpoint(&target.base_url, PATH),
+            headers,
+            body: body_for(target).to_string().into_bytes(),
+        })
+    }
+
+    fn reader(&self) -> Box<dyn StreamReader> {
+        Box::new(Reader)
+    }
+
+    fn stop_kind(&self, reason: &str) -> StopKind {
+        match reason {
+            "length" => StopKind::Length,
+            "stop" | "tool_calls" | "function_call" | "eos" | "end_turn" => StopKind::Normal,
+            _ => StopKind::Other,
+        }
+    }
 }
 
 /// Reads an error body (any of the shapes OpenAI-compatible servers send) into a [`ProviderError`].
