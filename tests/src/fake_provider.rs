@@ -27,7 +27,19 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+/// A response body.
+pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// What answers a request: the recorded request and how many times its key (the body's `model`, else the path)
+/// was tried so far, the current request included.
+pub type Handler = Arc<
+    dyn Fn(
+            Recorded,
+            u32,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// One request the fake received.
 #[derive(Clone, Debug)]
@@ -72,19 +84,30 @@ pub const GOOD_KEY: &str = "sk-fake-good-key-0123456789";
 impl FakeProvider {
     /// Starts on 127.0.0.1 at `port` (0: any free port).
     pub async fn start_on(port: u16) -> std::io::Result<Self> {
-        Self::serve(port, None).await
+        Self::serve(port, None, openai_handler()).await
+    }
+
+    /// Starts with another provider's behaviour (an Anthropic, Gemini... fake), with TLS when `tls` is given.
+    pub async fn start_with(handler: Handler, tls: Option<&TestCa>) -> Self {
+        Self::serve(0, tls.map(TestCa::acceptor), handler)
+            .await
+            .expect("bind 127.0.0.1")
     }
 
     /// Starts with TLS, its certificate signed by a fresh test CA for `names` (DNS names or IP addresses).
     pub async fn start_tls(names: &[&str]) -> (Self, TestCa) {
         let ca = TestCa::new(names);
-        let fake = Self::serve(0, Some(ca.acceptor()))
+        let fake = Self::serve(0, Some(ca.acceptor()), openai_handler())
             .await
             .expect("bind 127.0.0.1");
         (fake, ca)
     }
 
-    async fn serve(port: u16, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<Self> {
+    async fn serve(
+        port: u16,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        handler: Handler,
+    ) -> std::io::Result<Self> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
@@ -100,8 +123,11 @@ impl FakeProvider {
                 let Ok((stream, _)) = accepted else { continue };
                 let state = served.clone();
                 let tls = tls.clone();
+                let handler = handler.clone();
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| handle(req, state.clone()));
+                    let service = hyper::service::service_fn(move |req| {
+                        handle(req, state.clone(), handler.clone())
+                    });
                     let http = hyper::server::conn::http1::Builder::new();
                     match tls {
                         Some(acceptor) => {
@@ -167,7 +193,8 @@ impl Drop for FakeProvider {
     }
 }
 
-fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+/// A whole response.
+pub fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
     Response::builder()
         .status(status)
         .header("content-type", content_type)
@@ -175,7 +202,8 @@ fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respo
         .expect("valid response")
 }
 
-fn json_error(status: StatusCode, body: Value) -> Response<Body> {
+/// A JSON response (an error body, usually).
+pub fn json_error(status: StatusCode, body: Value) -> Response<Body> {
     full(status, "application/json", body.to_string())
 }
 
@@ -221,15 +249,31 @@ fn text_events(text: &str, finish: &str) -> Vec<String> {
     ]
 }
 
-/// A streamed 200 whose events are sent by a task, with an optional pause before each and a stall at the end.
-fn stream(events: Vec<String>, pause: Duration, stall_after: bool) -> Response<Body> {
+/// A streamed 200 whose SSE events are sent by a task, with an optional pause before each and a stall at the end.
+pub fn stream(events: Vec<String>, pause: Duration, stall_after: bool) -> Response<Body> {
+    stream_bytes(
+        "text/event-stream",
+        events.into_iter().map(Bytes::from).collect(),
+        pause,
+        stall_after,
+    )
+}
+
+/// A streamed 200 of any framing (AWS's binary event stream, say): `frames` are sent one by one by a task, with an
+/// optional pause before each; with `stall_after` the body stays open until the client goes away.
+pub fn stream_bytes(
+    content_type: &str,
+    frames: Vec<Bytes>,
+    pause: Duration,
+    stall_after: bool,
+) -> Response<Body> {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
     tokio::spawn(async move {
-        for event in events {
+        for frame in frames {
             if !pause.is_zero() {
                 tokio::time::sleep(pause).await;
             }
-            if tx.send(Ok(Frame::data(Bytes::from(event)))).await.is_err() {
+            if tx.send(Ok(Frame::data(frame))).await.is_err() {
                 return; // the client hung up
             }
         }
@@ -242,7 +286,7 @@ fn stream(events: Vec<String>, pause: Duration, stall_after: bool) -> Response<B
     let body = StreamBody::new(futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx)));
     Response::builder()
         .status(200)
-        .header("content-type", "text/event-stream")
+        .header("content-type", content_type)
         .header("cache-control", "no-cache")
         .body(BodyExt::boxed(body))
         .expect("valid response")
@@ -251,6 +295,7 @@ fn stream(events: Vec<String>, pause: Duration, stall_after: bool) -> Response<B
 async fn handle(
     req: Request<Incoming>,
     state: Arc<Mutex<State>>,
+    handler: Handler,
 ) -> Result<Response<Body>, Infallible> {
     let method = req.method().to_string();
     let path = req
@@ -275,35 +320,44 @@ async fn handle(
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let model = body["model"].as_str().unwrap_or("").to_owned();
+    let key = body["model"]
+        .as_str()
+        .map_or_else(|| path.clone(), str::to_owned);
     let recorded = Recorded {
-        method: method.clone(),
-        path: path.clone(),
+        method,
+        path,
         headers,
         body,
     };
-    let authorization = recorded.header("authorization").unwrap_or("").to_owned();
     let try_n = {
         let mut s = state.lock().unwrap();
-        s.requests.push(recorded);
-        let n = s.tries.entry(model.clone()).or_default();
+        s.requests.push(recorded.clone());
+        let n = s.tries.entry(key).or_default();
         *n += 1;
         *n
     };
-    if method == "GET" && path.ends_with("/models") {
-        return Ok(full(
-            StatusCode::OK,
-            "application/json",
-            json!({"object": "list", "data": []}).to_string(),
-        ));
-    }
-    if method != "POST" || !path.ends_with("/chat/completions") {
-        return Ok(json_error(
-            StatusCode::NOT_FOUND,
-            json!({"detail": "Not Found"}),
-        ));
-    }
-    Ok(respond(&model, try_n, &authorization).await)
+    Ok(handler(recorded, try_n).await)
+}
+
+/// The OpenAI-compatible behaviour (`POST .../chat/completions`, `GET .../models`).
+pub fn openai_handler() -> Handler {
+    Arc::new(|req: Recorded, try_n: u32| {
+        Box::pin(async move {
+            if req.method == "GET" && req.path.ends_with("/models") {
+                return full(
+                    StatusCode::OK,
+                    "application/json",
+                    json!({"object": "list", "data": []}).to_string(),
+                );
+            }
+            if req.method != "POST" || !req.path.ends_with("/chat/completions") {
+                return json_error(StatusCode::NOT_FOUND, json!({"detail": "Not Found"}));
+            }
+            let model = req.body["model"].as_str().unwrap_or("").to_owned();
+            let authorization = req.header("authorization").unwrap_or("").to_owned();
+            respond(&model, try_n, &authorization).await
+        })
+    })
 }
 
 async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body> {
@@ -480,7 +534,8 @@ impl TestCa {
         }
     }
 
-    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+    /// A TLS acceptor that presents the leaf.
+    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
         use tokio_rustls::rustls;
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let cert = rustls::pki_types::CertificateDer::from(self.cert_der.clone());
