@@ -20,6 +20,7 @@ step() {
 }
 
 step "peers" tests/peers/install.sh
+step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
 step "lints" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests" cargo test --workspace --locked --no-fail-fast

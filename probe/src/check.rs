@@ -25,6 +25,23 @@ use crate::verdict::{ModelResult, Route, Timings, Try};
 /// The most of an error body the probe reads.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// What a check reports while it runs (pod mode streams it as JSON lines).
+#[derive(Clone, Debug)]
+pub enum Progress {
+    /// A model's check started.
+    Started {
+        /// The model's index in the run.
+        index: usize,
+    },
+    /// A try ended.
+    Try {
+        /// The model's index.
+        index: usize,
+        /// The try.
+        attempt: Try,
+    },
+}
+
 /// Limits of a check.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
@@ -122,6 +139,16 @@ impl Checker {
     pub async fn check_all(
         &self,
         targets: &[Target],
+        on_result: impl FnMut(usize, &ModelResult),
+    ) -> Vec<ModelResult> {
+        self.check_all_observed(targets, None, on_result).await
+    }
+
+    /// As [`Checker::check_all`], and sends [`Progress`] (a model started, each try) on `progress` as it goes.
+    pub async fn check_all_observed(
+        &self,
+        targets: &[Target],
+        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
         mut on_result: impl FnMut(usize, &ModelResult),
     ) -> Vec<ModelResult> {
         let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
@@ -130,12 +157,17 @@ impl Checker {
             .enumerate()
             .map(|(i, target)| {
                 let permits = permits.clone();
+                let progress = progress.clone();
                 async move {
                     let _permit = permits
                         .acquire()
                         .await
                         .expect("the semaphore is never closed");
-                    (i, self.check(target).await)
+                    let observer = progress.as_ref().map(|tx| (i, tx));
+                    if let Some((i, tx)) = observer {
+                        let _ = tx.send(Progress::Started { index: i });
+                    }
+                    (i, self.check_observed(target, observer).await)
                 }
             })
             .collect();
@@ -152,6 +184,22 @@ impl Checker {
 
     /// Checks one model, with its retries, under its deadline.
     pub async fn check(&self, target: &Target) -> ModelResult {
+        self.check_observed(target, None).await
+    }
+
+    async fn check_observed(
+        &self,
+        target: &Target,
+        observer: Option<(usize, &tokio::sync::mpsc::UnboundedSender<Progress>)>,
+    ) -> ModelResult {
+        let report = |t: &Try| {
+            if let Some((index, tx)) = observer {
+                let _ = tx.send(Progress::Try {
+                    index,
+                    attempt: t.clone(),
+                });
+            }
+        };
         let start = Instant::now();
         let deadline = tokio::time::Instant::from_std(start + self.settings.timeout);
         if let Some(why) = target.api.unsupported_because() {
@@ -236,16 +284,43 @@ impl Checker {
                 };
                 if let Some(wait) = wait.filter(|w| fits(*w)) {
                     tracing::debug!(model = %target.model, try_n = n, wait_ms = wait.as_millis() as u64, "retrying");
-                    tokio::time::sleep(wait).await;
-                    waited += wait;
                     if let Some(last) = tries.last_mut() {
                         last.wait_taken_ms = wait.as_millis() as u64;
+                        report(last);
                     }
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
                     continue;
                 }
             }
+            if let Some(last) = tries.last() {
+                report(last);
+            }
             return self.conclude(target, start, tries, attempt);
         }
+    }
+
+    /// The result of a model that did not finish: cut off by the run's deadline (timeout) or never reached
+    /// (not checked).
+    pub fn unfinished(
+        &self,
+        target: &Target,
+        outcome: Outcome,
+        error: String,
+        waited: Duration,
+    ) -> ModelResult {
+        let mut r = self.finish(
+            target,
+            Instant::now(),
+            Vec::new(),
+            None,
+            outcome,
+            outcome.default_code(),
+            Some(error),
+            None,
+        );
+        r.elapsed_ms = waited.as_millis() as u64;
+        r
     }
 
     fn timed_out(&self, target: &Target) -> Attempt {

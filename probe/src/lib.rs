@@ -6,12 +6,15 @@
 //! types and the lines, which is why they live here and not in the binary. This crate never depends on `kube`.
 
 pub mod api;
+pub mod catalog;
 pub mod check;
 pub mod outcome;
 pub mod prompt;
 pub mod render;
 pub mod retry;
+pub mod run;
 pub mod sanitize;
+pub mod spec;
 pub mod sse;
 pub mod target;
 pub mod transport;

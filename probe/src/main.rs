@@ -12,10 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::catalog;
 use jr2_probe::check::{Checker, Settings};
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
+use jr2_probe::run::RunOptions;
 use jr2_probe::sanitize::{self, Redactor};
+use jr2_probe::spec::{self, ModelSpec, RunSpec, Source};
 use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
@@ -41,24 +44,65 @@ enum Command {
     ///
     /// Example: jr2-probe check --base-url http://vllm.lan:8000/v1 --model Qwen/Qwen3-32B --api-key-env VLLM_KEY
     Check(CheckArgs),
+    /// Check the models of a run spec, in the check pod: JSON lines on stdout, a summary in the termination message.
+    ///
+    /// The spec's JSON Schema is schemas/run-spec.v1.schema.json. NODE_NAME names the node in the lines;
+    /// JR2_PROBE_DEADLINE (Unix seconds) is the pod's deadline, which the probe finishes before.
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// The run spec: a file, or - for stdin.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "spec_json",
+        required_unless_present = "spec_json"
+    )]
+    spec: Option<PathBuf>,
+
+    /// The run spec, inline.
+    #[arg(long, value_name = "JSON")]
+    spec_json: Option<String>,
+
+    /// Where the compact summary goes (at most 4096 bytes).
+    #[arg(long, value_name = "PATH", default_value = "/dev/termination-log")]
+    termination_log: PathBuf,
+
+    /// The node the pod runs on, for the lines.
+    #[arg(long, value_name = "NAME", env = "NODE_NAME")]
+    node: Option<String>,
+
+    /// A PEM file of CA certificates to trust on top of Mozilla's roots and the env's CA files; repeatable.
+    #[arg(long, value_name = "PEM")]
+    ca_bundle: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
 struct CheckArgs {
-    /// The endpoint's base URL, as harness.provider.baseUrl names it (the API appends /chat/completions).
-    #[arg(long, value_name = "URL")]
+    /// A custom endpoint's base URL, as harness.provider.baseUrl names it (the API appends /chat/completions).
+    /// Without it, each --model is a model of pi's catalog (`anthropic/claude-haiku-4-5`).
+    #[arg(long, value_name = "URL", conflicts_with = "gateway")]
     base_url: Option<String>,
 
-    /// A model id exactly as the endpoint serves it; repeat to check several at once.
+    /// With --base-url: a model id exactly as the endpoint serves it. Without: `<provider>/<id>` of pi's catalog.
+    /// Repeat to check several at once.
     #[arg(long = "model", value_name = "ID", required = true)]
     models: Vec<String>,
 
-    /// The API kind, by pi's name.
-    #[arg(long, value_name = "KIND", default_value = "openai-completions")]
-    api: String,
+    /// The API kind, by pi's name (default: openai-completions with --base-url, the catalog's otherwise).
+    #[arg(long, value_name = "KIND")]
+    api: Option<String>,
 
-    /// The environment variable that holds the endpoint's key (plays the role of harness.provider.apiKey).
-    /// Without it the probe sends what pi sends with no key: `Authorization: Bearer unused`.
+    /// A harness.catalog gateway that serves the catalog models' provider: its whole base URL, which the API
+    /// appends its path to (`https://litellm.corp.example` for anthropic).
+    #[arg(long, value_name = "URL")]
+    gateway: Option<String>,
+
+    /// The environment variable that holds the key. With --base-url it plays the role of harness.provider.apiKey,
+    /// and without it the probe sends what pi sends with no key: `Authorization: Bearer unused`. For a catalog
+    /// model the default is the first of the provider's variables (in pi's order) that is set.
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
 
@@ -71,13 +115,15 @@ struct CheckArgs {
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     timeout: Duration,
 
-    /// The model's maxTokens (the token cap a Turn sends). 0 sends 1, as pi does for a custom model without one.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
-    max_tokens: u64,
+    /// The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url, the catalog's otherwise.
+    /// 0 sends 1, as pi does for a custom model without one.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
 
-    /// The model's context window; when set, the token cap is clamped to it as pi clamps it.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    context_window: u64,
+    /// The model's context window; when set, the token cap is clamped to it as pi clamps it (default: unknown with
+    /// --base-url, the catalog's otherwise).
+    #[arg(long, value_name = "N")]
+    context_window: Option<u64>,
 
     /// The tool_choice to send. A Turn sends none (unset); jr2's plan may set one, as pi's toolChoice option does.
     /// `named` names the probe's tool.
@@ -183,10 +229,15 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    let Command::Check(args) = cli.command;
     runtime.block_on(async {
+        let work = async {
+            match cli.command {
+                Command::Check(args) => check(args).await,
+                Command::Run(args) => run(args).await,
+            }
+        };
         tokio::select! {
-            code = check(args) => code,
+            code = work => code,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("error: interrupted; the models not finished were not checked");
                 ExitCode::from(130)
@@ -297,18 +348,18 @@ fn is_loopback(url: &reqwest::Url) -> bool {
 }
 
 fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
-    let api: ApiKind = args
+    let api: Option<ApiKind> = args
         .api
-        .parse()
+        .as_deref()
+        .map(str::parse)
+        .transpose()
         .map_err(|e: jr2_probe::api::UnknownApiKind| input_error("--api", e.to_string()))?;
-    let Some(base) = &args.base_url else {
-        return Err(input_error(
-            "--base-url",
-            "required: this version of the probe checks one endpoint named by its base URL",
-        ));
-    };
-    let base_url = parse_base_url(base)?;
-    let key = match &args.api_key_env {
+    for (i, model) in args.models.iter().enumerate() {
+        if model.trim().is_empty() {
+            return Err(input_error("--model", format!("model {} is empty", i + 1)));
+        }
+    }
+    let named_key = match &args.api_key_env {
         None => None,
         Some(name) => {
             let value = std::env::var(name).map_err(|_| {
@@ -329,13 +380,119 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             })
         }
     };
-    for (i, model) in args.models.iter().enumerate() {
-        if model.trim().is_empty() {
-            return Err(input_error("--model", format!("model {} is empty", i + 1)));
+    let trust = load_trust(&args.ca_bundle)?;
+    let session_id = new_session_id();
+    let targets = match &args.base_url {
+        Some(base) => {
+            let base_url = parse_base_url(base)?;
+            let max_tokens = jr2_probe::prompt::token_cap(
+                args.max_tokens.unwrap_or(1024),
+                args.context_window.unwrap_or(0),
+            );
+            args.models
+                .iter()
+                .map(|model| Target {
+                    model: model.clone(),
+                    id: model.clone(),
+                    api: api.unwrap_or(ApiKind::OpenAiCompletions),
+                    base_url: base_url.clone(),
+                    route: Route::Custom {
+                        api_key_set: named_key.is_some(),
+                    },
+                    key: named_key.clone(),
+                    max_tokens,
+                    tool_choice: args.tool_choice.into(),
+                    // A custom provider's model: pi builds it with `reasoning: true` and no compat of its own.
+                    facts: Facts {
+                        reasoning: true,
+                        ..Facts::default()
+                    },
+                    session_id: session_id.clone(),
+                })
+                .collect()
         }
-    }
-    let mut ca_files: Vec<CaFile> = args
-        .ca_bundle
+        None => catalog_targets(args, api, named_key.as_ref(), &session_id)?,
+    };
+    let keys: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t.key_value().map(str::to_owned))
+        .collect();
+    let settings = Settings {
+        timeout: args.timeout,
+        retry: RetryPolicy {
+            max_tries: args.max_tries,
+            ..RetryPolicy::default()
+        },
+        concurrency: usize::from(args.concurrency),
+    };
+    let connect_timeout = args.timeout.min(Duration::from_secs(10));
+    let checker = Checker::new(
+        ClientFactory::new(trust, connect_timeout),
+        Redactor::new(keys),
+        settings,
+    );
+    Ok((targets, checker))
+}
+
+/// Catalog models by hand: `direct`, the key from `--api-key-env` or the provider's first variable that is set.
+fn catalog_targets(
+    args: &CheckArgs,
+    api: Option<ApiKind>,
+    named_key: Option<&Key>,
+    session_id: &str,
+) -> Result<Vec<Target>, InputError> {
+    let env = |name: &str| std::env::var(name).ok();
+    args.models
+        .iter()
+        .map(|model| {
+            let provider = catalog::split_model_name(model)
+                .map(|(p, _)| p.to_owned())
+                .unwrap_or_default();
+            let key_env = named_key.map(|k| k.env.clone()).or_else(|| {
+                catalog::pinned().provider(&provider).and_then(|p| {
+                    p.key_env
+                        .iter()
+                        .find(|name| env(name).is_some_and(|v| !v.is_empty()))
+                        .cloned()
+                })
+            });
+            let spec = ModelSpec {
+                model: model.clone(),
+                source: if args.gateway.is_some() {
+                    Source::Gateway
+                } else {
+                    Source::Catalog
+                },
+                base_url: args.gateway.clone(),
+                api,
+                key_held: key_env.is_some(),
+                key_env,
+                via_custodian: false,
+                max_tokens: args.max_tokens,
+                context_window: args.context_window,
+                tool_choice: Some(args.tool_choice.into()),
+            };
+            spec::resolve(&spec, "--model", &env, session_id).map_err(|e| {
+                let text = e.to_string();
+                let message = text
+                    .strip_prefix("--model.model: ")
+                    .or_else(|| text.strip_prefix("--model.baseUrl: "))
+                    .unwrap_or(&text);
+                let flag = if text.starts_with("--model.baseUrl") {
+                    "--gateway"
+                } else {
+                    "--model"
+                };
+                input_error(flag, message.to_owned())
+            })
+        })
+        .collect()
+}
+
+/// Mozilla's roots, `--ca-bundle` (bad input when unreadable), and the env's CA files (a warning when unreadable,
+/// as Node.js does).
+fn load_trust(ca_bundle: &[PathBuf]) -> Result<Trust, InputError> {
+    let mut ca_files: Vec<CaFile> = ca_bundle
         .iter()
         .map(|p| CaFile {
             source_name: "--ca-bundle".to_owned(),
@@ -349,53 +506,93 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
         ca_files.extend(env_files);
         match Trust::load(&ca_files) {
             Ok(t) => trust = t,
-            // Node.js warns and goes on when NODE_EXTRA_CA_CERTS cannot be read; so does the probe.
             Err(e) => eprintln!(
                 "warning: provider: {}; going on without it",
                 sanitize::escape(&e.to_string())
             ),
         }
     }
-    let max_tokens = jr2_probe::prompt::token_cap(args.max_tokens, args.context_window);
+    Ok(trust)
+}
+
+async fn run(args: RunArgs) -> ExitCode {
+    let text = match (&args.spec, &args.spec_json) {
+        (_, Some(json)) => Ok(json.clone()),
+        (Some(path), None) if path.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+        }
+        (Some(path), None) => std::fs::read_to_string(path),
+        (None, None) => unreachable!("clap requires one of them"),
+    };
+    let spec: RunSpec = match text
+        .map_err(|e| format!("--spec: cannot read it: {e}"))
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("--spec: not a run spec ({e})")))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}", sanitize::escape(&e));
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if spec.schema != jr2_probe::spec::RUN_SPEC_SCHEMA {
+        eprintln!(
+            "error: --spec: schema \"{}\" is not {}",
+            sanitize::escape(&spec.schema),
+            jr2_probe::spec::RUN_SPEC_SCHEMA
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let trust = match load_trust(&args.ca_bundle) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}", sanitize::escape(&e.to_string()));
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
     let session_id = new_session_id();
-    let targets = args
-        .models
-        .iter()
-        .map(|model| Target {
-            model: model.clone(),
-            id: model.clone(),
-            api,
-            base_url: base_url.clone(),
-            route: Route::Custom {
-                api_key_set: key.is_some(),
-            },
-            key: key.clone(),
-            max_tokens,
-            tool_choice: args.tool_choice.into(),
-            // A custom provider's model: pi builds it with `reasoning: true` and no compat of its own.
-            facts: Facts {
-                reasoning: true,
-                ..Facts::default()
-            },
-            session_id: session_id.clone(),
-        })
-        .collect();
-    let redactor = Redactor::new(key.iter().map(|k| k.value.expose().to_owned()));
+    let mut targets = Vec::with_capacity(spec.models.len());
+    for (i, model) in spec.models.iter().enumerate() {
+        match spec::resolve(model, &format!("models[{i}]"), &env, &session_id) {
+            Ok(t) => targets.push(t),
+            Err(e) => {
+                eprintln!("error: {}", sanitize::escape(&e.to_string()));
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let timeout = Duration::from_secs_f64(spec.timeout_seconds.clamp(0.1, 86_400.0));
     let settings = Settings {
-        timeout: args.timeout,
+        timeout,
         retry: RetryPolicy {
-            max_tries: args.max_tries,
+            max_tries: spec.max_tries.clamp(1, 10),
             ..RetryPolicy::default()
         },
-        concurrency: usize::from(args.concurrency),
+        concurrency: spec.concurrency.clamp(1, 64),
     };
-    let connect_timeout = args.timeout.min(Duration::from_secs(10));
+    let keys: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t.key_value().map(str::to_owned))
+        .collect();
     let checker = Checker::new(
-        ClientFactory::new(trust, connect_timeout),
-        redactor,
+        ClientFactory::new(trust, timeout.min(Duration::from_secs(10))),
+        Redactor::new(keys),
         settings,
     );
-    Ok((targets, checker))
+    let deadline = std::env::var("JR2_PROBE_DEADLINE")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| std::time::UNIX_EPOCH + Duration::from_secs_f64(s));
+    let options = RunOptions {
+        node: args.node.clone().filter(|n| !n.is_empty()),
+        deadline,
+        termination_log: Some(args.termination_log.clone()),
+    };
+    let verdict =
+        jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;
+    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
 }
 
 fn parse_base_url(text: &str) -> Result<reqwest::Url, InputError> {

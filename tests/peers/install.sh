@@ -36,4 +36,11 @@ if [ ! -x "$CACHE/litellm-venv/bin/litellm" ]; then
   "$PY" -m venv "$CACHE/litellm-venv"
   "$CACHE/litellm-venv/bin/pip" install -q 'litellm[proxy]==1.108.7' 'prisma'
 fi
+# mitmproxy: a real TLS-intercepting proxy standing in for the Custodian in the tests.
+if [ ! -x "$CACHE/mitmproxy-venv/bin/mitmdump" ]; then
+  log "installing mitmproxy"
+  rm -rf "$CACHE/mitmproxy-venv"
+  "$PY" -m venv "$CACHE/mitmproxy-venv"
+  "$CACHE/mitmproxy-venv/bin/pip" install -q 'mitmproxy==11.*'
+fi
 log "ready in $CACHE"

@@ -1,0 +1,290 @@
+//! What to check, as the driver (or an operator) says it, and how it becomes a [`Target`].
+//!
+//! A [`ModelSpec`] names a model the way jr2 does (`<provider>/<id>`, split at the first `/`) and says where it comes
+//! from: pi's catalog, a `harness.catalog` gateway that serves a catalog provider, or the one custom provider
+//! (`harness.provider`). [`resolve`] looks the catalog up (the data file generated from the pinned pi-ai package),
+//! reads the key from the env var the Harness reads (in a Custodian pod, the Stand-in `jr2-held-<NAME>`), clamps the
+//! token cap as pi does, and yields the [`Target`] a check runs. A [`RunSpec`] is the list `jr2-probe run` reads in
+//! the check pod; its JSON Schema is `schemas/run-spec.v1.schema.json`.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::api::{ApiKind, ToolChoice};
+use crate::catalog;
+use crate::target::{Facts, Key, Secret, Target};
+use crate::verdict::Route;
+
+/// The run spec's schema identifier.
+pub const RUN_SPEC_SCHEMA: &str = "jr2.dev/provider-preflight-run/v1";
+
+/// Where a model comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    /// A model of pi's catalog, reached at the catalog's base URL.
+    Catalog,
+    /// A catalog model whose provider a `harness.catalog` gateway serves (`baseUrl` is the gateway's).
+    Gateway,
+    /// The custom provider (`harness.provider`).
+    Custom,
+}
+
+/// One model to check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelSpec {
+    /// `<provider>/<id>`, as the Agent names it.
+    pub model: String,
+    /// Where it comes from.
+    pub source: Source,
+    /// The base URL: required for `custom` and `gateway`, the catalog's when absent for `catalog`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The API kind: required for `custom` (`openai-completions`, the one the Harness speaks); the catalog's otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ApiKind>,
+    /// The env var that holds the key (custom: `JR2_PROVIDER_API_KEY`; catalog: the provider's, e.g.
+    /// `ANTHROPIC_API_KEY`). Absent: no key (a custom provider then sends `Bearer unused`, as pi does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
+    /// A Harness pod holds that key (catalog: decides the held-secret line; custom: `harness.provider.apiKey` is set).
+    #[serde(default)]
+    pub key_held: bool,
+    /// The pods hold a secret, so the call goes through a Custodian (`through a Custodian` in the lines).
+    #[serde(default)]
+    pub via_custodian: bool,
+    /// The model's `maxTokens` as jr2 resolves it (custom: per model, then per provider, else 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The model's context window as jr2 resolves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// The `tool_choice` to send; absent: none, as a Turn sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// The list `jr2-probe run` reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunSpec {
+    /// [`RUN_SPEC_SCHEMA`].
+    pub schema: String,
+    /// Seconds per model before a timeout.
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: f64,
+    /// Tries per model on 429, 529 and 503.
+    #[serde(default = "default_tries")]
+    pub max_tries: u32,
+    /// Models checked at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// The models, in plan order.
+    pub models: Vec<ModelSpec>,
+}
+
+fn default_timeout() -> f64 {
+    120.0
+}
+fn default_tries() -> u32 {
+    4
+}
+fn default_concurrency() -> usize {
+    8
+}
+
+/// A spec that cannot be checked: bad input, named by its field.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SpecError {
+    /// The model name is not `<provider>/<id>`.
+    #[error("{field}: {source}")]
+    Name {
+        /// The field.
+        field: String,
+        /// Why.
+        #[source]
+        source: catalog::ModelNameError,
+    },
+    /// A catalog model that is not in the catalog.
+    #[error(
+        "{field}: model \"{model}\" is not in pi's catalog (@earendil-works/pi-ai {version}); name its endpoint with --base-url and --api to check it anyway"
+    )]
+    NotInCatalog {
+        /// The field.
+        field: String,
+        /// The model.
+        model: String,
+        /// The catalog's version.
+        version: String,
+    },
+    /// A required field is missing, or a value is invalid.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// Why.
+        message: String,
+    },
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> SpecError {
+    SpecError::Invalid {
+        field: field.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Parses and checks a base URL: http or https, a host, no credentials, no query.
+pub fn parse_base_url(field: &str, text: &str) -> Result<reqwest::Url, SpecError> {
+    let shown = crate::sanitize::escape_truncate(text, 200);
+    let url = reqwest::Url::parse(text)
+        .map_err(|e| invalid(field, format!("\"{shown}\" is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(
+            field,
+            format!("\"{shown}\": the scheme must be http or https"),
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(field, format!("\"{shown}\" names no host")));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(
+            field,
+            "must not carry credentials; put the key in an environment variable and name it with --api-key-env",
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(
+            field,
+            format!("\"{shown}\" must not have a query or a fragment"),
+        ));
+    }
+    Ok(url)
+}
+
+/// Turns a spec into a target. `field` names the spec in errors (`--model`, `models[3]`); `env` reads the
+/// environment (the key's value).
+pub fn resolve(
+    spec: &ModelSpec,
+    field: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    session_id: &str,
+) -> Result<Target, SpecError> {
+    let (provider, id) =
+        catalog::split_model_name(&spec.model).map_err(|source| SpecError::Name {
+            field: format!("{field}.model"),
+            source,
+        })?;
+    let key = match &spec.key_env {
+        Some(name) => env(name).filter(|v| !v.is_empty()).map(|v| Key {
+            env: name.clone(),
+            value: Secret::new(v),
+        }),
+        None => None,
+    };
+    let (api, base_url, facts, catalog_max, catalog_window) = match spec.source {
+        Source::Custom => {
+            let api = spec.api.unwrap_or(ApiKind::OpenAiCompletions);
+            let base = spec.base_url.as_deref().ok_or_else(|| {
+                invalid(
+                    &format!("{field}.baseUrl"),
+                    "required for a custom provider",
+                )
+            })?;
+            let url = parse_base_url(&format!("{field}.baseUrl"), base)?;
+            // pi builds a custom provider's model with `reasoning: true` and no compat of its own.
+            let facts = Facts {
+                provider: Some(provider.to_owned()),
+                reasoning: true,
+                ..Facts::default()
+            };
+            (api, url, facts, 1024, 0)
+        }
+        Source::Catalog | Source::Gateway => {
+            let cat = catalog::pinned();
+            let model = cat
+                .model(provider, id)
+                .ok_or_else(|| SpecError::NotInCatalog {
+                    field: format!("{field}.model"),
+                    model: spec.model.clone(),
+                    version: cat.version().to_owned(),
+                })?;
+            let base = match (&spec.base_url, spec.source) {
+                (Some(b), _) => parse_base_url(&format!("{field}.baseUrl"), b)?,
+                (None, Source::Gateway) => {
+                    return Err(invalid(
+                        &format!("{field}.baseUrl"),
+                        "required for a gateway (harness.catalog.<provider>.baseUrl)",
+                    ));
+                }
+                (None, _) => {
+                    catalog_base_url(&format!("{field}.model"), &model.base_url, model.api)?
+                }
+            };
+            (
+                spec.api.unwrap_or(model.api),
+                base,
+                model.facts(),
+                model.max_tokens,
+                model.context_window,
+            )
+        }
+    };
+    let max_tokens = crate::prompt::token_cap(
+        spec.max_tokens.unwrap_or(catalog_max),
+        spec.context_window.unwrap_or(catalog_window),
+    );
+    let route = match spec.source {
+        Source::Custom => Route::Custom {
+            api_key_set: spec.key_held,
+        },
+        Source::Catalog | Source::Gateway => Route::Catalog {
+            provider: provider.to_owned(),
+            via_custodian: spec.via_custodian,
+            key_env: spec
+                .key_env
+                .clone()
+                .or_else(|| {
+                    catalog::pinned()
+                        .provider(provider)
+                        .and_then(|p| p.key_env.first().cloned())
+                })
+                .unwrap_or_else(|| format!("the key of {provider}")),
+            key_held: spec.key_held,
+            gateway: spec.source == Source::Gateway,
+        },
+    };
+    Ok(Target {
+        model: spec.model.clone(),
+        id: id.to_owned(),
+        api,
+        base_url,
+        route,
+        key,
+        max_tokens,
+        tool_choice: spec.tool_choice.unwrap_or_default(),
+        facts,
+        session_id: session_id.to_owned(),
+    })
+}
+
+/// A catalog base URL. Some are templates or empty (Vertex's `{location}`, Azure's): those the API module resolves
+/// from the environment, as pi does, so a placeholder URL stands in.
+fn catalog_base_url(field: &str, base: &str, api: ApiKind) -> Result<reqwest::Url, SpecError> {
+    if base.is_empty() || base.contains('{') {
+        let placeholder = match api {
+            ApiKind::GoogleVertex => "https://aiplatform.googleapis.com",
+            ApiKind::AzureOpenAiResponses => "https://azure-openai.invalid/openai/v1",
+            _ => {
+                return Err(invalid(
+                    field,
+                    format!("the catalog gives no usable base URL (\"{base}\")"),
+                ));
+            }
+        };
+        return reqwest::Url::parse(placeholder).map_err(|e| invalid(field, e.to_string()));
+    }
+    parse_base_url(field, base)
+}

@@ -1,0 +1,206 @@
+//! `jr2-probe run`, the check pod's mode: JSON lines on stdout, the compact summary in the termination message,
+//! and the pod's deadline kept.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jr2_probe::outcome::Outcome;
+use jr2_probe::run::{Summary, TERMINATION_LIMIT};
+use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
+use serde_json::{Value, json};
+
+fn custom(model: &str, base: &str) -> Value {
+    json!({"model": format!("vllm/{model}"), "source": "custom", "baseUrl": base, "api": "openai-completions",
+           "keyEnv": "JR2_PROVIDER_API_KEY", "keyHeld": true, "maxTokens": 0})
+}
+
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn temp_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "jr2-{name}-{}-{}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streams_json_lines_and_writes_the_termination_message() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10, "maxTries": 2,
+                      "models": [custom("auth", &base), custom("rate-limited", &base), custom("missing", &base)]});
+    let term = temp_path("termination");
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            term.to_str().unwrap(),
+        ],
+        &[
+            ("JR2_PROVIDER_API_KEY", GOOD_KEY),
+            ("NODE_NAME", "worker-2"),
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.is_empty(),
+        "pod mode writes JSON on stdout only: {}",
+        run.stderr
+    );
+    let ev = events(&run.stdout);
+    assert_eq!(ev[0]["event"], "start");
+    assert_eq!(ev[0]["origin"], json!({"kind": "node", "name": "worker-2"}));
+    let kinds: Vec<&str> = ev.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "modelStarted").count(), 3);
+    assert_eq!(kinds.iter().filter(|k| **k == "result").count(), 3);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "try").count(),
+        1 + 2 + 1,
+        "every try is streamed"
+    );
+    assert_eq!(*kinds.last().unwrap(), "summary");
+
+    let verdict: jr2_probe::verdict::Verdict =
+        serde_json::from_value(ev.last().unwrap()["verdict"].clone()).unwrap();
+    let outcomes: Vec<Outcome> = verdict.models.iter().map(|m| m.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Ok, Outcome::Busy, Outcome::Http]);
+    assert_eq!(
+        fake.requests_for("auth")[0].header("authorization"),
+        Some(format!("Bearer {GOOD_KEY}").as_str())
+    );
+    assert_eq!(
+        fake.requests_for("auth")[0].body["max_completion_tokens"],
+        1,
+        "maxTokens 0 is sent as 1, as pi does"
+    );
+    // The lines name the node, in plan order.
+    assert!(
+        verdict.lines[1].starts_with("warning: provider: vllm/rate-limited is busy toward"),
+        "{:?}",
+        verdict.lines
+    );
+    assert!(
+        verdict.lines[2].contains("(from a pod on node worker-2, as a Turn calls it): HTTP 404"),
+        "{:?}",
+        verdict.lines
+    );
+
+    let text = std::fs::read_to_string(&term).unwrap();
+    assert!(text.len() <= TERMINATION_LIMIT);
+    let summary: Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (summary.ok, summary.n, summary.truncated),
+        (false, 3, false)
+    );
+    assert_eq!(
+        summary.models[2].error.as_deref(),
+        Some("HTTP 404: The model `missing` does not exist.")
+    );
+    assert!(!run.stdout.contains(GOOD_KEY) && !text.contains(GOOD_KEY));
+    let _ = std::fs::remove_file(term);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_models_with_one_stall_finish_before_the_pods_deadline() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let mut models: Vec<Value> = (0..49).map(|i| custom(&format!("ok@{i}"), &base)).collect();
+    models.insert(17, custom("stall", &base));
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 120, "concurrency": 8, "models": models});
+    let deadline = SystemTime::now() + Duration::from_secs(7);
+    let deadline_s = deadline.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let term = temp_path("termination-50");
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            term.to_str().unwrap(),
+        ],
+        &[("JR2_PROBE_DEADLINE", &format!("{deadline_s:.3}"))],
+    )
+    .await;
+    assert!(
+        SystemTime::now() < deadline,
+        "the probe exits before the pod's deadline ({:?})",
+        run.elapsed
+    );
+    assert_eq!(run.code, 1);
+    let text = std::fs::read_to_string(&term).unwrap();
+    assert!(text.len() <= TERMINATION_LIMIT, "{} bytes", text.len());
+    let summary: Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary.n, 50);
+    assert_eq!(summary.models.len(), 50);
+    assert!(
+        matches!(
+            summary.models[17].outcome,
+            Outcome::Timeout | Outcome::NotChecked
+        ),
+        "{:?}",
+        summary.models[17]
+    );
+    assert_eq!(
+        summary
+            .models
+            .iter()
+            .filter(|m| m.outcome == Outcome::Ok)
+            .count(),
+        49
+    );
+    let _ = std::fs::remove_file(term);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_spec_is_one_error_line_and_exit_2() {
+    let cases = [
+        (json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [{"model": "nope", "source": "custom", "baseUrl": "http://h/v1"}]}).to_string(),
+         "error: models[0].model: model \"nope\" has no provider: write it as <provider>/<id>"),
+        (json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [{"model": "vllm/x", "source": "custom"}]}).to_string(),
+         "error: models[0].baseUrl: required for a custom provider"),
+        (json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [{"model": "anthropic/no-such-model", "source": "catalog"}]}).to_string(),
+         "error: models[0].model: model \"anthropic/no-such-model\" is not in pi's catalog (@earendil-works/pi-ai 0.82.1); name its endpoint with --base-url and --api to check it anyway"),
+        (json!({"schema": "v0", "models": []}).to_string(), "error: --spec: schema \"v0\" is not jr2.dev/provider-preflight-run/v1"),
+    ];
+    for (spec, want) in cases {
+        let run = common::probe(
+            &[
+                "run",
+                "--spec-json",
+                &spec,
+                "--termination-log",
+                "/dev/null",
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(run.code, 2, "{spec}: {}", run.stderr);
+        assert_eq!(run.lines(), [want]);
+        assert!(run.stdout.is_empty());
+    }
+    let run = common::probe(
+        &["run", "--spec-json", "{", "--termination-log", "/dev/null"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("error: --spec: not a run spec (EOF while parsing an object"),
+        "{}",
+        run.stderr
+    );
+}
