@@ -177,3 +177,75 @@ pub fn start_litellm(config_yaml: &str) -> Server {
         .env("NO_PROXY", "*");
     spawn(cmd, "litellm", port).wait_ready("/health/liveliness", Duration::from_secs(120))
 }
+
+/// A running mitmproxy standing in for the Custodian: its proxy URL and the CA it signs its leaves with.
+pub struct Custodian {
+    /// The process.
+    pub server: Server,
+    /// `http://127.0.0.1:<port>`, for `HTTPS_PROXY`.
+    pub proxy_url: String,
+    /// mitmproxy's CA, for `NODE_EXTRA_CA_CERTS`.
+    pub ca_file: PathBuf,
+}
+
+/// Starts mitmproxy with the Custodian addon (`tests/peers/custodian_addon.py`): `held_value` of secret `name` is
+/// swapped in for its Stand-in on `hosts` (`host:port`); `upstream_ca` is the CA the upstream's certificate chains to.
+pub fn start_custodian(
+    name: &str,
+    held_value: &str,
+    hosts: &[String],
+    upstream_ca: &Path,
+) -> Custodian {
+    let mitmdump = require(&cache_dir().join("mitmproxy-venv/bin/mitmdump"));
+    let port = free_port();
+    let confdir = std::env::temp_dir().join(format!("jr2-mitm-{port}"));
+    std::fs::create_dir_all(&confdir).expect("create mitmproxy's confdir");
+    let addon = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/custodian_addon.py");
+    let mut cmd = Command::new(mitmdump);
+    cmd.args([
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        &port.to_string(),
+        "--quiet",
+        "-s",
+    ])
+    .arg(&addon)
+    .arg("--set")
+    .arg(format!("confdir={}", confdir.display()))
+    .arg("--set")
+    .arg(format!(
+        "ssl_verify_upstream_trusted_ca={}",
+        upstream_ca.display()
+    ))
+    // The value travels in the environment, never in argv.
+    .env("JR2_HELD_NAME", name)
+    .env("JR2_HELD_VALUE", held_value)
+    .env("JR2_HELD_HOSTS", hosts.join(","))
+    .env("NO_PROXY", "*");
+    let mut server = spawn(cmd, "mitmproxy", port);
+    let ca_file = confdir.join("mitmproxy-ca-cert.pem");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = server.child.try_wait().expect("poll the child") {
+            panic!("mitmproxy exited ({status}):\n{}", server.log());
+        }
+        let listening =
+            TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
+                .is_ok();
+        if listening && ca_file.exists() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "mitmproxy was not ready:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Custodian {
+        server,
+        proxy_url: format!("http://127.0.0.1:{port}"),
+        ca_file,
+    }
+}
