@@ -1,0 +1,3 @@
+//! `jr2-preflight`: see the library's documentation.
+
+fn main() {}
