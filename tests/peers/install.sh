@@ -43,4 +43,11 @@ if [ ! -x "$CACHE/mitmproxy-venv/bin/mitmdump" ]; then
   "$PY" -m venv "$CACHE/mitmproxy-venv"
   "$CACHE/mitmproxy-venv/bin/pip" install -q 'mitmproxy==11.*'
 fi
+# kubernetes-validate: the Kubernetes JSON schemas (1.35 among them) that every generated check pod is validated against.
+if [ ! -x "$CACHE/kv-venv/bin/kubernetes-validate" ]; then
+  log "installing kubernetes-validate"
+  rm -rf "$CACHE/kv-venv"
+  "$PY" -m venv "$CACHE/kv-venv"
+  "$CACHE/kv-venv/bin/pip" install -q 'kubernetes-validate==1.37.*'
+fi
 log "ready in $CACHE"

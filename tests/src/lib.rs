@@ -2,9 +2,20 @@
 //!
 //! - [`fake_provider`]: a scriptable OpenAI-compatible server on loopback that answers as vLLM, llama.cpp and the
 //!   big providers do, including their failures.
+//! - [`fake_anthropic`]: the Anthropic Messages API's streams and errors, for `FakeProvider::start_with`.
+//! - [`fake_mistral`], [`fake_bedrock`]: Mistral's chat completions and Bedrock's ConverseStream (AWS event-stream
+//!   frames), for `FakeProvider::start_with`.
+//! - [`fake_google`]: the Gemini API's (and Vertex express's) streams and errors, for `FakeProvider::start_with`.
+//! - [`fake_responses`]: OpenAI's (and Azure OpenAI's) Responses API streams and errors, for
+//!   `FakeProvider::start_with`.
 //! - [`peers`]: launchers for the real third-party servers (llama-cpp-python, LiteLLM) that `.ci/run` installs.
 //!
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
+pub mod fake_anthropic;
+pub mod fake_bedrock;
+pub mod fake_google;
+pub mod fake_mistral;
 pub mod fake_provider;
+pub mod fake_responses;
 pub mod peers;

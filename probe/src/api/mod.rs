@@ -5,8 +5,14 @@
 //! for it and reads its stream into [`StreamEvent`]s, so the rest of the probe (retries, deadlines,
 //! classification, lines) does not care which wire it is on.
 
+pub mod anthropic_messages;
+pub mod aws_event_stream;
+pub mod bedrock;
 pub mod error_body;
+pub mod google;
+pub mod mistral;
 pub mod openai_completions;
+pub mod openai_responses;
 
 use std::fmt;
 use std::str::FromStr;
@@ -193,6 +199,8 @@ impl ProviderError {
             "rate_limit_error",
             "rate_limit_exceeded",
             "throttlingexception",
+            "serviceunavailableexception",
+            "modelnotreadyexception",
             "server_is_overloaded",
         ]
         .iter()
@@ -325,13 +333,20 @@ impl FrameDecoder for crate::sse::Decoder {
 
 /// The decoder of AWS's event stream, when this build reads it.
 pub fn aws_event_stream_decoder() -> Option<Box<dyn FrameDecoder>> {
-    None
+    Some(Box::new(aws_event_stream::EventDecoder::default()))
 }
 
 /// The wire of an API kind, when the probe speaks it.
 pub fn wire(api: ApiKind) -> Option<&'static dyn Wire> {
     match api {
         ApiKind::OpenAiCompletions => Some(&openai_completions::OpenAiCompletions),
+        ApiKind::GoogleGenerativeAi => Some(&google::GoogleGenerativeAi),
+        ApiKind::GoogleVertex => Some(&google::GoogleVertex),
+        ApiKind::AnthropicMessages => Some(&anthropic_messages::AnthropicMessages),
+        ApiKind::MistralConversations => Some(&mistral::MistralConversations),
+        ApiKind::BedrockConverseStream => Some(&bedrock::BedrockConverseStream),
+        ApiKind::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
+        ApiKind::AzureOpenAiResponses => Some(&openai_responses::AzureOpenAiResponses),
         _ => None,
     }
 }

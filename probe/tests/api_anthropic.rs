@@ -1,0 +1,501 @@
+//! `anthropic-messages` in process, against the TLS fake of the Messages API: the request pi-ai 0.82.1 sends for
+//! `anthropic/claude-haiku-4-5` (`research/pi-requests.md`, section 3), every behaviour of the fake, the tries and
+//! the outcome each one ends with, and the catalog form of the lines for a refused key.
+
+use std::time::Duration;
+
+use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::check::{Checker, Settings};
+use jr2_probe::outcome::{Code, Level, Outcome};
+use jr2_probe::retry::RetryPolicy;
+use jr2_probe::sanitize::Redactor;
+use jr2_probe::target::{self, Facts, Key, Secret, Target};
+use jr2_probe::transport::{CaFile, ClientFactory, Trust};
+use jr2_probe::verdict::{ModelResult, Origin, Route};
+use jr2_testkit::fake_anthropic::{self, GOOD_KEY, TEXT_ANSWER};
+use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
+use serde_json::json;
+
+const WRONG_KEY: &str = "sk-ant-api03-wrong-key-0000000000";
+
+struct Fake {
+    fake: FakeProvider,
+    ca: TestCa,
+}
+
+impl Fake {
+    async fn start() -> Self {
+        let ca = TestCa::new(&["127.0.0.1"]);
+        let fake = FakeProvider::start_with(fake_anthropic::handler(), Some(&ca)).await;
+        Self { fake, ca }
+    }
+
+    /// The base URL as the catalog writes Anthropic's: no `/v1`.
+    fn base(&self) -> reqwest::Url {
+        reqwest::Url::parse(&format!("https://{}", self.fake.addr())).unwrap()
+    }
+
+    fn host(&self) -> String {
+        self.fake.addr().to_string()
+    }
+
+    /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
+    fn target(&self, id: &str, env: &str, key: &str) -> Target {
+        Target {
+            model: "anthropic/claude-haiku-4-5".to_owned(),
+            id: id.to_owned(),
+            api: ApiKind::AnthropicMessages,
+            base_url: self.base(),
+            route: Route::Catalog {
+                provider: "anthropic".into(),
+                via_custodian: false,
+                key_env: "ANTHROPIC_API_KEY".into(),
+                key_held: true,
+                gateway: false,
+            },
+            key: Some(Key {
+                env: env.into(),
+                value: Secret::new(key.into()),
+            }),
+            // pi's catalog: maxTokens 64000, contextWindow 200000 (no clamp).
+            max_tokens: 64000,
+            tool_choice: ToolChoice::Unset,
+            facts: Facts {
+                provider: Some("anthropic".into()),
+                reasoning: true,
+                thinking_level_map: None,
+                compat: Some(json!({"supportsStrictTools": true})),
+                headers: None,
+            },
+            session_id: target::new_session_id(),
+        }
+    }
+
+    async fn check(&self, target: &Target) -> ModelResult {
+        let key = target.key_value().unwrap_or_default().to_owned();
+        let trust = Trust::load(&[CaFile {
+            source_name: "--ca-bundle".into(),
+            path: self.ca.ca_file.clone(),
+        }])
+        .unwrap();
+        let checker = Checker::new(
+            ClientFactory::new(trust, Duration::from_secs(5)),
+            Redactor::new([key]),
+            Settings {
+                timeout: Duration::from_secs(3),
+                retry: RetryPolicy {
+                    max_tries: 2,
+                    ..Default::default()
+                },
+                concurrency: 4,
+            },
+        );
+        checker.check(target).await
+    }
+
+    /// Checks the model `id` with the good key in `ANTHROPIC_API_KEY`.
+    async fn check_id(&self, id: &str) -> ModelResult {
+        self.check(&self.target(id, "ANTHROPIC_API_KEY", GOOD_KEY))
+            .await
+    }
+
+    fn only_request(&self) -> Recorded {
+        let all = self.fake.requests();
+        assert_eq!(all.len(), 1, "{all:#?}");
+        all.into_iter().next().unwrap()
+    }
+}
+
+fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
+    r.tries.iter().map(|t| t.status).collect()
+}
+
+/// The body of section 3 of `research/pi-requests.md`, for `model`.
+fn pis_body(model: &str) -> serde_json::Value {
+    json!({
+        "model": model,
+        "messages": [{"role": "user", "content": [{
+            "type": "text",
+            "text": "Call the probe tool now with status \"ready\".",
+            "cache_control": {"type": "ephemeral"}
+        }]}],
+        "max_tokens": 64000,
+        "stream": true,
+        "system": [{
+            "type": "text",
+            "text": "You check that this model can call tools.",
+            "cache_control": {"type": "ephemeral"}
+        }],
+        "tools": [{
+            "name": "probe",
+            "description": "Report that this model can call tools. Call it once.",
+            "eager_input_streaming": true,
+            "input_schema": {
+                "type": "object",
+                "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}},
+                "required": ["status"]
+            },
+            "cache_control": {"type": "ephemeral"}
+        }],
+        "thinking": {"type": "disabled"}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_with_the_request_pi_sends() {
+    let f = Fake::start().await;
+    let r = f.check_id("claude-haiku-4-5").await;
+    assert_eq!(
+        (r.outcome, r.code, r.level),
+        (Outcome::Ok, Code::Ok, Level::Pass),
+        "{r:?}"
+    );
+    assert_eq!(r.tool_name.as_deref(), Some("probe"));
+    assert_eq!(r.error, None);
+    assert_eq!(r.http_status, Some(200));
+    assert_eq!(statuses(&r), [Some(200)]);
+    assert_eq!(r.max_tokens, 64000);
+    let t = r.tries[0].timings;
+    assert!(t.tool_call_ms.is_some() && t.tls_ms.is_some(), "{t:?}");
+
+    let req = f.only_request();
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.path, "/v1/messages");
+    assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(req.header("x-api-key"), Some(GOOD_KEY));
+    assert_eq!(req.header("authorization"), None);
+    assert_eq!(req.header("accept"), Some("application/json"));
+    assert_eq!(
+        req.header("anthropic-dangerous-direct-browser-access"),
+        Some("true")
+    );
+    assert_eq!(
+        req.header("anthropic-beta"),
+        Some("interleaved-thinking-2025-05-14")
+    );
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(
+        req.header("user-agent"),
+        Some(concat!("jr2-probe/", env!("CARGO_PKG_VERSION")))
+    );
+    assert!(
+        req.headers
+            .iter()
+            .all(|(name, _)| !name.starts_with("x-stainless")),
+        "{:?}",
+        req.headers
+    );
+    assert_eq!(req.body, pis_body("claude-haiku-4-5"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_auth_token_travels_as_a_bearer() {
+    let f = Fake::start().await;
+    let r = f
+        .check(&f.target("claude-haiku-4-5", "ANTHROPIC_AUTH_TOKEN", GOOD_KEY))
+        .await;
+    assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:?}");
+    let req = f.only_request();
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {GOOD_KEY}").as_str())
+    );
+    assert_eq!(req.header("x-api-key"), None);
+    assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(req.body, pis_body("claude-haiku-4-5"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_after_some_text() {
+    let f = Fake::start().await;
+    let r = f.check_id("text-then-tool").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:?}");
+    assert_eq!(r.tool_name.as_deref(), Some("probe"));
+    assert_eq!(r.answer.as_deref(), Some("I'll call the probe tool."));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_tool_choice_is_sent() {
+    let f = Fake::start().await;
+    let mut t = f.target("ok", "ANTHROPIC_API_KEY", GOOD_KEY);
+    t.tool_choice = ToolChoice::Named;
+    let r = f.check(&t).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+    let req = f.only_request();
+    assert_eq!(
+        req.body["tool_choice"],
+        json!({"type": "tool", "name": "probe"})
+    );
+    let mut expected = pis_body("ok");
+    expected["tool_choice"] = json!({"type": "tool", "name": "probe"});
+    assert_eq!(req.body, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_text_answer_is_a_warning() {
+    let f = Fake::start().await;
+    let r = f.check_id("text").await;
+    assert_eq!(
+        (r.outcome, r.code, r.level),
+        (Outcome::Text, Code::TextAnswer, Level::Warning),
+        "{r:?}"
+    );
+    assert_eq!(r.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(r.answer.as_deref(), Some(TEXT_ANSWER));
+    assert_eq!(r.error, None);
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [
+            "warning: provider: anthropic/claude-haiku-4-5 answered the request of a Turn in text, not with a tool call"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_tokens_is_length() {
+    let f = Fake::start().await;
+    let r = f.check_id("length").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Length, Code::Length),
+        "{r:?}"
+    );
+    assert_eq!(r.stop_reason.as_deref(), Some("max_tokens"));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("stop reason \"max_tokens\" before any tool call (the token cap sent was 64000)")
+    );
+    assert_eq!(statuses(&r), [Some(200)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_is_a_stream_error() {
+    let f = Fake::start().await;
+    let r = f.check_id("refusal").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Http, Code::StreamError),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some("HTTP 200, then the stream stopped with \"refusal\" before any tool call")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_key_is_refused_with_the_catalog_lines() {
+    let f = Fake::start().await;
+    let r = f
+        .check(&f.target("claude-haiku-4-5", "ANTHROPIC_API_KEY", WRONG_KEY))
+        .await;
+    assert_eq!(
+        (r.outcome, r.code, r.level),
+        (Outcome::KeyRefused, Code::KeyRefused, Level::Error),
+        "{r:?}"
+    );
+    assert_eq!(r.error.as_deref(), Some("HTTP 401: invalid x-api-key"));
+    assert_eq!(r.http_status, Some(401));
+    assert_eq!(statuses(&r), [Some(401)], "a refused key is not retried");
+    assert_eq!(f.only_request().header("x-api-key"), Some(WRONG_KEY));
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [
+            format!(
+                "error: provider preflight failed for model \"anthropic/claude-haiku-4-5\" toward {} (from this machine, direct, as a Turn calls it): HTTP 401: invalid x-api-key",
+                f.host()
+            ),
+            "  - the held secret ANTHROPIC_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
+            "  - a private CA on that path must be in harness.caBundle".to_owned(),
+        ]
+    );
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(
+        !json.contains(WRONG_KEY),
+        "the key never reaches the result"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_and_a_403_whatever_the_key() {
+    let f = Fake::start().await;
+    let r = f.check_id("unauthorized").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::KeyRefused, Code::KeyRefused),
+        "{r:?}"
+    );
+    assert_eq!(r.error.as_deref(), Some("HTTP 401: invalid x-api-key"));
+    let r = f.check_id("forbidden").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::KeyRefused, Code::KeyRefused),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some("HTTP 403: Your API key does not have permission to use the specified resource.")
+    );
+    assert_eq!(statuses(&r), [Some(403)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_model_is_not_found() {
+    let f = Fake::start().await;
+    let r = f.check_id("claude-typo").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Http, Code::ModelNotFound),
+        "{r:?}"
+    );
+    assert_eq!(r.error.as_deref(), Some("HTTP 404: model: claude-typo"));
+    assert_eq!(statuses(&r), [Some(404)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_is_retried_then_busy() {
+    let f = Fake::start().await;
+    let r = f.check_id("rate-limited").await;
+    assert_eq!(
+        (r.outcome, r.code, r.level),
+        (Outcome::Busy, Code::Busy, Level::Warning),
+        "{r:?}"
+    );
+    assert_eq!(statuses(&r), [Some(429), Some(429)]);
+    assert_eq!(r.tries[0].wait_asked_ms, Some(0), "retry-after: 0");
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            "HTTP 429: This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits."
+        )
+    );
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [format!(
+            "warning: provider: anthropic/claude-haiku-4-5 is busy toward {} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way",
+            f.host()
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limit_that_clears_ends_in_a_tool_call() {
+    let f = Fake::start().await;
+    let r = f.check_id("rate-limited-1").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:?}");
+    assert_eq!(statuses(&r), [Some(429), Some(200)]);
+    assert_eq!(f.fake.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spend_limit_is_quota_and_not_retried() {
+    let f = Fake::start().await;
+    let r = f.check_id("spend-limit").await;
+    assert_eq!(
+        (r.outcome, r.code, r.level),
+        (Outcome::Http, Code::QuotaExhausted, Level::Error),
+        "{r:?}"
+    );
+    assert_eq!(statuses(&r), [Some(429)]);
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .starts_with("HTTP 429: You have reached your API usage limits"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overloaded_529_is_retried_then_busy() {
+    let f = Fake::start().await;
+    let r = f.check_id("overloaded").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Busy, Code::Busy), "{r:?}");
+    assert_eq!(statuses(&r), [Some(529), Some(529)]);
+    assert_eq!(r.tries[0].wait_asked_ms, None);
+    assert!(r.tries[0].wait_taken_ms >= 250, "a backoff: {:?}", r.tries);
+    assert_eq!(r.error.as_deref(), Some("HTTP 529: Overloaded"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overload_event_after_the_200_is_retried_then_busy() {
+    let f = Fake::start().await;
+    let r = f.check_id("overloaded-after-200").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Busy, Code::Busy), "{r:?}");
+    assert_eq!(statuses(&r), [Some(200), Some(200)]);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("HTTP 200, then an error in the stream: Overloaded")
+    );
+    assert_eq!(f.fake.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_without_message_stop_is_a_protocol_error() {
+    let f = Fake::start().await;
+    let r = f.check_id("truncated").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Protocol, Code::ProtocolError),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stall_times_out() {
+    let f = Fake::start().await;
+    for id in ["stall", "stall-mid-stream"] {
+        let r = f.check_id(id).await;
+        assert_eq!(
+            (r.outcome, r.code),
+            (Outcome::Timeout, Code::Timeout),
+            "{id}: {r:?}"
+        );
+        assert_eq!(r.error.as_deref(), Some("no answer in 3 s"), "{id}");
+        assert_eq!(r.tries.len(), 1, "{id}");
+        assert!(
+            (2900..6000).contains(&r.elapsed_ms),
+            "{id}: {} ms",
+            r.elapsed_ms
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_key_held_sends_no_key_header() {
+    let f = Fake::start().await;
+    let mut t = f.target("claude-haiku-4-5", "ANTHROPIC_API_KEY", GOOD_KEY);
+    t.key = None;
+    t.route = Route::Catalog {
+        provider: "anthropic".into(),
+        via_custodian: false,
+        key_env: "ANTHROPIC_API_KEY".into(),
+        key_held: false,
+        gateway: false,
+    };
+    let r = f.check(&t).await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::KeyRefused, Code::KeyRefused),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some("HTTP 401: x-api-key header is required")
+    );
+    let req = f.only_request();
+    assert_eq!(
+        (req.header("x-api-key"), req.header("authorization")),
+        (None, None)
+    );
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
+        "  - no Harness pod holds a key of anthropic: add ANTHROPIC_API_KEY to `secrets` in jr2.config.ts"
+    );
+}

@@ -1,0 +1,592 @@
+//! `google-generative-ai` and `google-vertex` in process, against the TLS fake of the Gemini API: the request pi-ai
+//! 0.82.1 sends for `google/gemini-2.5-flash` (`research/pi-requests.md`, sections 4 and 5), every behaviour of the
+//! fake, the tries (with `RetryInfo.retryDelay`) and the outcome each one ends with, busy as an error for these two
+//! kinds, and the catalog form of the lines.
+
+use std::time::Duration;
+
+use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::check::{Checker, Settings};
+use jr2_probe::outcome::{Code, Level, Outcome};
+use jr2_probe::retry::RetryPolicy;
+use jr2_probe::sanitize::Redactor;
+use jr2_probe::target::{self, Facts, Key, Secret, Target};
+use jr2_probe::transport::{CaFile, ClientFactory, Trust};
+use jr2_probe::verdict::{ModelResult, Origin, Route};
+use jr2_testkit::fake_google::{self, GOOD_KEY, TEXT_ANSWER};
+use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
+use serde_json::json;
+
+const WRONG_KEY: &str = "AIzaSyWrongKey-0000000000000000000000";
+
+struct Fake {
+    fake: FakeProvider,
+    ca: TestCa,
+}
+
+impl Fake {
+    async fn start() -> Self {
+        let ca = TestCa::new(&["127.0.0.1"]);
+        let fake = FakeProvider::start_with(fake_google::handler(), Some(&ca)).await;
+        Self { fake, ca }
+    }
+
+    fn host(&self) -> String {
+        self.fake.addr().to_string()
+    }
+
+    /// A target as pi's catalog has `google/gemini-2.5-flash` (reasoning, maxTokens 65536, contextWindow 1048576: no
+    /// clamp), sending `id`, with the base URL `https://<fake>/v1beta`.
+    fn gemini(&self, id: &str) -> Target {
+        Target {
+            model: "google/gemini-2.5-flash".to_owned(),
+            id: id.to_owned(),
+            api: ApiKind::GoogleGenerativeAi,
+            base_url: reqwest::Url::parse(&format!("https://{}/v1beta", self.fake.addr())).unwrap(),
+            route: Route::Catalog {
+                provider: "google".into(),
+                via_custodian: false,
+                key_env: "GEMINI_API_KEY".into(),
+                key_held: true,
+                gateway: false,
+            },
+            key: Some(Key {
+                env: "GEMINI_API_KEY".into(),
+                value: Secret::new(GOOD_KEY.into()),
+            }),
+            max_tokens: jr2_probe::prompt::token_cap(65536, 1_048_576),
+            tool_choice: ToolChoice::Unset,
+            facts: Facts {
+                provider: Some("google".into()),
+                reasoning: true,
+                thinking_level_map: None,
+                compat: None,
+                headers: None,
+            },
+            session_id: target::new_session_id(),
+        }
+    }
+
+    /// `google-vertex/gemini-2.5-flash` with an API key, its base URL the fake's (no version: the SDK adds `v1`).
+    fn vertex(&self, id: &str) -> Target {
+        Target {
+            model: "google-vertex/gemini-2.5-flash".to_owned(),
+            api: ApiKind::GoogleVertex,
+            base_url: reqwest::Url::parse(&format!("https://{}", self.fake.addr())).unwrap(),
+            route: Route::Catalog {
+                provider: "google-vertex".into(),
+                via_custodian: false,
+                key_env: "GOOGLE_CLOUD_API_KEY".into(),
+                key_held: true,
+                gateway: false,
+            },
+            key: Some(Key {
+                env: "GOOGLE_CLOUD_API_KEY".into(),
+                value: Secret::new(GOOD_KEY.into()),
+            }),
+            facts: Facts {
+                provider: Some("google-vertex".into()),
+                reasoning: true,
+                ..Facts::default()
+            },
+            ..self.gemini(id)
+        }
+    }
+
+    async fn check_with(&self, target: &Target, timeout: Duration) -> ModelResult {
+        let key = target.key_value().unwrap_or_default().to_owned();
+        let trust = Trust::load(&[CaFile {
+            source_name: "--ca-bundle".into(),
+            path: self.ca.ca_file.clone(),
+        }])
+        .unwrap();
+        let checker = Checker::new(
+            ClientFactory::new(trust, Duration::from_secs(5)),
+            Redactor::new([key]),
+            Settings {
+                timeout,
+                retry: RetryPolicy {
+                    max_tries: 3,
+                    ..Default::default()
+                },
+                concurrency: 4,
+            },
+        );
+        checker.check(target).await
+    }
+
+    async fn check(&self, target: &Target) -> ModelResult {
+        self.check_with(target, Duration::from_secs(5)).await
+    }
+
+    async fn check_id(&self, id: &str) -> ModelResult {
+        self.check(&self.gemini(id)).await
+    }
+
+    fn only_request(&self) -> Recorded {
+        let all = self.fake.requests();
+        assert_eq!(all.len(), 1, "{all:#?}");
+        all.into_iter().next().unwrap()
+    }
+}
+
+fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
+    r.tries.iter().map(|t| t.status).collect()
+}
+
+/// The body of section 4 of `research/pi-requests.md` (gemini-2.5-flash: thinking off is `thinkingBudget: 0`).
+fn pis_body() -> serde_json::Value {
+    json!({
+        "contents": [{"parts": [{"text": "Call the probe tool now with status \"ready\"."}], "role": "user"}],
+        "systemInstruction": {"parts": [{"text": "You check that this model can call tools."}], "role": "user"},
+        "tools": [{"functionDeclarations": [{
+            "name": "probe",
+            "description": "Report that this model can call tools. Call it once.",
+            "parametersJsonSchema": {
+                "type": "object",
+                "required": ["status"],
+                "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}}
+            }
+        }]}],
+        "generationConfig": {"maxOutputTokens": 65536, "thinkingConfig": {"thinkingBudget": 0}}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_with_the_request_pi_sends() {
+    let f = Fake::start().await;
+    let r = f.check_id("gemini-2.5-flash").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Ok, Level::Pass, Code::Ok),
+        "{r:#?}"
+    );
+    assert_eq!(r.tool_name.as_deref(), Some("probe"));
+    assert_eq!(r.http_status, Some(200));
+    assert_eq!(statuses(&r), [Some(200)]);
+    assert_eq!(r.error, None);
+    assert_eq!(r.max_tokens, 65536);
+
+    let req = f.only_request();
+    assert_eq!(req.method, "POST");
+    assert_eq!(
+        req.path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(req.header("x-goog-api-key"), Some(GOOD_KEY));
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(
+        req.header("authorization"),
+        None,
+        "the key travels in x-goog-api-key only"
+    );
+    assert!(!req.path.contains("key="), "the key is never in the query");
+    assert!(
+        req.header("user-agent")
+            .is_some_and(|ua| ua.starts_with("jr2-probe/")),
+        "{:?}",
+        req.headers
+    );
+    assert_eq!(req.header("x-goog-api-client"), None);
+    assert_eq!(req.body, pis_body());
+    assert!(
+        req.body.get("toolConfig").is_none(),
+        "a Turn sends no toolConfig"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_3_thinks_then_calls() {
+    let f = Fake::start().await;
+    let r = f.check_id("thinking-then-call").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:#?}");
+    assert_eq!(r.tool_name.as_deref(), Some("probe"));
+    // The thought summary came first and was kept as the answer's start.
+    assert!(
+        r.answer
+            .as_deref()
+            .is_some_and(|a| a.starts_with("**Calling the probe tool**")),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_choice_becomes_a_tool_config() {
+    let f = Fake::start().await;
+    let mut t = f.gemini("ok");
+    t.tool_choice = ToolChoice::Named;
+    let r = f.check(&t).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{r:#?}");
+    assert_eq!(
+        f.only_request().body["toolConfig"],
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["probe"]}})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_length_and_other_stops() {
+    let f = Fake::start().await;
+
+    let r = f.check_id("text").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Text, Level::Warning, Code::TextAnswer),
+        "{r:#?}"
+    );
+    assert_eq!(r.answer.as_deref(), Some(TEXT_ANSWER));
+    assert_eq!(r.stop_reason.as_deref(), Some("STOP"));
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [
+            "warning: provider: google/gemini-2.5-flash answered the request of a Turn in text, not with a tool call"
+        ]
+    );
+
+    let r = f.check_id("max-tokens").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Length, Level::Error, Code::Length),
+        "{r:#?}"
+    );
+    assert_eq!(r.stop_reason.as_deref(), Some("MAX_TOKENS"));
+    assert_eq!(
+        r.error.as_deref(),
+        Some("stop reason \"MAX_TOKENS\" before any tool call (the token cap sent was 65536)")
+    );
+
+    let r = f.check_id("malformed").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Http, Code::StreamError),
+        "{r:#?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            "HTTP 200, then the stream stopped with \"MALFORMED_FUNCTION_CALL\" before any tool call"
+        )
+    );
+
+    let r = f.check_id("blocked").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Http, Code::StreamError),
+        "{r:#?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            "HTTP 200, then the stream stopped with \"prompt blocked: PROHIBITED_CONTENT\" before any tool call"
+        )
+    );
+    assert_eq!(f.fake.requests().len(), 4, "none of these is retried");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn api_key_invalid_is_a_refused_key() {
+    let f = Fake::start().await;
+    let mut t = f.gemini("gemini-2.5-flash");
+    t.key = Some(Key {
+        env: "GEMINI_API_KEY".into(),
+        value: Secret::new(WRONG_KEY.into()),
+    });
+    let r = f.check(&t).await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::KeyRefused, Level::Error, Code::KeyRefused),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(400)], "a refused key is not retried");
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [
+            format!(
+                "error: provider preflight failed for model \"google/gemini-2.5-flash\" toward {} (from this machine, direct, as a Turn calls it): HTTP 400: API key not valid. Please pass a valid API key.",
+                f.host()
+            ),
+            "  - the held secret GEMINI_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
+            "  - a private CA on that path must be in harness.caBundle".to_owned(),
+        ]
+    );
+    assert_eq!(f.only_request().header("x-goog-api-key"), Some(WRONG_KEY));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn permission_denied_and_not_found() {
+    let f = Fake::start().await;
+    let r = f.check_id("denied").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::KeyRefused, Code::KeyRefused),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(403)]);
+    assert!(
+        r.error.as_deref().is_some_and(
+            |e| e.starts_with("HTTP 403: Generative Language API has not been used in project")
+        ),
+        "{r:#?}"
+    );
+
+    let r = f.check_id("gemini-9-ultra").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Http, Level::Error, Code::ModelNotFound),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(404)]);
+    assert!(
+        r.error.as_deref().is_some_and(|e| e.starts_with(
+            "HTTP 404: models/gemini-9-ultra is not found for API version v1beta, or is not supported for generateContent."
+        )),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_info_is_honoured_then_the_call_succeeds() {
+    let f = Fake::start().await;
+    let r = f.check_id("rate-limited-1").await;
+    assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:#?}");
+    assert_eq!(statuses(&r), [Some(429), Some(200)]);
+    assert_eq!(r.tries[0].outcome, Outcome::Busy);
+    assert_eq!(
+        r.tries[0].wait_asked_ms,
+        Some(1000),
+        "RetryInfo.retryDelay \"1s\""
+    );
+    assert_eq!(r.tries[0].wait_taken_ms, 1000);
+    assert_eq!(r.tries[1].wait_taken_ms, 0);
+    assert!(r.elapsed_ms >= 1000, "{}", r.elapsed_ms);
+    assert_eq!(f.fake.requests().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn busy_after_the_retries_is_an_error_for_gemini() {
+    let f = Fake::start().await;
+    let r = f.check_id("rate-limited").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Busy, Level::Error, Code::Busy),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(429); 3]);
+    assert!(
+        r.tries.iter().all(|t| t.wait_asked_ms.is_none()),
+        "no RetryInfo: backoff"
+    );
+    assert!(
+        r.tries[0].wait_taken_ms >= 500 && r.tries[1].wait_taken_ms >= 1000,
+        "{:?}",
+        r.tries
+    );
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
+        [
+            format!(
+                "error: provider preflight failed for model \"google/gemini-2.5-flash\" toward {host} (from this machine, direct, as a Turn calls it): HTTP 429: Resource has been exhausted (e.g. check quota).",
+                host = f.host()
+            ),
+            format!(
+                "  - the pods may have no egress to {} (a NetworkPolicy, a firewall, no route out of the cluster)",
+                f.host()
+            ),
+            "  - the held secret GEMINI_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
+            "  - a private CA on that path must be in harness.caBundle".to_owned(),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_per_day_quota_is_not_retried() {
+    let f = Fake::start().await;
+    let r = f.check_id("per-day").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Http, Level::Error, Code::QuotaExhausted),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(429)]);
+    assert_eq!(r.tries[0].wait_asked_ms, Some(52_758_000));
+    assert_eq!(r.tries[0].wait_taken_ms, 0);
+    assert!(
+        r.error.as_deref().is_some_and(|e| e.starts_with(
+            "HTTP 429: You exceeded your current quota, please check your plan and billing details."
+        ) && e.contains("generate_requests_per_model_per_day")),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unavailable_after_the_retries() {
+    let f = Fake::start().await;
+    let r = f.check_id("unavailable").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Unavailable, Level::Error, Code::Unavailable),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(503); 3]);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("HTTP 503: The model is overloaded. Please try again later.")
+    );
+    let lines = jr2_probe::render::model_lines(&r, &Origin::ThisMachine);
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(
+            "  - a 503 comes from a gateway with no backend, or from a server that still loads its model"
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_inside_the_stream() {
+    let f = Fake::start().await;
+    let r = f.check_id("error-after-200").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Http, Level::Error, Code::StreamError),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(200)]);
+    assert!(
+        r.error.as_deref().is_some_and(|e| e
+            .starts_with("HTTP 200, then an error in the stream: An internal error has occurred.")),
+        "{r:#?}"
+    );
+
+    let r = f.check_id("exhausted-after-200").await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Busy, Level::Error, Code::Busy),
+        "{r:#?}"
+    );
+    assert_eq!(
+        statuses(&r),
+        [Some(200); 3],
+        "an overload in the stream is retried"
+    );
+
+    let r = f.check_id("truncated").await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Protocol, Code::ProtocolError),
+        "{r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stalls_end_at_the_deadline() {
+    let f = Fake::start().await;
+    for id in ["stall", "stall-mid-stream"] {
+        let r = f
+            .check_with(&f.gemini(id), Duration::from_millis(1500))
+            .await;
+        assert_eq!(
+            (r.outcome, r.level, r.code),
+            (Outcome::Timeout, Level::Error, Code::Timeout),
+            "{id}: {r:#?}"
+        );
+        assert_eq!(r.error.as_deref(), Some("no answer in 1.5 s"), "{id}");
+        assert_eq!(r.tries.len(), 1, "{id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_key_for_gemini_sends_nothing() {
+    let f = Fake::start().await;
+    let mut t = f.gemini("gemini-2.5-flash");
+    t.key = None;
+    t.route = Route::Catalog {
+        provider: "google".into(),
+        via_custodian: false,
+        key_env: "GEMINI_API_KEY".into(),
+        key_held: false,
+        gateway: false,
+    };
+    let r = f.check(&t).await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::KeyRefused, Code::KeyRefused),
+        "{r:#?}"
+    );
+    assert_eq!(
+        r.error.as_deref(),
+        Some(
+            "no API key: a Turn sends nothing without one (pi: \"No API key for provider: google\")"
+        )
+    );
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
+        "  - no Harness pod holds a key of google: add GEMINI_API_KEY to `secrets` in jr2.config.ts"
+    );
+    assert!(f.fake.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn vertex_express_path_and_errors() {
+    let f = Fake::start().await;
+    let r = f.check(&f.vertex("gemini-2.5-flash")).await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Ok, Level::Pass, Code::Ok),
+        "{r:#?}"
+    );
+    let req = f.only_request();
+    assert_eq!(
+        req.path,
+        "/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(req.header("x-goog-api-key"), Some(GOOD_KEY));
+    assert_eq!(req.body, pis_body(), "Vertex sends the Gemini body");
+
+    // A base URL that names its version keeps it.
+    let mut t = f.vertex("ok");
+    t.base_url = reqwest::Url::parse(&format!("https://{}/v1", f.fake.addr())).unwrap();
+    assert_eq!(f.check(&t).await.outcome, Outcome::Ok);
+    assert_eq!(
+        f.fake.requests()[1].path,
+        "/v1/publishers/google/models/ok:streamGenerateContent?alt=sse"
+    );
+
+    let r = f.check(&f.vertex("gemini-9-ultra")).await;
+    assert_eq!(
+        (r.outcome, r.code),
+        (Outcome::Http, Code::ModelNotFound),
+        "{r:#?}"
+    );
+    assert!(
+        r.error.as_deref().is_some_and(|e| e.starts_with(
+            "HTTP 404: Publisher Model `publishers/google/models/gemini-9-ultra` was not found"
+        )),
+        "{r:#?}"
+    );
+
+    let r = f.check(&f.vertex("rate-limited")).await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Busy, Level::Error, Code::Busy),
+        "busy is an error for Vertex too: {r:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn vertex_without_a_key_is_unsupported() {
+    let f = Fake::start().await;
+    let mut t = f.vertex("gemini-2.5-flash");
+    t.key = None;
+    let r = f.check(&t).await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Unsupported, Level::Error, Code::Unsupported),
+        "{r:#?}"
+    );
+    assert!(
+        r.error.as_deref().is_some_and(|e| e.starts_with(
+            "not supported by the preflight yet: google-vertex without an API key needs Application Default Credentials"
+        )),
+        "{r:#?}"
+    );
+    assert!(f.fake.requests().is_empty());
+}
