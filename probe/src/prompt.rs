@@ -28,14 +28,15 @@ pub fn tool_parameters() -> Value {
     })
 }
 
-/// pi's estimate of the prompt's tokens, used by the context clamp: about four characters a token.
+/// pi's estimate of the prompt's tokens, used by the context clamp (`estimateContextTokens` in pi-ai's
+/// `utils/estimate.js`): four characters a token, rounded up separately for the system prompt, the user message's
+/// text, and `JSON.stringify` of the tools (`[{name, description, parameters}]`).
 pub fn estimated_tokens() -> u64 {
-    let chars = SYSTEM.len()
-        + USER.len()
-        + TOOL_NAME.len()
-        + TOOL_DESCRIPTION.len()
-        + tool_parameters().to_string().len();
-    (chars as u64).div_ceil(4)
+    let tools = serde_json::json!([{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": tool_parameters()}]);
+    let quarter = |chars: usize| (chars as u64).div_ceil(4);
+    quarter(SYSTEM.chars().count())
+        + quarter(USER.chars().count())
+        + quarter(tools.to_string().chars().count())
 }
 
 /// The token cap a Turn sends: the model's `maxTokens`, clamped to the context window (pi's
@@ -57,6 +58,12 @@ pub fn token_cap(max_tokens: u64, context_window: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_estimate_is_pis() {
+        // pi rounds each part up: ceil(41/4) + ceil(44/4) + ceil(233/4).
+        assert_eq!(estimated_tokens(), 11 + 11 + 59);
+    }
 
     #[test]
     fn token_cap_follows_pi() {

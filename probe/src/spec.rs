@@ -281,19 +281,28 @@ fn catalog_base_url(
 ) -> Result<reqwest::Url, SpecError> {
     match api {
         ApiKind::GoogleVertex if base.contains('{') => {
-            return reqwest::Url::parse("https://aiplatform.googleapis.com").map_err(|e| invalid(field, e.to_string()));
+            return reqwest::Url::parse("https://aiplatform.googleapis.com")
+                .map_err(|e| invalid(field, e.to_string()));
         }
         ApiKind::AzureOpenAiResponses if base.is_empty() => {
-            return reqwest::Url::parse("https://azure-openai.invalid/openai/v1").map_err(|e| invalid(field, e.to_string()));
+            return reqwest::Url::parse("https://azure-openai.invalid/openai/v1")
+                .map_err(|e| invalid(field, e.to_string()));
         }
         _ => {}
     }
     let mut filled = base.to_owned();
     while let Some(start) = filled.find('{') {
-        let Some(len) = filled[start..].find('}') else { break };
+        let Some(len) = filled[start..].find('}') else {
+            break;
+        };
         let name = filled[start + 1..start + len].to_owned();
         let value = env(&name).filter(|v| !v.is_empty()).ok_or_else(|| {
-            invalid(field, format!("the catalog's base URL {base} needs {name} in the environment, as pi does"))
+            invalid(
+                field,
+                format!(
+                    "the catalog's base URL {base} needs {name} in the environment, as pi does"
+                ),
+            )
         })?;
         filled.replace_range(start..=start + len, &value);
     }
@@ -320,25 +329,60 @@ mod tests {
     }
 
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
     }
 
     #[test]
     fn a_catalog_model_takes_the_catalog_facts_and_the_stand_in() {
-        let t = resolve(&spec("anthropic/claude-haiku-4-5", Source::Catalog), "models[0]", &env(&[("ANTHROPIC_API_KEY", "jr2-held-ANTHROPIC_API_KEY")]), "s").unwrap();
-        assert_eq!((t.api, t.base_url.as_str(), t.id.as_str()), (ApiKind::AnthropicMessages, "https://api.anthropic.com/", "claude-haiku-4-5"));
+        let t = resolve(
+            &spec("anthropic/claude-haiku-4-5", Source::Catalog),
+            "models[0]",
+            &env(&[("ANTHROPIC_API_KEY", "jr2-held-ANTHROPIC_API_KEY")]),
+            "s",
+        )
+        .unwrap();
+        assert_eq!(
+            (t.api, t.base_url.as_str(), t.id.as_str()),
+            (
+                ApiKind::AnthropicMessages,
+                "https://api.anthropic.com/",
+                "claude-haiku-4-5"
+            )
+        );
         assert_eq!(t.max_tokens, 64000);
         assert_eq!(t.key_value(), Some("jr2-held-ANTHROPIC_API_KEY"));
-        assert!(matches!(t.route, Route::Catalog { via_custodian: true, key_held: true, gateway: false, .. }));
+        assert!(matches!(
+            t.route,
+            Route::Catalog {
+                via_custodian: true,
+                key_held: true,
+                gateway: false,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn a_gateway_replaces_the_base_url_and_keeps_the_catalog_id() {
         let mut s = spec("anthropic/claude-haiku-4-5", Source::Gateway);
-        assert!(matches!(resolve(&s, "m", &env(&[]), "s"), Err(SpecError::Invalid { .. })), "a gateway needs its URL");
+        assert!(
+            matches!(
+                resolve(&s, "m", &env(&[]), "s"),
+                Err(SpecError::Invalid { .. })
+            ),
+            "a gateway needs its URL"
+        );
         s.base_url = Some("https://litellm.corp.example".to_owned());
         let t = resolve(&s, "m", &env(&[]), "s").unwrap();
-        assert_eq!((t.base_url.host_str(), t.id.as_str()), (Some("litellm.corp.example"), "claude-haiku-4-5"));
+        assert_eq!(
+            (t.base_url.host_str(), t.id.as_str()),
+            (Some("litellm.corp.example"), "claude-haiku-4-5")
+        );
         assert!(t.key.is_none(), "the key variable is not set");
         assert!(matches!(t.route, Route::Catalog { gateway: true, .. }));
     }
@@ -349,29 +393,72 @@ mod tests {
         s.base_url = Some("http://vllm.lan:8000/v1".to_owned());
         s.max_tokens = Some(0);
         let t = resolve(&s, "m", &env(&[]), "s").unwrap();
-        assert_eq!((t.id.as_str(), t.max_tokens, t.api), ("Qwen/Qwen3-32B", 1, ApiKind::OpenAiCompletions));
-        assert!(t.facts.reasoning, "pi builds custom models with reasoning: true");
+        assert_eq!(
+            (t.id.as_str(), t.max_tokens, t.api),
+            ("Qwen/Qwen3-32B", 1, ApiKind::OpenAiCompletions)
+        );
+        assert!(
+            t.facts.reasoning,
+            "pi builds custom models with reasoning: true"
+        );
     }
 
     #[test]
     fn templated_base_urls_fill_from_the_environment() {
         let cat = catalog::pinned();
-        let Some(m) = cat.models().iter().find(|m| m.base_url.contains("{CLOUDFLARE_ACCOUNT_ID}")) else {
+        let Some(m) = cat
+            .models()
+            .iter()
+            .find(|m| m.base_url.contains("{CLOUDFLARE_ACCOUNT_ID}"))
+        else {
             panic!("the catalog has Cloudflare templates");
         };
         let name = format!("{}/{}", m.provider, m.id);
-        let s = ModelSpec { key_env: None, ..spec(&name, Source::Catalog) };
+        let s = ModelSpec {
+            key_env: None,
+            ..spec(&name, Source::Catalog)
+        };
         let err = resolve(&s, "models[1]", &env(&[]), "s").unwrap_err();
-        assert!(err.to_string().contains("needs CLOUDFLARE_ACCOUNT_ID in the environment"), "{err}");
-        let t = resolve(&s, "models[1]", &env(&[("CLOUDFLARE_ACCOUNT_ID", "acct123"), ("CLOUDFLARE_GATEWAY_ID", "gw1")]), "s").unwrap();
+        assert!(
+            err.to_string()
+                .contains("needs CLOUDFLARE_ACCOUNT_ID in the environment"),
+            "{err}"
+        );
+        let t = resolve(
+            &s,
+            "models[1]",
+            &env(&[
+                ("CLOUDFLARE_ACCOUNT_ID", "acct123"),
+                ("CLOUDFLARE_GATEWAY_ID", "gw1"),
+            ]),
+            "s",
+        )
+        .unwrap();
         assert!(t.base_url.as_str().contains("acct123"), "{}", t.base_url);
     }
 
     #[test]
     fn unknown_models_and_names_are_bad_input() {
-        let e = resolve(&spec("anthropic/claude-none", Source::Catalog), "models[3]", &env(&[]), "s").unwrap_err();
-        assert!(e.to_string().starts_with("models[3].model: model \"anthropic/claude-none\" is not in pi's catalog"), "{e}");
-        let e = resolve(&spec("claude", Source::Catalog), "models[0]", &env(&[]), "s").unwrap_err();
+        let e = resolve(
+            &spec("anthropic/claude-none", Source::Catalog),
+            "models[3]",
+            &env(&[]),
+            "s",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "models[3].model: model \"anthropic/claude-none\" is not in pi's catalog"
+            ),
+            "{e}"
+        );
+        let e = resolve(
+            &spec("claude", Source::Catalog),
+            "models[0]",
+            &env(&[]),
+            "s",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("models[0].model: "), "{e}");
     }
 }

@@ -4,7 +4,8 @@ use jr2_probe::spec::{ModelSpec, RunSpec};
 use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
-    let schema: Value = serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
     jsonschema::draft202012::new(&schema).expect("a valid schema")
 }
 
@@ -24,9 +25,22 @@ fn examples() -> Vec<Value> {
 fn examples_validate_and_parse() {
     let v = schema();
     for ex in examples() {
-        assert!(v.is_valid(&ex), "{ex}: {:?}", v.iter_errors(&ex).map(|e| e.to_string()).collect::<Vec<_>>());
+        assert!(
+            v.is_valid(&ex),
+            "{ex}: {:?}",
+            v.iter_errors(&ex)
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        );
         let spec: RunSpec = serde_json::from_value(ex.clone()).expect("the probe reads it");
-        assert_eq!(serde_json::to_value(&spec.models).unwrap().as_array().unwrap().len(), ex["models"].as_array().unwrap().len());
+        assert_eq!(
+            serde_json::to_value(&spec.models)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .len(),
+            ex["models"].as_array().unwrap().len()
+        );
     }
 }
 
@@ -41,18 +55,34 @@ fn both_refuse_what_is_not_a_spec() {
     ];
     for b in bad {
         assert!(!v.is_valid(&b), "the schema accepts {b}");
-        assert!(serde_json::from_value::<RunSpec>(b.clone()).is_err(), "the probe accepts {b}");
+        assert!(
+            serde_json::from_value::<RunSpec>(b.clone()).is_err(),
+            "the probe accepts {b}"
+        );
     }
 }
 
 #[test]
 fn every_model_field_the_probe_serializes_is_in_the_schema() {
-    let schema: Value = serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
     let props = schema["$defs"]["model"]["properties"].as_object().unwrap();
     let full: ModelSpec = serde_json::from_value(json!({"model": "a/b", "source": "custom", "baseUrl": "http://h/v1",
         "api": "openai-completions", "keyEnv": "K", "keyHeld": true, "viaCustodian": true, "maxTokens": 1, "contextWindow": 2, "toolChoice": "auto"})).unwrap();
-    for key in serde_json::to_value(&full).unwrap().as_object().unwrap().keys() {
+    for key in serde_json::to_value(&full)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .keys()
+    {
         assert!(props.contains_key(key), "{key} is not in the schema");
     }
-    assert_eq!(props.len(), serde_json::to_value(&full).unwrap().as_object().unwrap().len());
+    assert_eq!(
+        props.len(),
+        serde_json::to_value(&full)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .len()
+    );
 }
