@@ -53,15 +53,15 @@ pub fn from_value(value: &Value) -> ProviderError {
         .find_map(|k| obj.get(*k))
         .map(|v| scalar(v).unwrap_or_else(|| v.to_string()))
         .unwrap_or_else(|| value.to_string());
-    let reason = obj
-        .get("details")
-        .and_then(Value::as_array)
-        .and_then(|details| {
-            details
-                .iter()
-                .find_map(|d| d.get("reason").and_then(Value::as_str))
-        })
-        .map(str::to_owned);
+    // Google lists `details[].reason`; Anthropic puts an object there with `error_code` (its spend limit).
+    let reason = match obj.get("details") {
+        Some(Value::Array(details)) => details
+            .iter()
+            .find_map(|d| d.get("reason").and_then(Value::as_str)),
+        Some(Value::Object(details)) => details.get("error_code").and_then(Value::as_str),
+        _ => None,
+    }
+    .map(str::to_owned);
     ProviderError {
         message,
         kind: obj
@@ -162,6 +162,15 @@ mod tests {
             "jr2 custodian: CONNECT to evil.example is not bound"
         );
         assert!(parse("  ").is_none());
+    }
+
+    #[test]
+    fn anthropic_spend_limit_is_quota() {
+        let e = p(
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your API usage limits.","details":{"error_code":"enforced_spend_limit_reached"}}}"#,
+        );
+        assert_eq!(e.code.as_deref(), Some("enforced_spend_limit_reached"));
+        assert!(e.is_quota_exhausted());
     }
 
     #[test]
