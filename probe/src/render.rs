@@ -119,6 +119,87 @@ pub fn seconds(d: std::time::Duration) -> String {
     }
 }
 
+// The check pod's failures (the contract's section 5, "Check pod failures"). Each is one `error:` line; a stopped
+// pod's detail lines follow it, indented two spaces. Every argument that came from the cluster (a pod's message, the
+// API server's message) arrives here already through `sanitize::Redactor::clean`.
+
+const CANNOT_START: &str = "error: provider preflight: the check pod cannot start —";
+
+/// `error: provider preflight: the check pod cannot start — a node cannot pull <image>: <message>`
+pub fn pod_cannot_start_image(image: &str, message: &str) -> String {
+    format!("{CANNOT_START} a node cannot pull {image}: {message}")
+}
+
+/// `... cannot start — harness.envFrom names Secret "<name>", which this namespace does not hold`
+pub fn pod_cannot_start_env_from(name: &str) -> String {
+    format!(
+        "{CANNOT_START} harness.envFrom names Secret \"{name}\", which this namespace does not hold"
+    )
+}
+
+/// `... cannot start — harness.env names key "<key>" of Secret "<name>", which does not exist`
+pub fn pod_cannot_start_env_key(key: &str, name: &str) -> String {
+    format!(
+        "{CANNOT_START} harness.env names key \"{key}\" of Secret \"{name}\", which does not exist"
+    )
+}
+
+/// `... cannot start — a secrets valueFrom names Secret "<name>" (or its key), so the Custodian's volume does not
+/// mount: <message>`
+pub fn pod_cannot_start_custodian_volume(name: &str, message: &str) -> String {
+    format!(
+        "{CANNOT_START} a secrets valueFrom names Secret \"{name}\" (or its key), so the Custodian's volume does not mount: {message}"
+    )
+}
+
+/// `... cannot start — the Custodian refused the held value <NAME> (<reason>)`
+pub fn pod_custodian_refused(name: &str, reason: &str) -> String {
+    format!("{CANNOT_START} the Custodian refused the held value {name} ({reason})")
+}
+
+/// `... cannot start — a container ran out of memory: <container> (limit <limit>)`
+pub fn pod_out_of_memory(container: &str, limit: &str) -> String {
+    format!("{CANNOT_START} a container ran out of memory: {container} (limit {limit})")
+}
+
+/// Beyond the contract's list: a start failure it does not name (`CreateContainerError`, `InvalidImageName`...),
+/// in the same form: `... cannot start — <Reason>: <message>`.
+pub fn pod_cannot_start_other(reason: &str, message: &str) -> String {
+    format!("{CANNOT_START} {reason}: {message}")
+}
+
+/// `error: provider preflight: the check pod stopped (<reason>) while the check was on model "<model>"`
+pub fn pod_stopped(reason: &str, model: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod stopped ({reason}) while the check was on model \"{model}\""
+    )
+}
+
+/// `  not checked: <model>`: a detail line under [`pod_stopped`].
+pub fn not_checked(model: &str) -> String {
+    format!("  not checked: {model}")
+}
+
+/// `error: provider preflight: the cluster refused the check pod: <the API server's message>`
+pub fn cluster_refused(message: &str) -> String {
+    format!("error: provider preflight: the cluster refused the check pod: {message}")
+}
+
+/// `error: provider preflight: the check pod did not start in <s> s — last reason <Reason>: <message>`
+pub fn pod_did_not_start(seconds: &str, reason: &str, message: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod did not start in {seconds} s — last reason {reason}: {message}"
+    )
+}
+
+/// Beyond the contract: the Events of the check pod cannot be read (RBAC), so the verdict rests on the pod's status
+/// alone, and a Secret volume that does not mount (shown only as an Event) ends as a timeout.
+pub fn events_forbidden_warning(message: &str) -> String {
+    format!(
+        "warning: provider: the check pod's Events cannot be read ({message}) — the verdict rests on the pod's status alone, and a Secret volume that does not mount shows only as a timeout"
+    )
+}
+
 fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     let from = origin_phrase(origin);
     let error = r.error.as_deref().unwrap_or("no detail");
@@ -548,5 +629,80 @@ mod tests {
         assert_eq!(seconds(Duration::from_secs(120)), "120");
         assert_eq!(seconds(Duration::from_millis(500)), "0.5");
         let _ = Code::Ok;
+    }
+
+    #[test]
+    fn check_pod_failure_lines() {
+        let stopped = vec![
+            pod_stopped(
+                "probe ran out of memory, limit 64Mi",
+                "anthropic/claude-haiku-4-5",
+            ),
+            not_checked("vllm/Qwen/Qwen3-32B"),
+            not_checked("google/gemini-2.5-flash"),
+        ];
+        insta::assert_snapshot!(block(&[
+            (
+                "image",
+                vec![pod_cannot_start_image(
+                    "ghcr.io/jr2/probe:0.1.0",
+                    "rpc error: code = NotFound desc = failed to pull and unpack image \"ghcr.io/jr2/probe:0.1.0\": not found"
+                )]
+            ),
+            (
+                "envFrom Secret missing",
+                vec![pod_cannot_start_env_from("provider-keys")]
+            ),
+            (
+                "env key missing",
+                vec![pod_cannot_start_env_key(
+                    "ANTHROPIC_API_KEY",
+                    "provider-keys"
+                )]
+            ),
+            (
+                "Custodian volume",
+                vec![pod_cannot_start_custodian_volume(
+                    "anthropic",
+                    "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found"
+                )]
+            ),
+            (
+                "Custodian refused",
+                vec![pod_custodian_refused("ANTHROPIC_API_KEY", "empty-value")]
+            ),
+            (
+                "out of memory",
+                vec![pod_out_of_memory("custodian", "64Mi")]
+            ),
+            (
+                "other start failure",
+                vec![pod_cannot_start_other(
+                    "CreateContainerError",
+                    "failed to reserve container name"
+                )]
+            ),
+            ("stopped", stopped),
+            (
+                "refused at create",
+                vec![cluster_refused(
+                    "pods \"jr2-preflight-demo-harness-abcd1234\" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10"
+                )]
+            ),
+            (
+                "did not start",
+                vec![pod_did_not_start(
+                    &seconds(Duration::from_secs(300)),
+                    "Unschedulable",
+                    "0/3 nodes are available: 3 Insufficient memory."
+                )]
+            ),
+            (
+                "Events forbidden",
+                vec![events_forbidden_warning(
+                    "events is forbidden: User \"dev\" cannot list resource \"events\" in API group \"\" in the namespace \"demo\""
+                )]
+            ),
+        ]));
     }
 }

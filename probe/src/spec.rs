@@ -256,7 +256,7 @@ pub fn resolve(
             gateway: spec.source == Source::Gateway,
         },
     };
-    Ok(Target {
+    let mut target = Target {
         model: spec.model.clone(),
         id: id.to_owned(),
         api,
@@ -267,7 +267,15 @@ pub fn resolve(
         tool_choice: spec.tool_choice.unwrap_or_default(),
         facts,
         session_id: session_id.to_owned(),
-    })
+    };
+    // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it now, so the lines name the host
+    // the request goes to (the API module resolves it again, from the same environment, when it sends).
+    if target.api == ApiKind::AzureOpenAiResponses
+        && let Ok(azure) = crate::api::openai_responses::azure_config(&target, env)
+    {
+        target.base_url = azure.base_url;
+    }
+    Ok(target)
 }
 
 /// A catalog base URL. Some are templates: `{CLOUDFLARE_ACCOUNT_ID}` is filled from the environment, as pi fills it;

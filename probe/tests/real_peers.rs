@@ -263,3 +263,114 @@ general_settings: {{master_key: {MASTER_KEY}}}
         run.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn litellm_as_a_harness_catalog_gateway_for_anthropic_and_gemini() {
+    let fake = FakeProvider::start().await;
+    let upstream = fake.base_url();
+    // The gateway serves the catalog ids; `hosted_vllm/` makes LiteLLM call the upstream's /chat/completions.
+    let config = format!(
+        r#"model_list:
+  - model_name: claude-haiku-4-5
+    litellm_params: {{model: hosted_vllm/ok, api_base: "{upstream}", api_key: sk-upstream-unused}}
+  - model_name: gemini-2.5-flash
+    litellm_params: {{model: hosted_vllm/ok, api_base: "{upstream}", api_key: sk-upstream-unused}}
+  - model_name: claude-sonnet-4-5
+    litellm_params: {{model: hosted_vllm/rate-limited, api_base: "{upstream}", api_key: sk-upstream-unused}}
+litellm_settings: {{num_retries: 0, request_timeout: 30, telemetry: false}}
+general_settings: {{master_key: {MASTER_KEY}}}
+"#
+    );
+    let gateway = tokio::task::spawn_blocking(move || start_litellm(&config))
+        .await
+        .unwrap();
+    let root = format!("http://127.0.0.1:{}", gateway.port);
+    let host = format!("127.0.0.1:{}", gateway.port);
+
+    // Anthropic's front door: POST <gateway>/v1/messages with x-api-key, the Messages stream back.
+    let run = probe(
+        &[
+            "check",
+            "--model",
+            "anthropic/claude-haiku-4-5",
+            "--gateway",
+            &root,
+            "--api-key-env",
+            "ANTHROPIC_API_KEY",
+            "-o",
+            "json",
+        ],
+        &[("ANTHROPIC_API_KEY", MASTER_KEY)],
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    assert_eq!(m.outcome, Outcome::Ok, "{}\n{}", run.stderr, gateway.log());
+    assert_eq!(m.tool_name.as_deref(), Some("probe"));
+    let upstream_req = fake.requests_for("ok");
+    assert!(!upstream_req.is_empty(), "the gateway called its upstream");
+
+    // Gemini's front door: POST <gateway>/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse.
+    let run = probe(
+        &[
+            "check",
+            "--model",
+            "google/gemini-2.5-flash",
+            "--gateway",
+            &format!("{root}/v1beta"),
+            "--api-key-env",
+            "GEMINI_API_KEY",
+            "-o",
+            "json",
+        ],
+        &[("GEMINI_API_KEY", MASTER_KEY)],
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    assert_eq!(m.outcome, Outcome::Ok, "{}\n{}", run.stderr, gateway.log());
+
+    // The gateway's own failures, in the catalog lines with the gateway hint.
+    let run = probe(
+        &[
+            "check",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--gateway",
+            &root,
+            "--api-key-env",
+            "ANTHROPIC_API_KEY",
+            "--max-tries",
+            "2",
+        ],
+        &[("ANTHROPIC_API_KEY", MASTER_KEY)],
+    )
+    .await;
+    assert_eq!(run.code, 0, "busy is a warning: {}", run.stderr);
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: anthropic/claude-sonnet-4-5 is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way"
+        )
+    );
+    let run = probe(
+        &[
+            "check",
+            "--model",
+            "anthropic/claude-opus-4-5",
+            "--gateway",
+            &root,
+            "--api-key-env",
+            "ANTHROPIC_API_KEY",
+        ],
+        &[("ANTHROPIC_API_KEY", MASTER_KEY)],
+    )
+    .await;
+    assert_eq!(run.code, 1);
+    let lines = run.lines();
+    assert!(lines[1].starts_with(&format!(
+        "error: provider preflight failed for model \"anthropic/claude-opus-4-5\" toward {host} (from this machine, direct, as a Turn calls it): HTTP 400: "
+    )), "{lines:?}");
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!("  - the gateway {host} may not answer, or may not serve claude-opus-4-5")
+    );
+}
