@@ -3,3 +3,8 @@
 //! `jr2 up` hands it a plan; it builds one check pod per distinct placement of the Harness pods, runs `jr2-probe run`
 //! in each, streams why a pod is pending, reads the probe's verdict (its JSON lines, else the termination message),
 //! prints the contract's lines, and deletes the pods on every path.
+
+pub mod cluster;
+pub mod diagnose;
+pub mod plan;
+pub mod pod;

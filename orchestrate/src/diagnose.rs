@@ -1,0 +1,1323 @@
+//! Why a check pod is not running, or why it stopped: pure functions from what the cluster shows.
+//!
+//! The input is the Pod as last watched (its spec and status), the Events about it, and, once the driver has read it,
+//! the Custodian's log. The output is a [`Diagnosis`]: pending (with the reason and message the pending line shows),
+//! a start failure of the contract (section 5, "Check pod failures"), stopped, running, or finished.
+//!
+//! Where the reasons live (research, Part 3): a pod the scheduler cannot place has `PodScheduled=False` with the
+//! scheduler's message; image and env problems are container *waiting* reasons (`ErrImagePull`, `ImagePullBackOff`,
+//! `CreateContainerConfigError` with the kubelet's `secret "<name>" not found` or
+//! `couldn't find key <key> in Secret <ns>/<name>`); a Secret volume that does not mount is only a `FailedMount`
+//! Event (`MountVolume.SetUp failed for volume "<v>" : secret "<s>" not found`), the containers stay
+//! `ContainerCreating`; the Custodian refuses a held value at start with the log line
+//! `jr2.custodian refuse secret=<NAME> reason=<why>`; an OOM kill is a terminated state `OOMKilled`.
+//!
+//! The run is judged by the probe container's own status, never by the pod phase: the Custodian is a native sidecar
+//! (an init container with `restartPolicy: Always`), whose status lives in `initContainerStatuses`.
+//! Nothing here cleans text: messages are kept raw, and [`StartFailure::line`] cleans them on their way to a line.
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerStateTerminated, ContainerStatus, Event, Pod,
+};
+
+use jr2_probe::render;
+use jr2_probe::sanitize::Redactor;
+
+use crate::pod::PROBE_CONTAINER;
+
+/// The Custodian's name when the spec does not mark it (the sidecar is found by `restartPolicy: Always` first).
+pub const CUSTODIAN_CONTAINER: &str = "custodian";
+
+/// What the Custodian writes before it refuses to start with a held value.
+pub const CUSTODIAN_REFUSE: &str = "jr2.custodian refuse ";
+
+/// Image-pull waiting reasons (`pkg/kubelet/images/types.go`).
+const IMAGE_REASONS: &[&str] = &[
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+    "SignatureValidationFailed",
+    "ImageInspectError",
+];
+
+/// Image-pull reasons that may clear by themselves (a registry that hiccups): fatal only after a grace window.
+const TRANSIENT_IMAGE_REASONS: &[&str] =
+    &["ErrImagePull", "ImagePullBackOff", "RegistryUnavailable"];
+
+/// Waiting reasons that mean the container will not start as it is.
+const FATAL_WAITING_REASONS: &[&str] = &[
+    "CreateContainerError",
+    "RunContainerError",
+    "PreCreateHookError",
+    "PreStartHookError",
+    "PostStartHookError",
+    "StartError",
+];
+
+/// What the check pod's state says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Diagnosis {
+    /// Not running yet, for this reason (`Unschedulable`, `ContainerCreating`, `PodInitializing`...).
+    Pending {
+        /// The reason, as the cluster writes it.
+        reason: String,
+        /// The message, raw (the pending line cleans it).
+        message: String,
+    },
+    /// One of the contract's start failures.
+    CannotStart(StartFailure),
+    /// The pod stopped without the probe finishing (evicted, the pod's deadline, deleted).
+    Stopped {
+        /// What the stopped line says between its parentheses, raw.
+        reason: String,
+    },
+    /// The probe container runs.
+    Running,
+    /// The probe container terminated (not by an OOM kill).
+    Finished {
+        /// Its exit code: 0 or 1 when the probe wrote its verdict.
+        exit_code: i32,
+        /// The termination message (the probe's compact summary), when there is one.
+        message: Option<String>,
+        /// What the stopped line says when no verdict can be read: the pod's own reason when it failed
+        /// (`DeadlineExceeded: ...`), else the container's (`Error, exit code 2`).
+        stop_reason: String,
+    },
+}
+
+/// The contract's start failures, each with what its line names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartFailure {
+    /// A node cannot pull an image.
+    Image {
+        /// The container whose image it is.
+        container: String,
+        /// The image.
+        image: String,
+        /// The waiting reason (`ImagePullBackOff`...).
+        reason: String,
+        /// The pull error, without the kubelet's `Failed to pull image "<image>": ` prefix.
+        message: String,
+    },
+    /// `envFrom` names a Secret the namespace does not hold.
+    EnvFromSecret {
+        /// The container.
+        container: String,
+        /// The Secret.
+        name: String,
+    },
+    /// An `env` `valueFrom.secretKeyRef` names a key (or a Secret) that does not exist.
+    EnvKey {
+        /// The container.
+        container: String,
+        /// The key.
+        key: String,
+        /// The Secret.
+        name: String,
+    },
+    /// A Secret the Custodian's volume projects is missing, or lacks a key: only a `FailedMount` Event shows it.
+    CustodianVolume {
+        /// The volume.
+        volume: String,
+        /// The Secret.
+        name: String,
+        /// The Event's message.
+        message: String,
+    },
+    /// The Custodian refused a held value at start (`jr2.custodian refuse secret=<NAME> reason=<why>`).
+    CustodianRefused {
+        /// The held secret's name.
+        name: String,
+        /// Why (`missing-value`, `empty-value`, `value-not-printable-ascii`).
+        reason: String,
+    },
+    /// A container was OOM-killed.
+    OutOfMemory {
+        /// The container.
+        container: String,
+        /// Its memory limit, as the spec writes it (`64Mi`), or `none`.
+        limit: String,
+    },
+    /// Beyond the contract's list: another reason the containers cannot start (a volume of the probe that does not
+    /// mount, `CreateContainerError`, a crashing Custodian without a refusal line...).
+    Other {
+        /// The container, or empty for the pod.
+        container: String,
+        /// The reason.
+        reason: String,
+        /// The message, raw.
+        message: String,
+    },
+}
+
+impl StartFailure {
+    /// The contract's `error:` line, with every part that came from the cluster cleaned.
+    pub fn line(&self, redactor: &Redactor) -> String {
+        let c = |s: &str| redactor.clean(s);
+        match self {
+            StartFailure::Image { image, message, .. } => {
+                render::pod_cannot_start_image(&c(image), &c(message))
+            }
+            StartFailure::EnvFromSecret { name, .. } => render::pod_cannot_start_env_from(&c(name)),
+            StartFailure::EnvKey { key, name, .. } => {
+                render::pod_cannot_start_env_key(&c(key), &c(name))
+            }
+            StartFailure::CustodianVolume { name, message, .. } => {
+                render::pod_cannot_start_custodian_volume(&c(name), &c(message))
+            }
+            StartFailure::CustodianRefused { name, reason } => {
+                render::pod_custodian_refused(&c(name), &c(reason))
+            }
+            StartFailure::OutOfMemory { container, limit } => {
+                render::pod_out_of_memory(&c(container), &c(limit))
+            }
+            StartFailure::Other {
+                reason, message, ..
+            } => render::pod_cannot_start_other(&c(reason), &c(message)),
+        }
+    }
+
+    /// A failure that can clear by itself (an image pull that may succeed on the kubelet's next try): the driver
+    /// shows it as pending for a grace window before it calls it fatal.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StartFailure::Image { reason, .. } if TRANSIENT_IMAGE_REASONS.contains(&reason.as_str()))
+    }
+
+    /// The reason and message of the pending line while a transient failure is within its grace window.
+    pub fn as_pending(&self) -> (String, String) {
+        match self {
+            StartFailure::Image {
+                reason,
+                image,
+                message,
+                ..
+            } => (reason.clone(), format!("{image}: {message}")),
+            other => ("CannotStart".to_owned(), format!("{other:?}")),
+        }
+    }
+
+    /// The reason a stopped line gives when this failure struck after the check had begun (an OOM mid-run).
+    pub fn stop_reason(&self) -> String {
+        match self {
+            StartFailure::OutOfMemory { container, limit } => {
+                format!("{container} ran out of memory, limit {limit}")
+            }
+            StartFailure::CustodianRefused { name, reason } => {
+                format!("the Custodian refused the held value {name}: {reason}")
+            }
+            StartFailure::Other {
+                reason, message, ..
+            } => format!("{reason}: {message}"),
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// The log the driver should read from the Custodian: after it terminated with an error, to find a refusal line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CustodianLogRequest {
+    /// The Custodian container's name.
+    pub container: String,
+    /// Read the previous instance (the container restarted since it failed).
+    pub previous: bool,
+    /// The restart count this request is for: one read per restart.
+    pub restart_count: i32,
+}
+
+/// The probe container's status.
+pub fn probe_status(pod: &Pod) -> Option<&ContainerStatus> {
+    statuses(pod, false).find(|s| s.name == PROBE_CONTAINER)
+}
+
+/// The node the pod runs on.
+pub fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.node_name.as_deref()
+}
+
+/// The Custodian's container spec: the native sidecar (an init container with `restartPolicy: Always`), else an
+/// init container named [`CUSTODIAN_CONTAINER`].
+pub fn custodian_spec(pod: &Pod) -> Option<&Container> {
+    let inits = pod.spec.as_ref()?.init_containers.as_ref()?;
+    inits
+        .iter()
+        .find(|c| c.restart_policy.as_deref() == Some("Always"))
+        .or_else(|| inits.iter().find(|c| c.name == CUSTODIAN_CONTAINER))
+}
+
+fn custodian_status(pod: &Pod) -> Option<&ContainerStatus> {
+    let name = &custodian_spec(pod)?.name;
+    statuses(pod, true).find(|s| &s.name == name)
+}
+
+fn statuses(pod: &Pod, init: bool) -> impl Iterator<Item = &ContainerStatus> {
+    pod.status
+        .as_ref()
+        .and_then(|s| {
+            if init {
+                s.init_container_statuses.as_ref()
+            } else {
+                s.container_statuses.as_ref()
+            }
+        })
+        .into_iter()
+        .flatten()
+}
+
+fn container_spec<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter())
+        .find(|c| c.name == name)
+}
+
+fn terminated(s: &ContainerStatus) -> Option<&ContainerStateTerminated> {
+    s.state.as_ref()?.terminated.as_ref()
+}
+
+fn last_terminated(s: &ContainerStatus) -> Option<&ContainerStateTerminated> {
+    s.last_state.as_ref()?.terminated.as_ref()
+}
+
+fn running(s: &ContainerStatus) -> bool {
+    s.state.as_ref().is_some_and(|st| st.running.is_some())
+}
+
+fn waiting(s: &ContainerStatus) -> Option<(&str, &str)> {
+    let w = s.state.as_ref()?.waiting.as_ref()?;
+    Some((
+        w.reason.as_deref().unwrap_or(""),
+        w.message.as_deref().unwrap_or(""),
+    ))
+}
+
+/// The container ever ran (it runs, or it ran and terminated): its volumes mounted.
+fn ever_started(s: &ContainerStatus) -> bool {
+    running(s) || terminated(s).is_some() || last_terminated(s).is_some()
+}
+
+fn is_oom(t: &ContainerStateTerminated) -> bool {
+    t.reason.as_deref() == Some("OOMKilled")
+}
+
+/// The memory limit of a container, as its spec writes it, or `none`.
+pub fn memory_limit(pod: &Pod, container: &str) -> String {
+    container_spec(pod, container)
+        .and_then(|c| c.resources.as_ref()?.limits.as_ref()?.get("memory"))
+        .map_or_else(|| "none".to_owned(), |q| q.0.clone())
+}
+
+/// Whether the driver should read the Custodian's log now: it terminated with an error (or restarted after one),
+/// and its log may hold a refusal line. `None` when there is nothing to read.
+pub fn custodian_log_request(pod: &Pod) -> Option<CustodianLogRequest> {
+    let status = custodian_status(pod)?;
+    let failed = |t: &ContainerStateTerminated| t.exit_code != 0 && !is_oom(t);
+    let previous = match (terminated(status), last_terminated(status)) {
+        (Some(t), _) if failed(t) => false,
+        (None, Some(t)) if failed(t) => true,
+        _ => return None,
+    };
+    Some(CustodianLogRequest {
+        container: status.name.clone(),
+        previous,
+        restart_count: status.restart_count,
+    })
+}
+
+/// The first refusal in the Custodian's log: `(<NAME>, <why>)` from `jr2.custodian refuse secret=<NAME> reason=<why>`,
+/// wherever the line carries it (Envoy prefixes its Lua log lines).
+pub fn custodian_refusal<S: AsRef<str>>(lines: &[S]) -> Option<(String, String)> {
+    lines.iter().find_map(|line| {
+        let line = line.as_ref();
+        let at = line.find(CUSTODIAN_REFUSE)?;
+        let rest = &line[at + CUSTODIAN_REFUSE.len()..];
+        let field = |key: &str| {
+            rest.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .map(str::to_owned)
+        };
+        Some((field("secret=")?, field("reason=").unwrap_or_default()))
+    })
+}
+
+/// `secret "<name>" not found` (the watch-based secret manager) or `secrets "<name>" not found` (the API server's
+/// wording): the name.
+pub fn missing_secret(message: &str) -> Option<&str> {
+    let end = message.find("\" not found")?;
+    let before = &message[..end];
+    let start = before.rfind('"')?;
+    let head = &before[..start];
+    (head.ends_with("secret ") || head.ends_with("secrets ")).then(|| &before[start + 1..])
+}
+
+/// `couldn't find key <KEY> in Secret <NS>/<NAME>`: the key and the Secret's name.
+pub fn missing_key(message: &str) -> Option<(&str, &str)> {
+    let rest = &message[message.find("couldn't find key ")? + "couldn't find key ".len()..];
+    let (key, rest) = rest.split_once(" in Secret ")?;
+    let full = rest.split_whitespace().next()?;
+    let name = full.rsplit_once('/').map_or(full, |(_, n)| n);
+    Some((key, name))
+}
+
+/// `MountVolume.SetUp failed for volume "<v>" : <message>`: the volume and the rest.
+pub fn failed_mount(message: &str) -> Option<(&str, &str)> {
+    let rest = message
+        .strip_prefix("MountVolume.SetUp failed for volume \"")
+        .or_else(|| {
+            message
+                .find("MountVolume.SetUp failed for volume \"")
+                .map(|at| &message[at + "MountVolume.SetUp failed for volume \"".len()..])
+        })?;
+    let (volume, rest) = rest.split_once('"')?;
+    Some((volume, rest.trim_start_matches([' ', ':']).trim()))
+}
+
+/// `unmounted volumes=[a b]` of the kubelet's mount time-out: the volumes.
+fn unmounted_volumes(message: &str) -> Vec<&str> {
+    let Some(at) = message.find("unmounted volumes=[") else {
+        return Vec::new();
+    };
+    let rest = &message[at + "unmounted volumes=[".len()..];
+    rest.split(']')
+        .next()
+        .unwrap_or("")
+        .split([' ', ','])
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A mount failure that will not clear by itself (a missing Secret or key). The watch-based manager's
+/// `object "<ns>"/"<name>" not registered` at start-up is transient.
+fn mount_failure_is_fatal(rest: &str) -> bool {
+    !rest.contains("not registered")
+        && (rest.contains("not found")
+            || rest.contains("non-existent")
+            || rest.contains("couldn't find key"))
+}
+
+/// The Events about this pod (the uid matches when both sides carry one), in the order given.
+fn events_of<'a>(pod: &'a Pod, events: &'a [Event]) -> impl Iterator<Item = &'a Event> + 'a {
+    let uid = pod.metadata.uid.as_deref();
+    events.iter().filter(move |e| {
+        let o = &e.involved_object;
+        o.kind.as_deref().is_none_or(|k| k == "Pod")
+            && match (uid, o.uid.as_deref()) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    })
+}
+
+/// The Custodian's volumes: the volumes its container mounts.
+fn custodian_volumes(pod: &Pod) -> Vec<&str> {
+    custodian_spec(pod)
+        .and_then(|c| c.volume_mounts.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+/// The Secret behind a volume: the one the message names, else the one whose items name the missing key, else the
+/// first Secret the volume projects.
+fn volume_secret(pod: &Pod, volume: &str, message: &str) -> String {
+    if let Some(name) = missing_secret(message) {
+        return name.to_owned();
+    }
+    let key = message
+        .split("non-existent secret key: ")
+        .nth(1)
+        .and_then(|k| k.split_whitespace().next());
+    let Some(v) = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .and_then(|vs| vs.iter().find(|v| v.name == volume))
+    else {
+        return volume.to_owned();
+    };
+    if let Some(name) = v.secret.as_ref().and_then(|s| s.secret_name.clone()) {
+        return name;
+    }
+    let sources: Vec<_> = v
+        .projected
+        .as_ref()
+        .and_then(|p| p.sources.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.secret.as_ref())
+        .collect();
+    let has_key = |s: &k8s_openapi::api::core::v1::SecretProjection| {
+        key.is_some_and(|k| s.items.iter().flatten().any(|i| i.key == k))
+    };
+    sources
+        .iter()
+        .find(|s| has_key(s))
+        .or(sources.first())
+        .map_or_else(|| volume.to_owned(), |s| s.name.clone())
+}
+
+/// `CreateContainerConfigError`: which Secret or key, and whether `envFrom` or `env` names it.
+fn config_error(pod: &Pod, container: &str, message: &str) -> StartFailure {
+    let spec = container_spec(pod, container);
+    if let Some((key, name)) = missing_key(message) {
+        return StartFailure::EnvKey {
+            container: container.to_owned(),
+            key: key.to_owned(),
+            name: name.to_owned(),
+        };
+    }
+    if let Some(name) = missing_secret(message) {
+        let in_env_from = spec.is_some_and(|c| {
+            c.env_from
+                .iter()
+                .flatten()
+                .any(|f| f.secret_ref.as_ref().is_some_and(|r| r.name == name))
+        });
+        let env_key = spec.and_then(|c| {
+            c.env.iter().flatten().find_map(|e| {
+                let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+                (r.name == name).then(|| r.key.clone())
+            })
+        });
+        return match (in_env_from, env_key) {
+            (false, Some(key)) => StartFailure::EnvKey {
+                container: container.to_owned(),
+                key,
+                name: name.to_owned(),
+            },
+            _ => StartFailure::EnvFromSecret {
+                container: container.to_owned(),
+                name: name.to_owned(),
+            },
+        };
+    }
+    StartFailure::Other {
+        container: container.to_owned(),
+        reason: "CreateContainerConfigError".to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// The pull error in a kubelet image message, without the `Failed to pull image "<image>": ` or
+/// `Back-off pulling image "<image>": ` prefix; a bare back-off message takes the error of the last `Failed` Event.
+fn pull_error(message: &str, image: &str, events: &[&Event]) -> String {
+    let strip = |m: &str| -> Option<String> {
+        for prefix in ["Back-off pulling image \"", "Failed to pull image \""] {
+            if let Some(rest) = m.strip_prefix(prefix) {
+                let rest = rest.split_once('"').map_or("", |(_, r)| r);
+                return Some(rest.trim_start_matches([':', ' ']).trim().to_owned());
+            }
+        }
+        None
+    };
+    match strip(message) {
+        Some(rest) if !rest.is_empty() => rest,
+        Some(_) => events
+            .iter()
+            .rev()
+            .filter_map(|e| e.message.as_deref())
+            .filter(|m| m.starts_with("Failed to pull image \"") && m.contains(image))
+            .find_map(|m| strip(m).filter(|r| !r.is_empty()))
+            .unwrap_or_else(|| message.to_owned()),
+        None => message.to_owned(),
+    }
+}
+
+/// A container's waiting reason as a start failure, when it is one.
+fn waiting_failure(pod: &Pod, s: &ContainerStatus, events: &[&Event]) -> Option<StartFailure> {
+    let (reason, message) = waiting(s)?;
+    if reason == "CreateContainerConfigError" {
+        return Some(config_error(pod, &s.name, message));
+    }
+    if IMAGE_REASONS.contains(&reason) {
+        let image = container_spec(pod, &s.name)
+            .and_then(|c| c.image.clone())
+            .unwrap_or_else(|| s.image.clone());
+        let message = pull_error(message, &image, events);
+        return Some(StartFailure::Image {
+            container: s.name.clone(),
+            image,
+            reason: reason.to_owned(),
+            message,
+        });
+    }
+    FATAL_WAITING_REASONS
+        .contains(&reason)
+        .then(|| StartFailure::Other {
+            container: s.name.clone(),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        })
+}
+
+fn condition<'a>(
+    pod: &'a Pod,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+fn with_message(reason: &str, message: Option<&str>) -> String {
+    match message.map(str::trim) {
+        Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+        _ => reason.to_owned(),
+    }
+}
+
+/// Why the pod stopped, from the pod itself: its `reason` when it failed (`DeadlineExceeded`, `Evicted`...), a
+/// `DisruptionTarget` condition, or its deletion.
+fn pod_stop_reason(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref();
+    if status.and_then(|s| s.phase.as_deref()) == Some("Failed") {
+        let reason = status.and_then(|s| s.reason.as_deref()).unwrap_or("Failed");
+        return Some(with_message(
+            reason,
+            status.and_then(|s| s.message.as_deref()),
+        ));
+    }
+    if let Some(c) = condition(pod, "DisruptionTarget").filter(|c| c.status == "True") {
+        return Some(with_message(
+            c.reason.as_deref().unwrap_or("DisruptionTarget"),
+            c.message.as_deref(),
+        ));
+    }
+    pod.metadata
+        .deletion_timestamp
+        .is_some()
+        .then(|| "the pod was deleted".to_owned())
+}
+
+/// What the pod's state says, judged by the probe container's own status.
+///
+/// `custodian_log` is the Custodian's log once the driver has read it (see [`custodian_log_request`]); `None` while
+/// it has not.
+pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -> Diagnosis {
+    let events: Vec<&Event> = events_of(pod, events).collect();
+    let probe = probe_status(pod);
+    let custodian = custodian_status(pod);
+    let probe_started = probe.is_some_and(ever_started);
+
+    // 1. A Custodian that refused a held value: whatever the probe did after, it went through no Custodian.
+    if let Some((name, reason)) = custodian_log.and_then(custodian_refusal) {
+        return Diagnosis::CannotStart(StartFailure::CustodianRefused { name, reason });
+    }
+
+    // 2. The probe terminated: by an OOM kill, or with its exit code (0 or 1 when it wrote a verdict).
+    if let Some(t) = probe.and_then(terminated) {
+        if is_oom(t) {
+            return Diagnosis::CannotStart(StartFailure::OutOfMemory {
+                container: PROBE_CONTAINER.to_owned(),
+                limit: memory_limit(pod, PROBE_CONTAINER),
+            });
+        }
+        let own = format!(
+            "{}, exit code {}",
+            t.reason.as_deref().unwrap_or("Error"),
+            t.exit_code
+        );
+        return Diagnosis::Finished {
+            exit_code: t.exit_code,
+            message: t.message.clone().filter(|m| !m.trim().is_empty()),
+            stop_reason: pod_stop_reason(pod).unwrap_or(own),
+        };
+    }
+
+    // 3. The pod failed, or is being deleted, before the probe ended.
+    if let Some(reason) = pod_stop_reason(pod) {
+        return Diagnosis::Stopped { reason };
+    }
+
+    // 4. The Custodian ran out of memory before the probe could start.
+    if !probe_started
+        && let Some(c) = custodian
+        && terminated(c).or(last_terminated(c)).is_some_and(is_oom)
+    {
+        return Diagnosis::CannotStart(StartFailure::OutOfMemory {
+            container: c.name.clone(),
+            limit: memory_limit(pod, &c.name),
+        });
+    }
+
+    // 5. The probe runs.
+    if probe.is_some_and(running) {
+        return Diagnosis::Running;
+    }
+
+    // 6. Not scheduled.
+    if let Some(c) = condition(pod, "PodScheduled").filter(|c| c.status == "False") {
+        return Diagnosis::Pending {
+            reason: c
+                .reason
+                .clone()
+                .unwrap_or_else(|| "Unschedulable".to_owned()),
+            message: c.message.clone().unwrap_or_default(),
+        };
+    }
+    if node_name(pod).is_none() {
+        return Diagnosis::Pending {
+            reason: "Pending".to_owned(),
+            message: "waiting for the scheduler".to_owned(),
+        };
+    }
+
+    // 7. Waiting reasons: the Custodian's (it starts first), then the probe's.
+    for s in custodian.into_iter().chain(probe) {
+        if let Some(f) = waiting_failure(pod, s, &events) {
+            return Diagnosis::CannotStart(f);
+        }
+    }
+
+    // 8. A Custodian that exits at start (and did not say it refused a held value).
+    if !probe_started && let Some(c) = custodian {
+        let t = terminated(c)
+            .or(last_terminated(c))
+            .filter(|t| t.exit_code != 0);
+        if let Some(t) = t {
+            let code = t.exit_code;
+            let reason = waiting(c)
+                .map(|(r, _)| r)
+                .filter(|r| !r.is_empty())
+                .or(t.reason.as_deref())
+                .unwrap_or("Error")
+                .to_owned();
+            return match custodian_log {
+                None => Diagnosis::Pending {
+                    reason,
+                    message: format!("the Custodian ({}) exited with code {code}", c.name),
+                },
+                Some(lines) => {
+                    let last = lines.iter().rev().map(|l| l.trim()).find(|l| !l.is_empty());
+                    Diagnosis::CannotStart(StartFailure::Other {
+                        container: c.name.clone(),
+                        reason,
+                        message: match last {
+                            Some(l) => {
+                                format!("the Custodian ({}) exited with code {code}: {l}", c.name)
+                            }
+                            None => format!("the Custodian ({}) exited with code {code}", c.name),
+                        },
+                    })
+                }
+            };
+        }
+    }
+
+    // 9. Volumes: only Events say why one does not mount. Every volume mounts before any container starts.
+    let any_started = probe_started || custodian.is_some_and(ever_started);
+    if !any_started {
+        let custodian_volumes = custodian_volumes(pod);
+        for e in events
+            .iter()
+            .rev()
+            .filter(|e| e.reason.as_deref() == Some("FailedMount"))
+        {
+            let message = e.message.as_deref().unwrap_or("");
+            if let Some((volume, rest)) = failed_mount(message)
+                && mount_failure_is_fatal(rest)
+            {
+                return Diagnosis::CannotStart(if custodian_volumes.contains(&volume) {
+                    StartFailure::CustodianVolume {
+                        volume: volume.to_owned(),
+                        name: volume_secret(pod, volume, rest),
+                        message: message.to_owned(),
+                    }
+                } else {
+                    StartFailure::Other {
+                        container: String::new(),
+                        reason: "FailedMount".to_owned(),
+                        message: message.to_owned(),
+                    }
+                });
+            }
+            if let Some(volume) = unmounted_volumes(message)
+                .into_iter()
+                .find(|v| custodian_volumes.contains(v))
+            {
+                return Diagnosis::CannotStart(StartFailure::CustodianVolume {
+                    volume: volume.to_owned(),
+                    name: volume_secret(pod, volume, ""),
+                    message: message.to_owned(),
+                });
+            }
+        }
+        // A warning the kubelet keeps repeating (a mount not ready yet, a sandbox it cannot create).
+        if let Some(e) = events.iter().rev().find(|e| {
+            matches!(
+                e.reason.as_deref(),
+                Some("FailedMount" | "FailedCreatePodSandBox" | "FailedAttachVolume")
+            )
+        }) && events.last().is_some_and(|last| std::ptr::eq(*last, *e))
+        {
+            return Diagnosis::Pending {
+                reason: e.reason.clone().unwrap_or_default(),
+                message: e.message.clone().unwrap_or_default(),
+            };
+        }
+    }
+
+    // 10. Still being created: the waiting reason, with the kubelet's latest word when the status has none.
+    let (reason, message) = custodian
+        .filter(|c| !ever_started(c))
+        .and_then(waiting)
+        .or_else(|| probe.and_then(waiting))
+        .map(|(r, m)| (r.to_owned(), m.to_owned()))
+        .unwrap_or_else(|| {
+            let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+            (phase.unwrap_or_else(|| "Pending".to_owned()), String::new())
+        });
+    let reason = if reason.is_empty() {
+        "ContainerCreating".to_owned()
+    } else {
+        reason
+    };
+    let message = if message.is_empty() {
+        events
+            .iter()
+            .rev()
+            .find_map(|e| e.message.clone().filter(|m| !m.is_empty()))
+            .unwrap_or_else(|| {
+                match reason.as_str() {
+                    "ContainerCreating" => "the node creates the containers",
+                    "PodInitializing" => "the Custodian starts",
+                    _ => "the cluster gives no message",
+                }
+                .to_owned()
+            })
+    } else {
+        message
+    };
+    Diagnosis::Pending { reason, message }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Realistic fixtures: statuses as a 1.35 kubelet writes them, messages as the Kubernetes source words them.
+
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// The check pod as `pod.rs` builds it: a Custodian sidecar with its projected values volume, the probe with
+    /// the Harness env.
+    fn spec() -> Value {
+        json!({
+            "nodeName": "worker-2",
+            "restartPolicy": "Never",
+            "initContainers": [{
+                "name": "custodian", "image": "envoyproxy/envoy:distroless-v1.39.1", "restartPolicy": "Always",
+                "resources": {"limits": {"memory": "64Mi"}},
+                "volumeMounts": [
+                    {"name": "custodian-values", "mountPath": "/etc/jr2/custodian/values"},
+                    {"name": "custodian-config", "mountPath": "/etc/jr2/custodian/config"}
+                ]
+            }],
+            "containers": [{
+                "name": "probe", "image": "ghcr.io/jr2/probe:0.1.0",
+                "resources": {"limits": {"memory": "64Mi"}},
+                "envFrom": [{"secretRef": {"name": "harness-env"}}],
+                "env": [
+                    {"name": "ANTHROPIC_API_KEY", "value": "jr2-held-ANTHROPIC_API_KEY"},
+                    {"name": "EXTRA_TOKEN", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "token"}}}
+                ],
+                "volumeMounts": [{"name": "jr2-ca", "mountPath": "/etc/jr2/ca", "readOnly": true}]
+            }],
+            "volumes": [
+                {"name": "custodian-values", "projected": {"sources": [
+                    {"secret": {"name": "jr2-held-secrets", "items": [{"key": "JR2_SANDBOX_TOKEN", "path": "JR2_SANDBOX_TOKEN"}]}},
+                    {"secret": {"name": "anthropic", "items": [{"key": "api-key", "path": "ANTHROPIC_API_KEY"}]}}
+                ]}},
+                {"name": "custodian-config", "configMap": {"name": "jr2-held"}},
+                {"name": "jr2-ca", "configMap": {"name": "jr2-ca"}}
+            ]
+        })
+    }
+
+    fn pod(status: Value) -> Pod {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "jr2-preflight-demo-harness-abcd1234", "namespace": "demo", "uid": "u-1"},
+            "spec": spec(),
+            "status": status
+        }))
+        .unwrap()
+    }
+
+    fn unscheduled(status: Value) -> Pod {
+        let mut p = pod(status);
+        p.spec.as_mut().unwrap().node_name = None;
+        p
+    }
+
+    fn scheduled() -> Value {
+        json!({"type": "PodScheduled", "status": "True"})
+    }
+
+    fn waiting(name: &str, reason: &str, message: Option<&str>) -> Value {
+        let mut w = json!({"reason": reason});
+        if let Some(m) = message {
+            w["message"] = json!(m);
+        }
+        json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": w}})
+    }
+
+    fn running(name: &str) -> Value {
+        json!({"name": name, "image": "x", "imageID": "", "ready": true, "restartCount": 0, "started": true,
+               "state": {"running": {"startedAt": "2026-12-04T18:36:47Z"}}})
+    }
+
+    fn terminated(name: &str, reason: &str, code: i32, message: Option<&str>) -> Value {
+        let mut t = json!({"reason": reason, "exitCode": code, "startedAt": "2026-12-04T18:36:47Z",
+                           "finishedAt": "2026-12-04T18:36:50Z"});
+        if let Some(m) = message {
+            t["message"] = json!(m);
+        }
+        json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": t}})
+    }
+
+    fn event(reason: &str, type_: &str, message: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": "e", "namespace": "demo"},
+            "involvedObject": {"kind": "Pod", "name": "jr2-preflight-demo-harness-abcd1234", "namespace": "demo", "uid": "u-1"},
+            "reason": reason, "type": type_, "message": message,
+            "source": {"component": "kubelet", "host": "worker-2"}
+        }))
+        .unwrap()
+    }
+
+    fn pending(reason: &str, message: &str) -> Diagnosis {
+        Diagnosis::Pending {
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    /// Unschedulable: the scheduler's condition, word for word.
+    #[test]
+    fn unschedulable_reads_the_pod_scheduled_condition() {
+        let msg = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu, 2 Insufficient memory. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+        let p = unscheduled(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg}
+        ]}));
+        assert_eq!(diagnose(&p, &[], None), pending("Unschedulable", msg));
+        let gated = unscheduled(json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": "Scheduling is blocked due to non-empty scheduling gates"}
+        ]}));
+        assert_eq!(
+            diagnose(&gated, &[], None),
+            pending(
+                "SchedulingGated",
+                "Scheduling is blocked due to non-empty scheduling gates"
+            )
+        );
+    }
+
+    /// Just created: no condition, no node.
+    #[test]
+    fn a_fresh_pod_waits_for_the_scheduler() {
+        let p = unscheduled(json!({"phase": "Pending"}));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            pending("Pending", "waiting for the scheduler")
+        );
+    }
+
+    /// ContainerCreating with no message takes the kubelet's latest Event.
+    #[test]
+    fn container_creating_says_what_the_kubelet_does() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let events = [
+            event(
+                "Scheduled",
+                "Normal",
+                "Successfully assigned demo/jr2-preflight-demo-harness-abcd1234 to worker-2",
+            ),
+            event(
+                "Pulling",
+                "Normal",
+                "Pulling image \"envoyproxy/envoy:distroless-v1.39.1\"",
+            ),
+        ];
+        assert_eq!(
+            diagnose(&p, &events, None),
+            pending(
+                "ContainerCreating",
+                "Pulling image \"envoyproxy/envoy:distroless-v1.39.1\""
+            )
+        );
+        // The Custodian runs; the probe waits for it.
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        assert_eq!(
+            diagnose(
+                &p,
+                &[event("Started", "Normal", "Started container custodian")],
+                None
+            ),
+            pending("PodInitializing", "Started container custodian")
+        );
+    }
+
+    /// ImagePullBackOff: the image from the spec, the pull error without the kubelet's prefix.
+    #[test]
+    fn image_pull_back_off_names_the_image_and_the_error() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [waiting("probe", "ImagePullBackOff",
+                Some("Back-off pulling image \"ghcr.io/jr2/probe:0.1.0\": ErrImagePull: failed to pull and unpack image \"ghcr.io/jr2/probe:0.1.0\": not found"))]}));
+        let d = diagnose(&p, &[], None);
+        let Diagnosis::CannotStart(f) = &d else {
+            panic!("{d:?}")
+        };
+        assert!(f.is_transient());
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a node cannot pull ghcr.io/jr2/probe:0.1.0: ErrImagePull: failed to pull and unpack image \"ghcr.io/jr2/probe:0.1.0\": not found"
+        );
+        // A bare back-off (before 1.32) takes the error of the last `Failed` Event.
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "ImagePullBackOff", Some("Back-off pulling image \"ghcr.io/jr2/probe:0.1.0\""))]}));
+        let events = [event(
+            "Failed",
+            "Warning",
+            "Failed to pull image \"ghcr.io/jr2/probe:0.1.0\": rpc error: code = Unknown desc = failed to resolve reference: unexpected status: 401 Unauthorized",
+        )];
+        let Diagnosis::CannotStart(StartFailure::Image { message, .. }) =
+            diagnose(&p, &events, None)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            message,
+            "rpc error: code = Unknown desc = failed to resolve reference: unexpected status: 401 Unauthorized"
+        );
+    }
+
+    /// An invalid name is not transient.
+    #[test]
+    fn invalid_image_name_is_fatal_at_once() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "InvalidImageName",
+                Some("Failed to apply default image tag \"BUSYBOX\": couldn't parse image reference \"BUSYBOX\": invalid reference format: repository name must be lowercase"))]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert!(!f.is_transient());
+    }
+
+    /// `secret "<name>" not found` for a Secret `envFrom` names.
+    #[test]
+    fn missing_env_from_secret() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [waiting("probe", "CreateContainerConfigError", Some("secret \"harness-env\" not found"))]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — harness.envFrom names Secret \"harness-env\", which this namespace does not hold"
+        );
+    }
+
+    /// `secret "<name>" not found` for a Secret only an `env` `secretKeyRef` names: the key line, with its key.
+    #[test]
+    fn missing_secret_of_an_env_key() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "CreateContainerConfigError", Some("secrets \"extra\" not found"))]}));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            Diagnosis::CannotStart(StartFailure::EnvKey {
+                container: "probe".into(),
+                key: "token".into(),
+                name: "extra".into()
+            })
+        );
+    }
+
+    /// `couldn't find key <key> in Secret <ns>/<name>`.
+    #[test]
+    fn missing_key_in_env() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "CreateContainerConfigError", Some("couldn't find key token in Secret demo/extra"))]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — harness.env names key \"token\" of Secret \"extra\", which does not exist"
+        );
+    }
+
+    /// The Custodian's volume: only a `FailedMount` Event says it; the containers stay `ContainerCreating`.
+    #[test]
+    fn failed_mount_of_the_custodian_volume() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled(),
+                {"type": "PodReadyToStartContainers", "status": "False"}],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let msg = "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found";
+        let events = [
+            event(
+                "Scheduled",
+                "Normal",
+                "Successfully assigned demo/x to worker-2",
+            ),
+            event("FailedMount", "Warning", msg),
+        ];
+        let Diagnosis::CannotStart(f) = diagnose(&p, &events, None) else {
+            panic!()
+        };
+        assert_eq!(
+            f,
+            StartFailure::CustodianVolume {
+                volume: "custodian-values".into(),
+                name: "anthropic".into(),
+                message: msg.into()
+            }
+        );
+        assert_eq!(
+            f.line(&Redactor::default()),
+            format!(
+                "error: provider preflight: the check pod cannot start — a secrets valueFrom names Secret \"anthropic\" (or its key), so the Custodian's volume does not mount: {msg}"
+            )
+        );
+        // A missing key: the projected source whose items name it.
+        let key_msg = "MountVolume.SetUp failed for volume \"custodian-values\" : references non-existent secret key: api-key";
+        let Diagnosis::CannotStart(StartFailure::CustodianVolume { name, .. }) =
+            diagnose(&p, &[event("FailedMount", "Warning", key_msg)], None)
+        else {
+            panic!()
+        };
+        assert_eq!(name, "anthropic");
+    }
+
+    /// `object "<ns>"/"<name>" not registered` is the secret manager catching up: pending, not fatal.
+    #[test]
+    fn not_registered_is_transient() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let msg = "MountVolume.SetUp failed for volume \"custodian-values\" : object \"demo\"/\"anthropic\" not registered";
+        assert_eq!(
+            diagnose(&p, &[event("FailedMount", "Warning", msg)], None),
+            pending("FailedMount", msg)
+        );
+    }
+
+    /// A FailedMount of a volume only the probe mounts (its CA) has no contract line: the generic start failure.
+    #[test]
+    fn failed_mount_of_another_volume() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "ContainerCreating", None)]}));
+        let msg = "MountVolume.SetUp failed for volume \"jr2-ca\" : configmap \"jr2-ca\" not found";
+        let Diagnosis::CannotStart(StartFailure::Other { reason, .. }) =
+            diagnose(&p, &[event("FailedMount", "Warning", msg)], None)
+        else {
+            panic!()
+        };
+        assert_eq!(reason, "FailedMount");
+    }
+
+    /// The Custodian refuses a held value: its log line decides, once read.
+    #[test]
+    fn custodian_refusal_from_its_log() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [{"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container=custodian pod=jr2-preflight-demo-harness-abcd1234_demo(u-1)"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        assert_eq!(
+            custodian_log_request(&p),
+            Some(CustodianLogRequest {
+                container: "custodian".into(),
+                previous: true,
+                restart_count: 1
+            })
+        );
+        // Before the log is read: pending, with what is known.
+        assert_eq!(
+            diagnose(&p, &[], None),
+            pending(
+                "CrashLoopBackOff",
+                "the Custodian (custodian) exited with code 1"
+            )
+        );
+        let log = vec![
+            "[2026-12-04 18:36:47.120][1][info][main] [source/server/server.cc:430] initializing epoch 0".to_owned(),
+            "[2026-12-04 18:36:47.311][1][critical][lua] [source/extensions/filters/common/lua/lua.cc:52] script log: jr2.custodian refuse secret=ANTHROPIC_API_KEY reason=empty-value".to_owned(),
+        ];
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], Some(&log)) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — the Custodian refused the held value ANTHROPIC_API_KEY (empty-value)"
+        );
+        // A crash without a refusal line: the generic start failure, with the log's last word.
+        let other =
+            vec!["[critical][main] error initializing configuration: missing listener".to_owned()];
+        let Diagnosis::CannotStart(StartFailure::Other { message, .. }) =
+            diagnose(&p, &[], Some(&other))
+        else {
+            panic!()
+        };
+        assert_eq!(
+            message,
+            "the Custodian (custodian) exited with code 1: [critical][main] error initializing configuration: missing listener"
+        );
+    }
+
+    /// The per-request refusal log line (`action=refuse`) is not a refusal at start.
+    #[test]
+    fn a_request_refusal_is_not_a_start_refusal() {
+        let lines = [
+            "jr2.custodian action=refuse target=api.anthropic.com:443 secret=ANTHROPIC_API_KEY reason=standin method=POST status=403",
+        ];
+        assert_eq!(custodian_refusal(&lines), None);
+    }
+
+    /// OOM of the Custodian at start, and of the probe: the container and its limit.
+    #[test]
+    fn out_of_memory_names_the_container_and_its_limit() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [{"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a container ran out of memory: custodian (limit 64Mi)"
+        );
+        assert_eq!(custodian_log_request(&p), None);
+        let p = pod(json!({"phase": "Failed", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [terminated("probe", "OOMKilled", 137, None)]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(f.stop_reason(), "probe ran out of memory, limit 64Mi");
+    }
+
+    /// Judged by the probe container, not the phase: the pod is `Running` while the sidecar lives on.
+    #[test]
+    fn finished_by_the_probe_container() {
+        let summary =
+            r#"{"schema":"jr2.dev/provider-preflight-summary/v1","ok":true,"n":1,"models":[]}"#;
+        let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [terminated("probe", "Completed", 0, Some(summary))]}));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            Diagnosis::Finished {
+                exit_code: 0,
+                message: Some(summary.to_owned()),
+                stop_reason: "Completed, exit code 0".to_owned()
+            }
+        );
+        let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [running("probe")]}));
+        assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
+    }
+
+    /// The pod's own deadline: the kubelet kills the probe; the pod's reason is what the line says.
+    #[test]
+    fn deadline_exceeded_and_eviction_stop_the_pod() {
+        let p = pod(json!({"phase": "Failed", "reason": "DeadlineExceeded",
+            "message": "Pod was active on the node longer than the specified deadline",
+            "containerStatuses": [terminated("probe", "Error", 143, None)]}));
+        let Diagnosis::Finished { stop_reason, .. } = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            stop_reason,
+            "DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+        );
+        let p = pod(json!({"phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory. Threshold quantity: 100Mi, available: 51200Ki.",
+            "containerStatuses": [running("probe")]}));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            Diagnosis::Stopped {
+                reason: "Evicted: The node was low on resource: memory. Threshold quantity: 100Mi, available: 51200Ki.".into()
+            }
+        );
+    }
+
+    /// Preempted or deleted while the probe ran.
+    #[test]
+    fn disruption_and_deletion_stop_the_pod() {
+        let mut p = pod(json!({"phase": "Running", "conditions": [scheduled(),
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                 "message": "default-scheduler: preempting to accommodate a higher priority pod"}],
+            "containerStatuses": [running("probe")]}));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            Diagnosis::Stopped {
+                reason: "PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod".into()
+            }
+        );
+        p.status.as_mut().unwrap().conditions = None;
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            "2026-12-04T18:36:47Z".parse().unwrap(),
+        ));
+        assert_eq!(
+            diagnose(&p, &[], None),
+            Diagnosis::Stopped {
+                reason: "the pod was deleted".into()
+            }
+        );
+    }
+
+    /// Events of an earlier pod of the same name do not count.
+    #[test]
+    fn events_of_another_uid_are_ignored() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "containerStatuses": [waiting("probe", "ContainerCreating", None)]}));
+        let mut old = event(
+            "FailedMount",
+            "Warning",
+            "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found",
+        );
+        old.involved_object.uid = Some("u-0".into());
+        assert_eq!(
+            diagnose(&p, &[old], None),
+            pending("ContainerCreating", "the node creates the containers")
+        );
+    }
+
+    #[test]
+    fn parsers_take_the_upstream_wording() {
+        assert_eq!(missing_secret("secret \"a\" not found"), Some("a"));
+        assert_eq!(missing_secret("secrets \"b-c\" not found"), Some("b-c"));
+        assert_eq!(missing_secret("configmap \"a\" not found"), None);
+        assert_eq!(
+            missing_key("couldn't find key API_KEY in Secret demo/keys"),
+            Some(("API_KEY", "keys"))
+        );
+        assert_eq!(
+            failed_mount("MountVolume.SetUp failed for volume \"v\" : secret \"s\" not found"),
+            Some(("v", "secret \"s\" not found"))
+        );
+        assert_eq!(
+            unmounted_volumes(
+                "Unable to attach or mount volumes: unmounted volumes=[custodian-values jr2-ca], unattached volumes=[], failed to process volumes=[]: timed out waiting for the condition"
+            ),
+            vec!["custodian-values", "jr2-ca"]
+        );
+    }
+}

@@ -1,0 +1,855 @@
+//! The plan: what `jr2 up` hands the driver (`jr2-preflight run --plan <file|->`).
+//!
+//! A plan names the namespace and the Instance, the probe's image, the deadline of the whole check, the placements
+//! of the Harness pods (each with the pod spec `jr2 up` renders for them, Custodian container and volumes included)
+//! and the models to check, each on the placement whose Harness pods run it. It is versioned (`schema`,
+//! [`PLAN_SCHEMA`]) and closed: an unknown field is an error. Its JSON Schema is `schemas/plan.v1.schema.json`; an
+//! example is `examples/plan.json`.
+//!
+//! A plan never holds a secret value: the Harness env carries Stand-ins (`jr2-held-<NAME>`) and `valueFrom`
+//! references, the models name the env var of their key. [`Plan::parse`] refuses a plan whose Harness env sets a
+//! model's key env var to a literal that is not its Stand-in.
+//!
+//! Every error names the field it is about (`plan.models[2].placement: no placement "sandbox-gpu" ...`), and the
+//! caller exits with [`PlanError::EXIT_CODE`] (2, bad input) before contacting the cluster.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, RunSpec, Source, SpecError};
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+/// The plan's schema identifier.
+pub const PLAN_SCHEMA: &str = "jr2.dev/provider-preflight-plan/v1";
+
+/// The default deadline of the whole check, in seconds.
+pub const DEFAULT_DEADLINE_SECONDS: u64 = 300;
+
+/// The default time one model has to answer, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
+
+/// The most a deadline or a timeout may be: a day (a larger value is most likely milliseconds).
+pub const MAX_SECONDS: u64 = 86_400;
+
+/// The default name of the Harness container in a placement's pod spec.
+pub const DEFAULT_HARNESS_CONTAINER: &str = "harness";
+
+/// The plan `jr2 up` hands over.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Plan {
+    /// [`PLAN_SCHEMA`].
+    pub schema: String,
+    /// The namespace of the Instance: the check pods are created there.
+    pub namespace: String,
+    /// The Instance's name: in the check pods' names and labels, and what the stale-pod sweep selects on.
+    pub instance: String,
+    /// The probe's image (`jr2-probe`), as the cluster pulls it (re-homed to the kit registry where there is one).
+    pub probe_image: String,
+    /// The deadline of the whole check, in seconds: the pods' `activeDeadlineSeconds`, and the probe's deadline.
+    #[serde(default = "default_deadline")]
+    pub deadline_seconds: u64,
+    /// The time one model has to answer, in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: u64,
+    /// Where the Harness pods run: one check pod per placement that has a model.
+    pub placements: Vec<Placement>,
+    /// The models to check, in the order the lines are printed.
+    pub models: Vec<PlanModel>,
+    /// The labels of each placement's Harness pods, to find the NetworkPolicies that select them; absent: no
+    /// NetworkPolicy check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy_check: Option<NetworkPolicyCheck>,
+}
+
+fn default_deadline() -> u64 {
+    DEFAULT_DEADLINE_SECONDS
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+fn default_harness() -> String {
+    DEFAULT_HARNESS_CONTAINER.to_owned()
+}
+
+/// One placement of Harness pods: a Sandbox placement, or the Instance Harness.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Placement {
+    /// The placement's name (a DNS-1123 label): in the check pod's name and its `jr2.dev/placement` label.
+    pub name: String,
+    /// The pod spec `jr2 up` renders for these Harness pods, Custodian container and volumes included.
+    pub pod_spec: PodSpec,
+    /// The Harness container's name in `pod_spec.containers`.
+    #[serde(default = "default_harness")]
+    pub harness_container: String,
+    /// The Custodian container's name (in `pod_spec.containers`, or already a sidecar in `initContainers`); absent:
+    /// these pods hold no secret and have no Custodian.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custodian_container: Option<String>,
+}
+
+impl Placement {
+    /// The Harness container.
+    pub fn harness(&self) -> Option<&Container> {
+        self.pod_spec
+            .containers
+            .iter()
+            .find(|c| c.name == self.harness_container)
+    }
+
+    /// The Custodian container, if the pods have one.
+    pub fn custodian(&self) -> Option<&Container> {
+        let name = self.custodian_container.as_deref()?;
+        self.pod_spec
+            .containers
+            .iter()
+            .chain(self.pod_spec.init_containers.iter().flatten())
+            .find(|c| c.name == name)
+    }
+
+    /// Calls go through a Custodian: the pods have one.
+    pub fn via_custodian(&self) -> bool {
+        self.custodian_container.is_some()
+    }
+}
+
+/// One model to check. Mirrors [`jr2_probe::spec::ModelSpec`], plus the placement; `viaCustodian` is derived from
+/// the placement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanModel {
+    /// `<provider>/<id>`, as the Agent names it.
+    pub model: String,
+    /// The name of the placement whose Harness pods run this model.
+    pub placement: String,
+    /// Where it comes from: pi's catalog, a `harness.catalog` gateway, or the custom provider.
+    pub source: Source,
+    /// The base URL: required for `custom` and `gateway`; the catalog's when absent for `catalog`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// pi's API kind: default `openai-completions` for `custom`, the catalog's otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ApiKind>,
+    /// The env var that holds the key (its value in the Harness env is the Stand-in `jr2-held-<NAME>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
+    /// A Harness pod holds that key (custom: `harness.provider.apiKey` is set).
+    pub key_held: bool,
+    /// The model's `maxTokens` as jr2 resolves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// The model's context window as jr2 resolves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// The `tool_choice` to send; absent: none, as a Turn sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl PlanModel {
+    /// The probe's spec of this model.
+    pub fn spec(&self, via_custodian: bool) -> ModelSpec {
+        ModelSpec {
+            model: self.model.clone(),
+            source: self.source,
+            base_url: self.base_url.clone(),
+            api: self.api,
+            key_env: self.key_env.clone(),
+            key_held: self.key_held,
+            via_custodian,
+            max_tokens: self.max_tokens,
+            context_window: self.context_window,
+            tool_choice: self.tool_choice,
+        }
+    }
+}
+
+/// What the NetworkPolicy check needs: the check pod has labels of its own, so a policy that selects the Harness
+/// pods does not select it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkPolicyCheck {
+    /// Per placement name: the labels of its Harness pods.
+    pub harness_pod_labels: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// A plan that cannot be run: bad input, named by its field. The caller prints `error: <this>` and exits with
+/// [`PlanError::EXIT_CODE`], before contacting the cluster.
+#[derive(Debug, Error)]
+pub enum PlanError {
+    /// The plan file cannot be read.
+    #[error("--plan: cannot read {path}: {source}")]
+    Read {
+        /// The path (`-`: stdin).
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The plan is not JSON.
+    #[error("plan: not JSON: {0}")]
+    Json(String),
+    /// A field is missing, of the wrong type, unknown, or invalid.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The field (`plan.models[2].placement`).
+        field: String,
+        /// Why.
+        message: String,
+    },
+}
+
+impl PlanError {
+    /// The exit code for bad input.
+    pub const EXIT_CODE: u8 = 2;
+
+    /// The field the error is about, when it names one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            PlanError::Invalid { field, .. } => Some(field),
+            PlanError::Read { .. } | PlanError::Json(_) => None,
+        }
+    }
+}
+
+/// A model the probe cannot check (its name, its base URL, not in the catalog): the probe's words, with the plan's
+/// fields where the probe names its command-line flags.
+impl From<SpecError> for PlanError {
+    fn from(e: SpecError) -> Self {
+        let text = e.to_string();
+        let field = match &e {
+            SpecError::Name { field, .. }
+            | SpecError::NotInCatalog { field, .. }
+            | SpecError::Invalid { field, .. } => field.clone(),
+        };
+        let message = text
+            .strip_prefix(&format!("{field}: "))
+            .unwrap_or(&text)
+            .replace(
+                "name its endpoint with --base-url and --api to check it anyway",
+                "to check it anyway, make it source \"custom\" with its baseUrl and api",
+            )
+            .replace("--api-key-env", "keyEnv");
+        PlanError::Invalid { field, message }
+    }
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> PlanError {
+    PlanError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// The Stand-in of a held secret: what the Harness env holds in place of its value.
+pub fn stand_in(name: &str) -> String {
+    format!("jr2-held-{name}")
+}
+
+impl Plan {
+    /// Reads a plan from a file, or stdin for `-`, and validates it.
+    pub fn read(path: &Path) -> Result<Plan, PlanError> {
+        let text = if path == Path::new("-") {
+            std::io::read_to_string(std::io::stdin())
+        } else {
+            std::fs::read_to_string(path)
+        }
+        .map_err(|source| PlanError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Plan::parse(&text)
+    }
+
+    /// Parses and validates a plan.
+    pub fn parse(text: &str) -> Result<Plan, PlanError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| PlanError::Json(e.to_string()))?;
+        Plan::from_value(value)
+    }
+
+    /// Reads and validates a plan already parsed as JSON.
+    pub fn from_value(value: Value) -> Result<Plan, PlanError> {
+        check_schema(&value)?;
+        let plan: Plan = match serde_json::from_value(value.clone()) {
+            Ok(plan) => plan,
+            Err(e) => return Err(locate(&value, &e)),
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    /// Checks what the types do not: names, references between fields, the models (through the probe's own
+    /// resolution, with an empty environment), and that no model key is a literal.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        if self.schema != PLAN_SCHEMA {
+            return Err(schema_error(&Value::String(self.schema.clone())));
+        }
+        dns_label("plan.namespace", &self.namespace)?;
+        dns_label("plan.instance", &self.instance)?;
+        if self.probe_image.is_empty()
+            || self
+                .probe_image
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(invalid(
+                "plan.probeImage",
+                format!(
+                    "\"{}\" is not an image reference",
+                    jr2_probe::sanitize::escape_truncate(&self.probe_image, 200)
+                ),
+            ));
+        }
+        seconds("plan.deadlineSeconds", self.deadline_seconds)?;
+        seconds("plan.timeoutSeconds", self.timeout_seconds)?;
+        if self.deadline_seconds <= self.timeout_seconds {
+            return Err(invalid(
+                "plan.deadlineSeconds",
+                format!(
+                    "{} s leaves no time for one model's timeout (plan.timeoutSeconds: {} s); make it longer",
+                    self.deadline_seconds, self.timeout_seconds
+                ),
+            ));
+        }
+
+        if self.placements.is_empty() {
+            return Err(invalid(
+                "plan.placements",
+                "empty: name the placement of the Harness pods",
+            ));
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, p) in self.placements.iter().enumerate() {
+            let at = format!("plan.placements[{i}]");
+            dns_label(&format!("{at}.name"), &p.name)?;
+            if let Some(first) = seen.insert(&p.name, i) {
+                return Err(invalid(
+                    format!("{at}.name"),
+                    format!(
+                        "\"{}\" is already the name of plan.placements[{first}]",
+                        p.name
+                    ),
+                ));
+            }
+            validate_placement(&at, p)?;
+        }
+
+        if self.models.is_empty() {
+            return Err(invalid("plan.models", "empty: there is no model to check"));
+        }
+        let mut checked: HashMap<(&str, &str), usize> = HashMap::new();
+        for (i, m) in self.models.iter().enumerate() {
+            let at = format!("plan.models[{i}]");
+            let Some(placement) = self.placement(&m.placement) else {
+                return Err(invalid(
+                    format!("{at}.placement"),
+                    format!(
+                        "no placement \"{}\" (the plan's placements: {})",
+                        jr2_probe::sanitize::escape_truncate(&m.placement, 100),
+                        self.placement_names()
+                    ),
+                ));
+            };
+            if let Some(name) = &m.key_env
+                && !is_env_name(name)
+            {
+                return Err(invalid(
+                    format!("{at}.keyEnv"),
+                    format!(
+                        "\"{}\" is not an environment variable name",
+                        jr2_probe::sanitize::escape_truncate(name, 100)
+                    ),
+                ));
+            }
+            // The probe's own resolution: a model without a provider, not in the catalog, a bad base URL. The env is
+            // empty: validation never reads a key.
+            jr2_probe::spec::resolve(&m.spec(placement.via_custodian()), &at, &|_| None, "plan")?;
+            if let Some(first) = checked.insert((&m.placement, &m.model), i) {
+                return Err(invalid(
+                    format!("{at}.model"),
+                    format!(
+                        "\"{}\" is already checked on placement \"{}\" (plan.models[{first}])",
+                        m.model, m.placement
+                    ),
+                ));
+            }
+            if let Some(key_env) = &m.key_env {
+                no_literal_key(self, placement, key_env)?;
+            }
+        }
+
+        if let Some(check) = &self.network_policy_check {
+            for name in check.harness_pod_labels.keys() {
+                if self.placement(name).is_none() {
+                    return Err(invalid(
+                        format!("plan.networkPolicyCheck.harnessPodLabels.{name}"),
+                        format!(
+                            "no placement \"{}\" (the plan's placements: {})",
+                            jr2_probe::sanitize::escape_truncate(name, 100),
+                            self.placement_names()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The placement of that name.
+    pub fn placement(&self, name: &str) -> Option<&Placement> {
+        self.placements.iter().find(|p| p.name == name)
+    }
+
+    /// The placements that have a model to check, in plan order: one check pod each.
+    pub fn placements_with_models(&self) -> impl Iterator<Item = &Placement> {
+        self.placements
+            .iter()
+            .filter(|p| self.models.iter().any(|m| m.placement == p.name))
+    }
+
+    /// The run spec of one placement's check pod: its models, in plan order, with `viaCustodian` derived from the
+    /// placement. It names env vars, never a value.
+    pub fn run_spec_for(&self, placement: &str) -> RunSpec {
+        let via_custodian = self
+            .placement(placement)
+            .is_some_and(Placement::via_custodian);
+        let models: Vec<ModelSpec> = self
+            .models
+            .iter()
+            .filter(|m| m.placement == placement)
+            .map(|m| m.spec(via_custodian))
+            .collect();
+        // Through serde, so that the probe's own defaults (tries, concurrency) apply.
+        serde_json::from_value(serde_json::json!({
+            "schema": RUN_SPEC_SCHEMA,
+            "timeoutSeconds": self.timeout_seconds as f64,
+            "models": models,
+        }))
+        .expect("a run spec built from typed values reads back")
+    }
+
+    /// The labels of a placement's Harness pods, for the NetworkPolicy check.
+    pub fn harness_pod_labels(&self, placement: &str) -> Option<&BTreeMap<String, String>> {
+        self.network_policy_check
+            .as_ref()?
+            .harness_pod_labels
+            .get(placement)
+    }
+
+    fn placement_names(&self) -> String {
+        self.placements
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn check_schema(value: &Value) -> Result<(), PlanError> {
+    let Some(top) = value.as_object() else {
+        return Err(invalid("plan", "must be a JSON object"));
+    };
+    match top.get("schema") {
+        None => Err(invalid(
+            "plan.schema",
+            format!("missing; this driver reads \"{PLAN_SCHEMA}\""),
+        )),
+        Some(Value::String(s)) if s == PLAN_SCHEMA => Ok(()),
+        Some(other) => Err(schema_error(other)),
+    }
+}
+
+fn schema_error(found: &Value) -> PlanError {
+    let shown = jr2_probe::sanitize::escape_truncate(&found.to_string(), 100);
+    invalid(
+        "plan.schema",
+        format!("{shown} is not a plan this driver reads (it reads \"{PLAN_SCHEMA}\")"),
+    )
+}
+
+fn validate_placement(at: &str, p: &Placement) -> Result<(), PlanError> {
+    let spec = &p.pod_spec;
+    let Some(hi) = spec
+        .containers
+        .iter()
+        .position(|c| c.name == p.harness_container)
+    else {
+        return Err(invalid(
+            format!("{at}.harnessContainer"),
+            format!(
+                "no container \"{}\" in {at}.podSpec.containers ({})",
+                p.harness_container,
+                names(&spec.containers)
+            ),
+        ));
+    };
+    check_mounts(
+        &format!("{at}.podSpec.containers[{hi}]"),
+        &spec.containers[hi],
+        spec,
+    )?;
+    if let Some(name) = &p.custodian_container {
+        if *name == p.harness_container {
+            return Err(invalid(
+                format!("{at}.custodianContainer"),
+                "names the Harness container; the Custodian is a container of its own",
+            ));
+        }
+        let found = spec
+            .containers
+            .iter()
+            .position(|c| &c.name == name)
+            .map(|i| format!("{at}.podSpec.containers[{i}]"))
+            .or_else(|| {
+                spec.init_containers
+                    .iter()
+                    .flatten()
+                    .position(|c| &c.name == name)
+                    .map(|i| format!("{at}.podSpec.initContainers[{i}]"))
+            });
+        let Some(path) = found else {
+            return Err(invalid(
+                format!("{at}.custodianContainer"),
+                format!("no container \"{name}\" in {at}.podSpec.containers or initContainers"),
+            ));
+        };
+        let custodian = p.custodian().expect("found above");
+        check_mounts(&path, custodian, spec)?;
+    }
+    Ok(())
+}
+
+fn names(containers: &[Container]) -> String {
+    if containers.is_empty() {
+        return "none".to_owned();
+    }
+    containers
+        .iter()
+        .map(|c| format!("\"{}\"", c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every mount of a container the check pod copies names a volume of the spec.
+fn check_mounts(at: &str, c: &Container, spec: &PodSpec) -> Result<(), PlanError> {
+    for (j, m) in c.volume_mounts.iter().flatten().enumerate() {
+        if !spec.volumes.iter().flatten().any(|v| v.name == m.name) {
+            return Err(invalid(
+                format!("{at}.volumeMounts[{j}].name"),
+                format!("no volume \"{}\" in the pod spec's volumes", m.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A model's key env var in the Harness env is its Stand-in or a `valueFrom` reference, never a literal key.
+fn no_literal_key(plan: &Plan, placement: &Placement, key_env: &str) -> Result<(), PlanError> {
+    let pi = plan
+        .placements
+        .iter()
+        .position(|p| p.name == placement.name)
+        .expect("the placement is the plan's");
+    let spec = &placement.pod_spec;
+    let Some(ci) = spec
+        .containers
+        .iter()
+        .position(|c| c.name == placement.harness_container)
+    else {
+        return Ok(());
+    };
+    for (k, e) in spec.containers[ci].env.iter().flatten().enumerate() {
+        if e.name != key_env {
+            continue;
+        }
+        if let Some(v) = &e.value
+            && !v.is_empty()
+            && *v != stand_in(key_env)
+        {
+            return Err(invalid(
+                format!("plan.placements[{pi}].podSpec.containers[{ci}].env[{k}].value"),
+                format!(
+                    "{key_env} is a literal; a plan carries the Stand-in \"{}\" or a valueFrom reference, never a key",
+                    stand_in(key_env)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn dns_label(field: &str, value: &str) -> Result<(), PlanError> {
+    let ok = !value.is_empty()
+        && value.len() <= 63
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            format!(
+                "\"{}\" is not a DNS-1123 label (lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit)",
+                jr2_probe::sanitize::escape_truncate(value, 100)
+            ),
+        ))
+    }
+}
+
+fn seconds(field: &str, value: u64) -> Result<(), PlanError> {
+    if value == 0 {
+        return Err(invalid(field, "must be at least 1 (seconds)"));
+    }
+    if value > MAX_SECONDS {
+        return Err(invalid(
+            field,
+            format!("{value} is more than a day; the value is in seconds"),
+        ));
+    }
+    Ok(())
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+// --- Naming the field of a serde error -----------------------------------------------------------------------------
+//
+// serde_json's errors from a `Value` say what is wrong but not where. When the plan does not deserialize, `locate`
+// walks it again, one field at a time, with the type of each field, and names the first one that fails.
+
+type Check = fn(&Value) -> Result<(), String>;
+
+fn is<T: DeserializeOwned>(v: &Value) -> Result<(), String> {
+    serde_json::from_value::<T>(v.clone())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn api_kind(v: &Value) -> Result<(), String> {
+    is::<ApiKind>(v).map_err(|_| match v {
+        Value::String(s) => format!(
+            "unknown API kind \"{}\" (pi's kinds: {})",
+            jr2_probe::sanitize::escape_truncate(s, 100),
+            ApiKind::ALL.map(ApiKind::as_str).join(", ")
+        ),
+        other => format!("must be a string, not {}", kind_of(other)),
+    })
+}
+
+fn source(v: &Value) -> Result<(), String> {
+    is::<Source>(v).map_err(|_| match v {
+        Value::String(s) => format!(
+            "unknown source \"{}\" (one of: catalog, gateway, custom)",
+            jr2_probe::sanitize::escape_truncate(s, 100)
+        ),
+        other => format!("must be a string, not {}", kind_of(other)),
+    })
+}
+
+fn tool_choice(v: &Value) -> Result<(), String> {
+    is::<ToolChoice>(v).map_err(|_| {
+        format!(
+            "{} is not a tool choice (one of: unset, auto, none, required, named)",
+            jr2_probe::sanitize::escape_truncate(&v.to_string(), 100)
+        )
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// (name, required, check) per field of an object of the plan.
+const TOP: &[(&str, bool, Check)] = &[
+    ("schema", true, is::<String>),
+    ("namespace", true, is::<String>),
+    ("instance", true, is::<String>),
+    ("probeImage", true, is::<String>),
+    ("deadlineSeconds", false, is::<u64>),
+    ("timeoutSeconds", false, is::<u64>),
+    ("placements", true, is::<Vec<Value>>),
+    ("models", true, is::<Vec<Value>>),
+    ("networkPolicyCheck", false, is::<Value>),
+];
+
+const PLACEMENT: &[(&str, bool, Check)] = &[
+    ("name", true, is::<String>),
+    ("podSpec", true, is::<PodSpec>),
+    ("harnessContainer", false, is::<String>),
+    ("custodianContainer", false, is::<String>),
+];
+
+const MODEL: &[(&str, bool, Check)] = &[
+    ("model", true, is::<String>),
+    ("placement", true, is::<String>),
+    ("source", true, source),
+    ("baseUrl", false, is::<String>),
+    ("api", false, api_kind),
+    ("keyEnv", false, is::<String>),
+    ("keyHeld", true, is::<bool>),
+    ("maxTokens", false, is::<u64>),
+    ("contextWindow", false, is::<u64>),
+    ("toolChoice", false, tool_choice),
+];
+
+const NETWORK_POLICY_CHECK: &[(&str, bool, Check)] = &[(
+    "harnessPodLabels",
+    true,
+    is::<BTreeMap<String, BTreeMap<String, String>>>,
+)];
+
+fn check_object(at: &str, v: &Value, fields: &[(&str, bool, Check)]) -> Result<(), PlanError> {
+    let Some(obj) = v.as_object() else {
+        return Err(invalid(
+            at,
+            format!("must be an object, not {}", kind_of(v)),
+        ));
+    };
+    for key in obj.keys() {
+        if !fields.iter().any(|(name, _, _)| name == key) {
+            return Err(invalid(
+                format!("{at}.{key}"),
+                format!(
+                    "unknown field (the fields here: {})",
+                    fields.iter().map(|f| f.0).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    for (name, required, check) in fields {
+        match obj.get(*name) {
+            None if *required => return Err(invalid(format!("{at}.{name}"), "missing")),
+            None => {}
+            Some(value) => check(value).map_err(|m| invalid(format!("{at}.{name}"), m))?,
+        }
+    }
+    Ok(())
+}
+
+fn locate(value: &Value, error: &serde_json::Error) -> PlanError {
+    let walk = || -> Result<(), PlanError> {
+        check_object("plan", value, TOP)?;
+        for (list, fields) in [("placements", PLACEMENT), ("models", MODEL)] {
+            for (i, item) in value[list].as_array().into_iter().flatten().enumerate() {
+                check_object(&format!("plan.{list}[{i}]"), item, fields)?;
+            }
+        }
+        if let Some(check) = value.get("networkPolicyCheck") {
+            check_object("plan.networkPolicyCheck", check, NETWORK_POLICY_CHECK)?;
+        }
+        Ok(())
+    };
+    match walk() {
+        Err(e) => e,
+        Ok(()) => invalid("plan", error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> Value {
+        serde_json::from_str(include_str!("../../examples/plan.json")).unwrap()
+    }
+
+    #[test]
+    fn the_example_parses_and_round_trips() {
+        let plan = Plan::from_value(example()).expect("the example is valid");
+        let again = Plan::from_value(serde_json::to_value(&plan).unwrap()).unwrap();
+        assert_eq!(plan, again);
+        assert_eq!(plan.deadline_seconds, 300);
+        assert_eq!(plan.timeout_seconds, 120);
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let mut v = example();
+        let o = v.as_object_mut().unwrap();
+        o.remove("deadlineSeconds");
+        o.remove("timeoutSeconds");
+        o["placements"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("harnessContainer");
+        let plan = Plan::from_value(v).unwrap();
+        assert_eq!(plan.deadline_seconds, DEFAULT_DEADLINE_SECONDS);
+        assert_eq!(plan.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
+        assert_eq!(plan.placements[1].harness_container, "harness");
+    }
+
+    #[test]
+    fn run_spec_takes_the_placements_models_in_plan_order() {
+        let plan = Plan::from_value(example()).unwrap();
+        let spec = plan.run_spec_for("instance-harness");
+        assert_eq!(spec.schema, RUN_SPEC_SCHEMA);
+        assert_eq!(spec.timeout_seconds, 120.0);
+        assert_eq!(spec.max_tries, 4);
+        assert_eq!(spec.concurrency, 8);
+        let names: Vec<_> = spec.models.iter().map(|m| m.model.as_str()).collect();
+        assert_eq!(names, ["vllm/Qwen/Qwen3-32B", "google/gemini-2.5-flash"]);
+        assert!(spec.models.iter().all(|m| m.via_custodian));
+        assert!(plan.run_spec_for("nowhere").models.is_empty());
+    }
+
+    #[test]
+    fn via_custodian_follows_the_placement() {
+        let mut v = example();
+        v["placements"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("custodianContainer");
+        let plan = Plan::from_value(v).unwrap();
+        assert!(!plan.run_spec_for("sandbox").models[0].via_custodian);
+        assert!(plan.run_spec_for("instance-harness").models[0].via_custodian);
+    }
+
+    #[test]
+    fn env_names_and_labels() {
+        assert!(is_env_name("JR2_PROVIDER_API_KEY"));
+        assert!(is_env_name("_x1"));
+        assert!(!is_env_name("1X"));
+        assert!(!is_env_name("A-B"));
+        assert!(!is_env_name(""));
+        assert!(dns_label("f", "a-1").is_ok());
+        assert!(dns_label("f", "A").is_err());
+        assert!(dns_label("f", "-a").is_err());
+        assert!(dns_label("f", &"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn errors_name_their_field() {
+        let e = Plan::parse("[1]").unwrap_err();
+        assert_eq!(e.to_string(), "plan: must be a JSON object");
+        let e = Plan::parse("{").unwrap_err();
+        assert!(matches!(e, PlanError::Json(_)), "{e}");
+        let mut v = example();
+        v["models"][1]["api"] = Value::from("openai-chat");
+        let e = Plan::from_value(v).unwrap_err();
+        assert_eq!(e.field(), Some("plan.models[1].api"));
+    }
+}

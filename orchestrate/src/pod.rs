@@ -1,0 +1,781 @@
+//! The check pod, exactly as the contract's section 6 says: one per distinct placement among the models' Harness
+//! pods.
+//!
+//! From the placement's Harness pod spec it copies the placement (`nodeSelector`, `affinity`, `tolerations`,
+//! `priorityClassName`, `runtimeClassName`), `imagePullSecrets`, DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
+//! pod `securityContext` (made restricted where it is not); the Custodian container as a native sidecar
+//! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
+//! containers mount, and only those; and, on the probe container, the Harness container's env (Stand-ins, proxy and CA
+//! variables, and every other entry a Turn sees, `valueFrom` references kept as references), its `envFrom`, and its CA
+//! mounts. It does not copy the Harness's labels, resources or service account.
+//!
+//! Its own: name, labels and run id, the deadline (annotation, `activeDeadlineSeconds`, `JR2_PROBE_DEADLINE`),
+//! `restartPolicy: Never`, no service-account token, no service links, the restricted security context, small requests
+//! and a memory limit. No secret value enters the spec: the probe's argv is the run spec, which names env vars only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSecurityContext,
+    PodSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::plan::{Placement, Plan};
+
+/// The probe container's name.
+pub const PROBE_CONTAINER: &str = "probe";
+/// Where the probe writes its compact summary, and where the kubelet reads the termination message.
+pub const TERMINATION_LOG: &str = "/dev/termination-log";
+/// The uid the probe runs as (distroless `nonroot`).
+pub const PROBE_UID: i64 = 65532;
+
+/// `app.kubernetes.io/name`.
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+/// The value of [`LABEL_NAME`] on every check pod.
+pub const NAME: &str = "jr2-provider-preflight";
+/// `app.kubernetes.io/managed-by`.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The value of [`LABEL_MANAGED_BY`] on every check pod.
+pub const MANAGED_BY: &str = "jr2-preflight";
+/// The Instance the check pod checks for: what the stale sweep selects on.
+pub const LABEL_INSTANCE: &str = "jr2.dev/instance";
+/// The run id: every pod of one run carries it.
+pub const LABEL_RUN: &str = "jr2.dev/preflight-run";
+/// The placement the pod stands in for.
+pub const LABEL_PLACEMENT: &str = "jr2.dev/placement";
+/// The deadline, UTC RFC 3339 (`2026-01-01T00:05:00.000Z`): past it, the pod is stale.
+pub const ANNOTATION_DEADLINE: &str = "jr2.dev/preflight-deadline";
+
+/// The env var that names the node (downward API `spec.nodeName`).
+pub const ENV_NODE_NAME: &str = "NODE_NAME";
+/// The env var that carries the deadline (Unix seconds).
+pub const ENV_DEADLINE: &str = "JR2_PROBE_DEADLINE";
+
+/// Where jr2 mounts CA bundles in a Harness pod.
+pub const CA_DIR: &str = "/etc/jr2/ca";
+/// Env vars that name a CA file or folder: a mount they point into is a CA mount.
+pub const CA_ENV: &[&str] = &[
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+];
+
+/// The probe's requests and limit: it holds a few TLS connections and one small response per model.
+pub const CPU_REQUEST: &str = "10m";
+/// See [`CPU_REQUEST`].
+pub const MEMORY_REQUEST: &str = "32Mi";
+/// See [`CPU_REQUEST`].
+pub const MEMORY_LIMIT: &str = "64Mi";
+
+/// How many characters of the run id the pod name carries.
+pub const SHORT_RUN_ID: usize = 8;
+
+/// A fresh run id: 10 characters of `[a-z0-9]`, a valid label value.
+pub fn new_run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    let mut n = h.finish();
+    (0..10)
+        .map(|_| {
+            let d = (n % 36) as u32;
+            n /= 36;
+            char::from_digit(d, 36).expect("a base-36 digit")
+        })
+        .collect()
+}
+
+/// A run id made safe for a label value and a name: lower-case `[a-z0-9-]`, at most 63, alphanumeric at both ends.
+fn clean_run_id(run_id: &str) -> String {
+    let s: String = run_id
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
+        .take(63)
+        .collect();
+    let s = s.trim_matches('-');
+    if s.is_empty() {
+        "run".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// `jr2-preflight-<instance>-<placement>-<short run id>`: a DNS-1123 label of at most 63 characters. When too long,
+/// `<instance>-<placement>` is cut and a hash of it keeps names of different placements apart.
+pub fn pod_name(instance: &str, placement: &str, run_id: &str) -> String {
+    let run = clean_run_id(run_id);
+    let short = run
+        .chars()
+        .take(SHORT_RUN_ID)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_owned();
+    let middle = format!("{instance}-{placement}");
+    let full = format!("{MANAGED_BY}-{middle}-{short}");
+    if full.len() <= 63 {
+        return full;
+    }
+    let hash = format!("{:08x}", fnv1a(middle.as_bytes()) as u32);
+    // jr2-preflight- + cut + - + hash + - + short
+    let room = 63 - (MANAGED_BY.len() + 1) - 1 - hash.len() - 1 - short.len();
+    let cut = middle[..room.min(middle.len())].trim_end_matches('-');
+    format!("{MANAGED_BY}-{cut}-{hash}-{short}")
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The label selector of every check pod of an Instance (the stale sweep).
+pub fn instance_selector(instance: &str) -> String {
+    format!("{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_INSTANCE}={instance}")
+}
+
+/// The label selector of the pods of one run.
+pub fn run_selector(run_id: &str) -> String {
+    format!(
+        "{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_RUN}={}",
+        clean_run_id(run_id)
+    )
+}
+
+/// The deadline of a check pod, from its annotation: past it, the pod is stale.
+pub fn deadline_of(pod: &Pod) -> Option<SystemTime> {
+    let text = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_DEADLINE)?;
+    let t: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
+    let secs = u64::try_from(t.as_second()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// The check pods of a plan: one per placement that has a model, in plan order.
+pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<Pod> {
+    plan.placements_with_models()
+        .map(|p| check_pod(plan, p, run_id, now))
+        .collect()
+}
+
+/// The check pod of one placement. `now` is when the run starts: the deadline is `now + plan.deadlineSeconds`.
+pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTime) -> Pod {
+    let run = clean_run_id(run_id);
+    let harness_spec = &placement.pod_spec;
+    let harness = placement.harness();
+    let deadline =
+        now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() + plan.deadline_seconds;
+
+    // The containers of the check pod, by their names in the Harness spec: the probe stands in for the Harness.
+    let custodian = placement
+        .custodian()
+        .map(|c| custodian_sidecar(c, placement));
+    let probe = probe_container(plan, placement, harness, deadline);
+
+    // The volumes those containers mount, and only those, in the Harness spec's order.
+    let mut wanted: BTreeSet<&str> = BTreeSet::new();
+    for c in custodian.iter().chain(std::iter::once(&probe)) {
+        wanted.extend(c.volume_mounts.iter().flatten().map(|m| m.name.as_str()));
+        wanted.extend(
+            c.env
+                .iter()
+                .flatten()
+                .filter_map(|e| e.value_from.as_ref()?.file_key_ref.as_ref())
+                .map(|f| f.volume_name.as_str()),
+        );
+    }
+    let volumes: Vec<_> = harness_spec
+        .volumes
+        .iter()
+        .flatten()
+        .filter(|v| wanted.contains(v.name.as_str()))
+        .cloned()
+        .collect();
+
+    let labels = BTreeMap::from([
+        (LABEL_NAME.to_owned(), NAME.to_owned()),
+        (LABEL_MANAGED_BY.to_owned(), MANAGED_BY.to_owned()),
+        (LABEL_INSTANCE.to_owned(), plan.instance.clone()),
+        (LABEL_RUN.to_owned(), run.clone()),
+        (LABEL_PLACEMENT.to_owned(), placement.name.clone()),
+    ]);
+    let annotations = BTreeMap::from([(
+        ANNOTATION_DEADLINE.to_owned(),
+        jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
+    )]);
+
+    let spec = PodSpec {
+        // Copied: the placement, pulls, DNS, the pod security context (made restricted).
+        node_selector: harness_spec.node_selector.clone(),
+        affinity: harness_spec.affinity.clone(),
+        tolerations: harness_spec.tolerations.clone(),
+        priority_class_name: harness_spec.priority_class_name.clone(),
+        runtime_class_name: harness_spec.runtime_class_name.clone(),
+        image_pull_secrets: harness_spec.image_pull_secrets.clone(),
+        dns_policy: harness_spec.dns_policy.clone(),
+        dns_config: harness_spec.dns_config.clone(),
+        host_aliases: harness_spec.host_aliases.clone(),
+        security_context: Some(pod_security_context(harness_spec.security_context.as_ref())),
+        // The Custodian, as a native sidecar; the probe.
+        init_containers: custodian.map(|c| vec![c]),
+        containers: vec![probe],
+        volumes: (!volumes.is_empty()).then_some(volumes),
+        // Its own.
+        restart_policy: Some("Never".to_owned()),
+        active_deadline_seconds: Some(plan.deadline_seconds as i64),
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        ..PodSpec::default()
+    };
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(&plan.instance, &placement.name, &run)),
+            namespace: Some(plan.namespace.clone()),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
+}
+
+/// The Harness pod's security context, restricted: `runAsNonRoot`, no uid 0, seccomp `RuntimeDefault` unless it
+/// names a `Localhost` profile. Everything else (`fsGroup`, groups, SELinux, sysctls...) is kept: the Custodian reads
+/// its values through `fsGroup`.
+fn pod_security_context(harness: Option<&PodSecurityContext>) -> PodSecurityContext {
+    let mut sc = harness.cloned().unwrap_or_default();
+    sc.run_as_non_root = Some(true);
+    if sc.run_as_user == Some(0) {
+        sc.run_as_user = None;
+    }
+    let keep = sc
+        .seccomp_profile
+        .as_ref()
+        .is_some_and(|p| matches!(p.type_.as_str(), "RuntimeDefault" | "Localhost"));
+    if !keep {
+        sc.seccomp_profile = Some(runtime_default());
+    }
+    sc
+}
+
+fn runtime_default() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".to_owned(),
+        localhost_profile: None,
+    }
+}
+
+/// The Custodian as in the Harness spec (env, mounts, resources, security context, probes), as a native sidecar.
+/// When it has a readiness probe and no startup probe, that probe also becomes its startup probe: the kubelet then
+/// starts the probe container only once the Custodian listens, as a Harness's first Turn comes after it is ready.
+fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
+    let mut c = c.clone();
+    c.restart_policy = Some("Always".to_owned());
+    if c.startup_probe.is_none()
+        && let Some(ready) = &c.readiness_probe
+    {
+        c.startup_probe = Some(Probe {
+            initial_delay_seconds: None,
+            period_seconds: Some(1),
+            failure_threshold: Some(60),
+            success_threshold: None,
+            termination_grace_period_seconds: None,
+            ..ready.clone()
+        });
+    }
+    c.env = c.env.map(|env| {
+        env.into_iter()
+            .filter_map(|e| repoint(e, placement))
+            .collect()
+    });
+    c
+}
+
+/// A `resourceFieldRef` that names the Harness container names the probe in its stead; one that names a container the
+/// check pod does not have is left out (the API server would refuse the pod).
+fn repoint(mut e: EnvVar, placement: &Placement) -> Option<EnvVar> {
+    let Some(r) = e
+        .value_from
+        .as_mut()
+        .and_then(|v| v.resource_field_ref.as_mut())
+    else {
+        return Some(e);
+    };
+    match r.container_name.as_deref() {
+        None | Some("") => Some(e),
+        Some(name) if name == placement.harness_container => {
+            r.container_name = Some(PROBE_CONTAINER.to_owned());
+            Some(e)
+        }
+        Some(name) if Some(name) == placement.custodian_container.as_deref() => Some(e),
+        Some(_) => None,
+    }
+}
+
+fn probe_container(
+    plan: &Plan,
+    placement: &Placement,
+    harness: Option<&Container>,
+    deadline: u64,
+) -> Container {
+    // The Harness env, every entry a Turn sees, in order; the two the probe sets itself are left out.
+    let mut env: Vec<EnvVar> = harness
+        .and_then(|h| h.env.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.name != ENV_NODE_NAME && e.name != ENV_DEADLINE)
+        .filter_map(|e| repoint(e, placement))
+        .collect();
+    env.push(EnvVar {
+        name: ENV_NODE_NAME.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                api_version: Some("v1".to_owned()),
+                field_path: "spec.nodeName".to_owned(),
+            }),
+            ..EnvVarSource::default()
+        }),
+    });
+    env.push(EnvVar {
+        name: ENV_DEADLINE.to_owned(),
+        value: Some(deadline.to_string()),
+        value_from: None,
+    });
+
+    let mounts = harness.map(ca_mounts).unwrap_or_default();
+    let spec = plan.run_spec_for(&placement.name);
+    let spec_json = serde_json::to_string(&spec).expect("a run spec serializes");
+
+    Container {
+        name: PROBE_CONTAINER.to_owned(),
+        image: Some(plan.probe_image.clone()),
+        image_pull_policy: Some("IfNotPresent".to_owned()),
+        args: Some(vec![
+            "run".to_owned(),
+            "--termination-log".to_owned(),
+            TERMINATION_LOG.to_owned(),
+            "--spec-json".to_owned(),
+            spec_json,
+        ]),
+        env: Some(env),
+        env_from: harness.and_then(|h| h.env_from.clone()),
+        volume_mounts: (!mounts.is_empty()).then_some(mounts),
+        termination_message_path: Some(TERMINATION_LOG.to_owned()),
+        termination_message_policy: Some("File".to_owned()),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".to_owned(), Quantity(CPU_REQUEST.to_owned())),
+                ("memory".to_owned(), Quantity(MEMORY_REQUEST.to_owned())),
+            ])),
+            limits: Some(BTreeMap::from([(
+                "memory".to_owned(),
+                Quantity(MEMORY_LIMIT.to_owned()),
+            )])),
+            claims: None,
+        }),
+        security_context: Some(SecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(PROBE_UID),
+            read_only_root_filesystem: Some(true),
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                add: None,
+                drop: Some(vec!["ALL".to_owned()]),
+            }),
+            seccomp_profile: Some(runtime_default()),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    }
+}
+
+/// The Harness container's CA mounts: under [`CA_DIR`], or a mount a CA env var of its env points into. Read-only.
+fn ca_mounts(harness: &Container) -> Vec<VolumeMount> {
+    let ca_paths: Vec<&str> = harness
+        .env
+        .iter()
+        .flatten()
+        .filter(|e| CA_ENV.contains(&e.name.as_str()))
+        .filter_map(|e| e.value.as_deref())
+        .collect();
+    harness
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter(|m| {
+            under(&m.mount_path, CA_DIR) || ca_paths.iter().any(|p| under(p, &m.mount_path))
+        })
+        .map(|m| VolumeMount {
+            read_only: Some(true),
+            ..m.clone()
+        })
+        .collect()
+}
+
+/// `path` is `dir` or inside it.
+fn under(path: &str, dir: &str) -> bool {
+    let dir = dir.trim_end_matches('/');
+    path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The pods as multi-document YAML, what `--dry-run` prints: kubectl's layout, keys sorted.
+///
+/// Every string that a YAML 1.1 reader (kubectl's, PyYAML) could take for something else is quoted: `serde_yaml`
+/// writes YAML 1.2, where `on`, `yes` or `2026-01-01T00:05:00Z` are plain strings, and a 1.1 reader then sees a
+/// boolean or a timestamp where the API wants a string.
+pub fn to_yaml(pods: &[Pod]) -> String {
+    let mut out = String::new();
+    for pod in pods {
+        out.push_str("---\n");
+        let value = serde_json::to_value(pod).expect("a Pod serializes");
+        match &value {
+            serde_json::Value::Object(map) => yaml_map(map, 0, &mut out),
+            other => yaml_after_key(other, 0, &mut out),
+        }
+    }
+    out
+}
+
+fn yaml_map(map: &serde_json::Map<String, serde_json::Value>, indent: usize, out: &mut String) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    for (i, key) in keys.into_iter().enumerate() {
+        // The first key of a map inside a sequence follows its "- ".
+        if i > 0 || !out.ends_with("- ") {
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(&yaml_scalar(key));
+        out.push(':');
+        yaml_after_key(&map[key], indent, out);
+    }
+}
+
+fn yaml_after_key(value: &serde_json::Value, indent: usize, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(m) if m.is_empty() => out.push_str(" {}\n"),
+        Value::Array(a) if a.is_empty() => out.push_str(" []\n"),
+        Value::Object(m) => {
+            out.push('\n');
+            yaml_map(m, indent + 2, out);
+        }
+        Value::Array(a) => {
+            out.push('\n');
+            yaml_seq(a, indent, out);
+        }
+        scalar => {
+            out.push(' ');
+            out.push_str(&yaml_plain(scalar));
+            out.push('\n');
+        }
+    }
+}
+
+fn yaml_seq(items: &[serde_json::Value], indent: usize, out: &mut String) {
+    use serde_json::Value;
+    for item in items {
+        out.push_str(&" ".repeat(indent));
+        out.push('-');
+        match item {
+            Value::Object(m) if !m.is_empty() => {
+                out.push(' ');
+                yaml_map(m, indent + 2, out);
+            }
+            Value::Array(a) if !a.is_empty() => {
+                out.push('\n');
+                yaml_seq(a, indent + 2, out);
+            }
+            other => yaml_after_key(other, indent, out),
+        }
+    }
+}
+
+fn yaml_plain(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => yaml_scalar(s),
+        serde_json::Value::Null => "null".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A string as a YAML scalar: plain when no YAML 1.1 or 1.2 reader can take it for anything but that string, else
+/// single-quoted, else (control characters) double-quoted with escapes.
+fn yaml_scalar(s: &str) -> String {
+    const SPECIAL: &[&str] = &["y", "yes", "n", "no", "true", "false", "on", "off", "null"];
+    let b = s.as_bytes();
+    // A word: a letter, `/` or `_` first (or `-` then a letter or `-`: a flag); `:` only inside (`host:port`, a URL).
+    let word = match b {
+        [first, ..] if first.is_ascii_alphabetic() || *first == b'/' || *first == b'_' => true,
+        [b'-', second, ..] if second.is_ascii_alphabetic() => true,
+        [b'-', b'-', third, ..] => third.is_ascii_alphabetic(),
+        _ => false,
+    } && b
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || b"-_./:".contains(c))
+        && !s.ends_with(':')
+        && !(b[0] == b'-' && s.contains(':'))
+        && !SPECIAL.contains(&s.to_ascii_lowercase().as_str());
+    // A quantity (`64Mi`, `10m`): digits, then letters; no leading 0 (`0x1F` is a number).
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let quantity = digits > 0
+        && !s.starts_with('0')
+        && s.len() > digits
+        && s.bytes().skip(digits).all(|b| b.is_ascii_alphabetic());
+    if word || quantity {
+        return s.to_owned();
+    }
+    let printable =
+        |c: char| !(c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'));
+    if s.chars().all(printable) {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\t' => q.push_str("\\t"),
+            c if !printable(c) => q.push_str(&format!("\\u{:04X}", c as u32)),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_dns_labels_of_at_most_63() {
+        assert_eq!(
+            pod_name("demo", "sandbox", "abcdef1234"),
+            "jr2-preflight-demo-sandbox-abcdef12"
+        );
+        let long = pod_name(&"i".repeat(63), &"p".repeat(63), "abcdef1234");
+        assert_eq!(long.len(), 63, "{long}");
+        assert!(long.starts_with("jr2-preflight-iii"));
+        assert!(long.ends_with("-abcdef12"));
+        let other = pod_name(&"i".repeat(63), &"q".repeat(63), "abcdef1234");
+        assert_ne!(long, other, "the hash keeps placements apart");
+        // A cut that would end with '-' does not.
+        for n in 40..63 {
+            let name = pod_name(&"a".repeat(n), "b-c-d-e-f-g-h", "x");
+            assert!(name.len() <= 63);
+            assert!(!name.contains("--"), "{name}");
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            );
+        }
+        assert_eq!(pod_name("d", "s", "AB_c!"), "jr2-preflight-d-s-abc");
+        assert_eq!(pod_name("d", "s", "--"), "jr2-preflight-d-s-run");
+    }
+
+    #[test]
+    fn run_ids_are_label_values() {
+        let a = new_run_id();
+        let b = new_run_id();
+        assert_eq!(a.len(), 10);
+        assert!(
+            a.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        );
+        assert_ne!(a, b);
+        assert_eq!(clean_run_id(&a), a);
+    }
+
+    #[test]
+    fn under_is_a_path_prefix() {
+        assert!(under("/etc/jr2/ca/extra.crt", "/etc/jr2/ca"));
+        assert!(under("/etc/jr2/ca", "/etc/jr2/ca/"));
+        assert!(!under("/etc/jr2/cab/x", "/etc/jr2/ca"));
+        assert!(!under("/etc/jr2", "/etc/jr2/ca"));
+    }
+
+    #[test]
+    fn pod_security_context_is_made_restricted() {
+        let sc = pod_security_context(None);
+        assert_eq!(sc.run_as_non_root, Some(true));
+        assert_eq!(sc.seccomp_profile.unwrap().type_, "RuntimeDefault");
+        let sc = pod_security_context(Some(&PodSecurityContext {
+            run_as_user: Some(0),
+            run_as_non_root: Some(false),
+            fs_group: Some(2000),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "Unconfined".to_owned(),
+                localhost_profile: None,
+            }),
+            ..PodSecurityContext::default()
+        }));
+        assert_eq!(sc.run_as_user, None);
+        assert_eq!(sc.run_as_non_root, Some(true));
+        assert_eq!(sc.fs_group, Some(2000));
+        assert_eq!(sc.seccomp_profile.unwrap().type_, "RuntimeDefault");
+        let local = SeccompProfile {
+            type_: "Localhost".to_owned(),
+            localhost_profile: Some("jr2.json".to_owned()),
+        };
+        let sc = pod_security_context(Some(&PodSecurityContext {
+            seccomp_profile: Some(local.clone()),
+            run_as_user: Some(1000),
+            ..PodSecurityContext::default()
+        }));
+        assert_eq!(sc.seccomp_profile, Some(local));
+        assert_eq!(sc.run_as_user, Some(1000));
+    }
+
+    #[test]
+    fn deadline_round_trips_through_the_annotation() {
+        let mut pod = Pod::default();
+        pod.metadata.annotations = Some(BTreeMap::from([(
+            ANNOTATION_DEADLINE.to_owned(),
+            jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_767_225_900)),
+        )]));
+        assert_eq!(
+            deadline_of(&pod),
+            Some(UNIX_EPOCH + Duration::from_secs(1_767_225_900))
+        );
+        assert_eq!(deadline_of(&Pod::default()), None);
+    }
+
+    #[test]
+    fn yaml_scalars_read_back_as_the_same_strings() {
+        for plain in [
+            "abc",
+            "jr2.dev/preflight-deadline",
+            "/etc/jr2/ca",
+            "64Mi",
+            "10m",
+            "IfNotPresent",
+            "_x",
+            "--spec-json",
+            "-c",
+            "http://127.0.0.1:15001",
+            "registry.example.com/jr2/jr2-probe:0.1.0",
+            "a:b",
+            "-x",
+        ] {
+            let back: BTreeMap<String, String> =
+                serde_yaml::from_str(&format!("k: {plain}\n")).unwrap();
+            assert_eq!(back["k"], plain);
+            assert_eq!(yaml_scalar(plain), plain);
+        }
+        for quoted in [
+            "",
+            "on",
+            "Off",
+            "yes",
+            "Y",
+            "n",
+            "NO",
+            "true",
+            "False",
+            "null",
+            "~",
+            "2026-01-01",
+            "2026-01-01T00:05:00.000Z",
+            "0x1F",
+            "0o17",
+            "017",
+            "1e3",
+            "1:20",
+            ".5",
+            ".inf",
+            "-",
+            "- a",
+            ": x",
+            "a: b",
+            "#x",
+            "a #b",
+            "@x",
+            "`x",
+            "%x",
+            "*x",
+            "&x",
+            "!x",
+            "|",
+            ">",
+            "[",
+            "{",
+            "?",
+            "=",
+            "<<",
+            " lead",
+            "trail ",
+            "it's",
+            "say \"hi\"",
+            "back\\slash",
+            "tab\tin",
+            "new\nline",
+            "\u{85}",
+            "\u{7f}",
+            "\u{2028}",
+            "é",
+            "localhost,127.0.0.1,::1",
+            "1",
+            "300",
+            "1.5",
+            "0",
+            "a:",
+            "-1",
+            "-.5",
+            "--",
+            "-a:b",
+            "::1",
+        ] {
+            let y = yaml_scalar(quoted);
+            assert_ne!(y, quoted, "{quoted:?} must be quoted");
+            let back: BTreeMap<String, String> =
+                serde_yaml::from_str(&format!("k: {y}\n")).unwrap();
+            assert_eq!(back["k"], quoted, "{y}");
+        }
+    }
+
+    #[test]
+    fn yaml_layout() {
+        let v = serde_json::json!({"b": [{"x": 1, "y": [true, {"z": "on"}]}, "s", [], {}], "a": {}, "c": null});
+        let mut out = String::new();
+        yaml_map(v.as_object().unwrap(), 0, &mut out);
+        assert_eq!(
+            out,
+            "a: {}\nb:\n- x: 1\n  'y':\n  - true\n  - z: 'on'\n- s\n- []\n- {}\nc: null\n"
+        );
+        let back: serde_json::Value = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn selectors() {
+        assert_eq!(
+            instance_selector("demo"),
+            "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/instance=demo"
+        );
+        assert_eq!(
+            run_selector("abc"),
+            "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/preflight-run=abc"
+        );
+    }
+}
