@@ -6,5 +6,6 @@
 
 pub mod cluster;
 pub mod diagnose;
+pub mod driver;
 pub mod plan;
 pub mod pod;
