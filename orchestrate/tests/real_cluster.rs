@@ -1,0 +1,65 @@
+//! The whole preflight against a real cluster: `KUBECONFIG` points at one (kind, with the probe's image loaded), and
+//! `JR2_E2E_PLAN` names a plan whose models the cluster's pods can reach. Ignored unless asked for:
+//!
+//! ```sh
+//! images/build && kind load image-archive target/images/jr2-probe-<version>-amd64.docker.tar
+//! KUBECONFIG=~/.kube/config JR2_E2E_PLAN=examples/plan-kind.json \
+//!   cargo test -p jr2-preflight --test real_cluster -- --ignored --nocapture
+//! ```
+
+use std::process::Command;
+
+#[test]
+#[ignore = "needs cluster"]
+fn the_preflight_runs_against_a_real_cluster() {
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG must point at a cluster");
+    let plan =
+        std::env::var("JR2_E2E_PLAN").expect("JR2_E2E_PLAN must name a plan the cluster can run");
+    let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+        .args([
+            "run",
+            "--plan",
+            &plan,
+            "--kubeconfig",
+            &kubeconfig,
+            "--output",
+            "json",
+            "--timeout",
+            "300s",
+        ])
+        .output()
+        .expect("run jr2-preflight");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    let verdict: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("a JSON verdict on stdout");
+    assert_eq!(
+        out.status.code(),
+        Some(verdict["exitCode"].as_i64().unwrap() as i32)
+    );
+    assert_eq!(verdict["ok"], true, "{stderr}");
+    // No check pod survives the run.
+    let namespace = verdict["namespace"].as_str().unwrap();
+    let left = Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            &kubeconfig,
+            "-n",
+            namespace,
+            "get",
+            "pods",
+            "-l",
+            "app.kubernetes.io/managed-by=jr2-preflight",
+            "-o",
+            "name",
+        ])
+        .output()
+        .expect("kubectl");
+    let names = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        names
+            .lines()
+            .all(|n| !n.contains(verdict["runId"].as_str().unwrap())),
+        "left behind: {names}"
+    );
+}
