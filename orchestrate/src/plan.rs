@@ -49,7 +49,9 @@ pub struct Plan {
     pub namespace: String,
     /// The Instance's name: in the check pods' names and labels, and what the stale-pod sweep selects on.
     pub instance: String,
-    /// The probe's image (`jr2-probe`), as the cluster pulls it (re-homed to the kit registry where there is one).
+    /// The probe's image (`jr2-probe`), as the cluster pulls it (re-homed to the kit registry where there is one);
+    /// default [`DEFAULT_PROBE_IMAGE`], overridden by `--probe-image`.
+    #[serde(default = "default_probe_image")]
     pub probe_image: String,
     /// The deadline of the whole check, in seconds: the pods' `activeDeadlineSeconds`, and the probe's deadline.
     #[serde(default = "default_deadline")]
@@ -65,6 +67,13 @@ pub struct Plan {
     /// NetworkPolicy check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy_check: Option<NetworkPolicyCheck>,
+}
+
+/// The probe image the driver uses when the plan names none: the release of this version.
+pub const DEFAULT_PROBE_IMAGE: &str = concat!("ghcr.io/jr2/jr2-probe:", env!("CARGO_PKG_VERSION"));
+
+fn default_probe_image() -> String {
+    DEFAULT_PROBE_IMAGE.to_owned()
 }
 
 fn default_deadline() -> u64 {
