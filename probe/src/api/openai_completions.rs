@@ -19,7 +19,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
@@ -58,6 +58,16 @@ pub struct Compat {
     pub thinking_format: String,
     /// Tools carry `strict: false`.
     pub supports_strict_mode: bool,
+    /// `anthropic`: Anthropic `cache_control` marks on the system prompt, the last user text and the last tool
+    /// (OpenRouter's `anthropic/` models).
+    pub cache_control_format: Option<String>,
+    /// `tool_stream: true` beside the tools (Z.ai's coding models, by the catalog's `compat`).
+    pub zai_tool_stream: bool,
+    /// Send the conversation id in affinity headers (Cloudflare, by the catalog's `compat`).
+    pub send_session_affinity_headers: bool,
+    /// `openai` (`session_id`, `x-client-request-id`, `x-session-affinity`), `openrouter` (`x-session-id`), or
+    /// another value (`x-client-request-id` and `x-session-affinity` only).
+    pub session_affinity_format: String,
 }
 
 /// pi's `detectCompat` (dist/api/openai-completions.js), then the catalog's `compat` on top (`getCompat`).
@@ -130,6 +140,16 @@ pub fn compat(target: &Target) -> Compat {
         .to_owned(),
         thinking_format: thinking_format.to_owned(),
         supports_strict_mode: !is_moonshot && !is_together && !is_cf_gateway && !is_nvidia,
+        cache_control_format: (provider == "openrouter" && id.starts_with("anthropic/"))
+            .then(|| "anthropic".to_owned()),
+        zai_tool_stream: false,
+        send_session_affinity_headers: false,
+        session_affinity_format: if is_openrouter {
+            "openrouter"
+        } else {
+            "openai"
+        }
+        .to_owned(),
     };
     let f = &target.facts;
     let flag = |name: &str, into: &mut bool| {
@@ -145,11 +165,22 @@ pub fn compat(target: &Target) -> Compat {
         &mut c.supports_usage_in_streaming,
     );
     flag("supportsStrictMode", &mut c.supports_strict_mode);
+    flag("zaiToolStream", &mut c.zai_tool_stream);
+    flag(
+        "sendSessionAffinityHeaders",
+        &mut c.send_session_affinity_headers,
+    );
+    if let Some(v) = f.compat("sessionAffinityFormat").and_then(Value::as_str) {
+        v.clone_into(&mut c.session_affinity_format);
+    }
     if let Some(v) = f.compat("maxTokensField").and_then(Value::as_str) {
         v.clone_into(&mut c.max_tokens_field);
     }
     if let Some(v) = f.compat("thinkingFormat").and_then(Value::as_str) {
         v.clone_into(&mut c.thinking_format);
+    }
+    if let Some(v) = f.compat("cacheControlFormat").and_then(Value::as_str) {
+        c.cache_control_format = Some(v.to_owned());
     }
     c
 }
@@ -180,6 +211,24 @@ pub fn body_for(target: &Target) -> Value {
         b["tools"][0]["function"]
             .as_object_mut()
             .map(|o| o.remove("strict"));
+    }
+    if target.base_url.as_str().contains("api.openai.com") {
+        // pi keys OpenAI's prompt cache by the conversation when the base URL names api.openai.com.
+        b["prompt_cache_key"] = json!(super::openai_responses::prompt_cache_key(
+            &target.session_id
+        ));
+    }
+    if c.zai_tool_stream {
+        b["tool_stream"] = json!(true);
+    }
+    if c.cache_control_format.as_deref() == Some("anthropic") {
+        // pi's default cache retention ("short"): an ephemeral mark on the system prompt (its text becomes a part),
+        // on the last text part of the last user message, and on the last tool.
+        let mark = json!({"type": "ephemeral"});
+        b["messages"][0]["content"] =
+            json!([{"type": "text", "text": prompt::SYSTEM, "cache_control": mark}]);
+        b["messages"][1]["content"][0]["cache_control"] = mark.clone();
+        b["tools"][0]["cache_control"] = mark;
     }
     if !reasoning {
         return b;
@@ -370,12 +419,33 @@ impl Wire for OpenAiCompletions {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         super::catalog_headers(&mut headers, target);
+        let c = compat(target);
+        if c.send_session_affinity_headers {
+            let id = target.session_id.as_str();
+            if c.session_affinity_format == "openrouter" {
+                super::header(&mut headers, "x-session-id", id);
+            } else {
+                if c.session_affinity_format == "openai" {
+                    super::header(&mut headers, "session_id", id);
+                }
+                super::header(&mut headers, "x-client-request-id", id);
+                super::header(&mut headers, "x-session-affinity", id);
+            }
+        }
+        if target.facts.provider.as_deref() == Some("github-copilot") {
+            // pi's Copilot headers for a request whose last message is the user's.
+            super::header(&mut headers, "x-initiator", "user");
+            super::header(&mut headers, "openai-intent", "conversation-edits");
+        }
         // pi's custom provider answers the literal `unused` when no key is configured.
         let key = target.key_value().unwrap_or("unused");
-        headers.insert(
-            AUTHORIZATION,
-            super::secret_header(&format!("Bearer {key}"))?,
-        );
+        // Cloudflare AI Gateway: pi's auth puts the key in `cf-aig-authorization` and removes `authorization`.
+        let name = if target.facts.provider.as_deref() == Some("cloudflare-ai-gateway") {
+            HeaderName::from_static("cf-aig-authorization")
+        } else {
+            AUTHORIZATION
+        };
+        headers.insert(name, super::secret_header(&format!("Bearer {key}"))?);
         Ok(HttpRequest {
             url: super::endpoint(&target.base_url, PATH),
             headers,
@@ -506,5 +576,72 @@ mod tests {
     fn garbage_is_a_protocol_error() {
         assert!(read("<html>").is_err());
         assert!(read("{\"choices\": 5}").is_err());
+    }
+
+    fn catalog_body(model: &str) -> Value {
+        body_for(&catalog_target(model))
+    }
+
+    fn catalog_target(model: &str) -> Target {
+        let spec = crate::spec::ModelSpec {
+            model: model.to_owned(),
+            source: crate::spec::Source::Catalog,
+            base_url: None,
+            api: None,
+            key_env: None,
+            key_held: false,
+            via_custodian: false,
+            max_tokens: None,
+            context_window: None,
+            tool_choice: None,
+        };
+        let env = |name: &str| (name == "CLOUDFLARE_ACCOUNT_ID").then(|| "acct".to_owned());
+        crate::spec::resolve(&spec, "model", &env, "0190d4a1-2b3c-7def-8123-456789abcdef").unwrap()
+    }
+
+    #[test]
+    fn session_ids_where_pi_sends_them() {
+        // A base URL that names api.openai.com: prompt_cache_key.
+        let mut t = catalog_target("groq/openai/gpt-oss-120b");
+        assert!(body_for(&t).get("prompt_cache_key").is_none());
+        t.base_url = reqwest::Url::parse("https://api.openai.com/v1").unwrap();
+        assert_eq!(body_for(&t)["prompt_cache_key"], t.session_id.as_str());
+        // Cloudflare's catalog compat: the affinity headers.
+        let t = catalog_target("cloudflare-workers-ai/@cf/google/gemma-4-26b-a4b-it");
+        let r = OpenAiCompletions.request(&t).unwrap();
+        for name in ["session_id", "x-client-request-id", "x-session-affinity"] {
+            assert_eq!(r.headers[name], t.session_id.as_str(), "{name}");
+        }
+        let r = OpenAiCompletions
+            .request(&catalog_target("groq/openai/gpt-oss-120b"))
+            .unwrap();
+        assert!(r.headers.get("x-session-affinity").is_none());
+    }
+
+    #[test]
+    fn openrouter_anthropic_models_get_cache_control_marks() {
+        // What tests/fidelity saw pi send: the system prompt as a marked text part, a mark on the user's text and
+        // on the last tool.
+        let b = catalog_body("openrouter/anthropic/claude-haiku-4.5");
+        let mark = json!({"type": "ephemeral"});
+        assert_eq!(
+            b["messages"][0]["content"],
+            json!([{"type": "text", "text": prompt::SYSTEM, "cache_control": mark}])
+        );
+        assert_eq!(b["messages"][1]["content"][0]["cache_control"], mark);
+        assert_eq!(b["tools"][0]["cache_control"], mark);
+        let plain = catalog_body("openrouter/deepseek/deepseek-v3.2");
+        assert_eq!(plain["messages"][0]["content"], prompt::SYSTEM);
+        assert!(plain["tools"][0].get("cache_control").is_none());
+    }
+
+    #[test]
+    fn zai_tool_stream_follows_the_catalog() {
+        assert_eq!(catalog_body("zai/glm-5.1")["tool_stream"], true);
+        assert!(
+            catalog_body("groq/openai/gpt-oss-120b")
+                .get("tool_stream")
+                .is_none()
+        );
     }
 }

@@ -359,10 +359,13 @@ pub fn request_with(
     let mut headers = HeaderMap::new();
     let url = match flavor {
         Flavor::OpenAi => {
-            headers.insert(
-                AUTHORIZATION,
-                super::secret_header(&format!("Bearer {key}"))?,
-            );
+            // Cloudflare AI Gateway: pi's auth puts the key in `cf-aig-authorization` and removes `authorization`.
+            let name = if target.facts.provider.as_deref() == Some("cloudflare-ai-gateway") {
+                HeaderName::from_static("cf-aig-authorization")
+            } else {
+                AUTHORIZATION
+            };
+            headers.insert(name, super::secret_header(&format!("Bearer {key}"))?);
             super::endpoint(&target.base_url, PATH)
         }
         Flavor::Azure => {
@@ -376,6 +379,11 @@ pub fn request_with(
     };
     // The catalog's headers come after the auth header, as the SDK's default headers do.
     super::catalog_headers(&mut headers, target);
+    if target.facts.provider.as_deref() == Some("github-copilot") {
+        // pi's Copilot headers for a request whose last message is the user's.
+        super::header(&mut headers, "x-initiator", "user");
+        super::header(&mut headers, "openai-intent", "conversation-edits");
+    }
     if flavor == Flavor::OpenAi {
         let id = target.session_id.as_str();
         if !id.is_empty() {
