@@ -780,9 +780,12 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         reason
     };
     let message = if message.is_empty() {
+        // A Warning, or the pull in progress, says why the pod waits; the kubelet's Normal lifecycle Events
+        // (Scheduled, Pulled, Created, Started, Killing) only repaint the line and can run ahead of the pod's status.
         events
             .iter()
             .rev()
+            .filter(|e| e.type_.as_deref() == Some("Warning") || e.reason.as_deref() == Some("Pulling"))
             .find_map(|e| e.message.clone().filter(|m| !m.is_empty()))
             .unwrap_or_else(|| {
                 match reason.as_str() {
@@ -964,7 +967,7 @@ mod tests {
                 &[event("Started", "Normal", "Started container custodian")],
                 None
             ),
-            pending("PodInitializing", "Started container custodian")
+            pending("PodInitializing", "the Custodian starts")
         );
     }
 

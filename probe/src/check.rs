@@ -244,6 +244,22 @@ impl Checker {
                     .await
                 {
                     Ok(a) => a,
+                    // The deadline passed while a new connection was still coming up: a connect timeout, as
+                    // the client's own connect timeout (the same length when the model's is 10 s or less) would
+                    // have said, whichever of the two timers fired first.
+                    Err(_) if clock.connecting() => {
+                        let span = if n == 1 {
+                            self.settings.timeout
+                        } else {
+                            let left = deadline.into_std().saturating_duration_since(try_start);
+                            Duration::from_millis(left.as_millis().div_ceil(100) as u64 * 100)
+                        };
+                        let error = format!(
+                            "connection timed out after {} s",
+                            crate::render::seconds(span.min(self.factory.connect_timeout()))
+                        );
+                        Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
+                    }
                     Err(_) => self.timed_out(target),
                 };
             let (dns_ms, tls_ms, connect_ms) = clock.marks();
@@ -466,6 +482,9 @@ impl Checker {
         let response = match sent {
             Ok(r) => r,
             Err(e) => {
+                // Through the redactor: a server can put the key in a URL (a redirect's Location), which the
+                // error's Debug form shows.
+                tracing::debug!(error = %self.redactor.redact(&format!("{e:?}")), "the request failed");
                 let failure = crate::transport::describe(&e, self.factory.connect_timeout());
                 let code = failure.outcome.default_code();
                 return Attempt::fail(
@@ -590,6 +609,7 @@ impl Checker {
             let chunk = match response.chunk().await {
                 Ok(chunk) => chunk,
                 Err(e) => {
+                    tracing::debug!(error = %self.redactor.redact(&format!("{e:?}")), "the stream broke off");
                     let failure = crate::transport::describe(&e, self.factory.connect_timeout());
                     return self.protocol(format!("the stream broke off: {}", failure.text));
                 }

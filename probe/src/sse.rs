@@ -69,6 +69,10 @@ impl Decoder {
 
     /// Consumes a chunk and appends every event it completes to `out`.
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<Event>) -> Result<(), SseError> {
+        if chunk.is_empty() {
+            // Nothing came: a `\r` that ended the previous chunk still waits for its `\n`.
+            return Ok(());
+        }
         if self.pending_cr {
             self.pending_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -256,6 +260,26 @@ mod tests {
             d.push(line.as_bytes(), &mut out),
             Err(SseError::LineTooLong { limit: 64 })
         );
+    }
+
+    /// Found by the `sse` fuzz target: an empty chunk between a `\r` and its `\n` made the `\n` a blank line of
+    /// its own, which dispatched the event early (and split one event in two).
+    #[test]
+    fn an_empty_chunk_between_cr_and_lf_changes_nothing() {
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        for chunk in [&b"data: a\r"[..], b"", b"\ndata: b\n", b"", b"\n"] {
+            d.push(chunk, &mut out).unwrap();
+        }
+        d.finish(&mut out).unwrap();
+        assert_eq!(out, vec![ev("", "a\nb")]);
+        // The minimized input: whole, the line after `data\r\n` is refused before any event.
+        let mut d = Decoder::default();
+        let mut out = Vec::new();
+        let err = [&b"data\r"[..], b"", b"\n\xff\n"]
+            .into_iter()
+            .try_for_each(|c| d.push(c, &mut out));
+        assert_eq!((out, err), (vec![], Err(SseError::InvalidUtf8)));
     }
 
     #[test]

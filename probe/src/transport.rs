@@ -146,6 +146,8 @@ pub struct Clock {
     dns: Option<Duration>,
     tls: Option<Duration>,
     connect: Option<Duration>,
+    /// A new connection was started (TCP, proxy tunnel, TLS), finished or not.
+    connect_started: bool,
 }
 
 impl Clock {
@@ -155,6 +157,7 @@ impl Clock {
             dns: None,
             tls: None,
             connect: None,
+            connect_started: false,
         }
     }
 }
@@ -176,6 +179,13 @@ impl ClockHandle {
         let c = self.lock();
         let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
         (ms(c.dns), ms(c.tls), ms(c.connect))
+    }
+
+    /// A new connection of this try was started and has not come up (nor failed): the try is still connecting. A
+    /// try on a pooled connection never is.
+    pub fn connecting(&self) -> bool {
+        let c = self.lock();
+        c.connect_started && c.connect.is_none()
     }
 
     fn mark(&self, f: impl FnOnce(&mut Clock, Duration)) {
@@ -376,11 +386,14 @@ where
 
     fn call(&mut self, req: R) -> Self::Future {
         let clock = self.clock.clone();
+        clock.mark(|c, _| c.connect_started = true);
         let fut = self.inner.call(req);
         Box::pin(async move {
             let out = fut.await;
-            if out.is_ok() {
-                clock.mark(|c, at| c.connect = Some(at));
+            match out {
+                Ok(_) => clock.mark(|c, at| c.connect = Some(at)),
+                // Failed, not connecting any more.
+                Err(_) => clock.mark(|c, _| c.connect_started = false),
             }
             out
         })
@@ -396,10 +409,22 @@ pub struct Failure {
     pub text: String,
 }
 
+/// hyper's words for a response it cannot parse: the server answered, but not in HTTP/1.1 (an SSH banner, a head
+/// without end, a bad status line). A protocol failure, not an unreachable server.
+const NOT_HTTP: [&str; 8] = [
+    "invalid HTTP version parsed",
+    "invalid HTTP version parsed (found HTTP2 preface)",
+    "invalid HTTP status-code parsed",
+    "invalid HTTP header parsed",
+    "invalid content-length parsed",
+    "unexpected transfer-encoding parsed",
+    "message head is too large",
+    "received unexpected message from connection",
+];
+
 /// Reads a request error's chain of causes into a [`Failure`]. `host` is the base URL's host, for DNS failures.
 pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    tracing::debug!(error = ?err, "the request failed");
     let mut fallback = None;
     while let Some(e) = cause {
         if let Some(dns) = e.downcast_ref::<DnsError>() {
@@ -423,6 +448,13 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
                 K::UnexpectedEof => Some("the server closed the connection"),
                 _ => None,
             };
+            if io.kind() == K::TimedOut && err.is_connect() {
+                // The connector's own timer (a SYN never answered): the same words as the client's connect timeout.
+                return unreachable(format!(
+                    "connection timed out after {} s",
+                    crate::render::seconds(connect_timeout)
+                ));
+            }
             if let Some(words) = words {
                 return unreachable(words.to_owned());
             }
@@ -437,6 +469,12 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
             }
         }
         let text = e.to_string();
+        if NOT_HTTP.contains(&text.as_str()) {
+            return Failure {
+                outcome: Outcome::Protocol,
+                text: format!("the answer is not HTTP/1.1 the probe can read: {text}"),
+            };
+        }
         if text.contains("tunnel") || text.contains("proxy") {
             fallback.get_or_insert_with(|| format!("the proxy refused the tunnel: {text}"));
         }

@@ -1,12 +1,40 @@
 //! `jr2-fake-provider [PORT]`: the fake OpenAI-compatible provider as a process, for benchmarks and for a real
 //! gateway (LiteLLM) to sit in front of. Prints `listening on http://127.0.0.1:<port>/v1` and serves until killed.
+//!
+//! `jr2-fake-provider --bind ADDR:PORT`: for the network-namespace tests (`tests/netns/run.sh`), which run it inside a
+//! namespace of their own: the fake serves on that namespace's loopback and every connection to `ADDR:PORT` (an
+//! address of the namespace's own veth) is relayed to it. Prints `listening on http://ADDR:PORT/v1`.
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let port = std::env::args()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, addr] = args.as_slice()
+        && flag == "--bind"
+    {
+        let addr: std::net::SocketAddr = addr.parse().expect("--bind takes ADDR:PORT");
+        let fake = jr2_testkit::fake_provider::FakeProvider::start().await;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .expect("bind the --bind address");
+        println!("listening on http://{addr}/v1");
+        let upstream = fake.addr();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        let _ = tokio::signal::ctrl_c().await;
+        drop(fake);
+        return;
+    }
+    let port = args.first().and_then(|p| p.parse().ok()).unwrap_or(0);
     let fake = jr2_testkit::fake_provider::FakeProvider::start_on(port)
         .await
         .expect("bind 127.0.0.1");

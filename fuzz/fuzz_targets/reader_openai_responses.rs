@@ -1,0 +1,7 @@
+//! Fuzz target `reader_openai_responses`: a 200's body through the framing and the stream reader of `OpenAiResponses`, as the probe
+//! reads it (`jr2_probe_fuzz::replay`).
+#![no_main]
+
+use jr2_probe::api::ApiKind;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| jr2_probe_fuzz::replay(ApiKind::OpenAiResponses, data));

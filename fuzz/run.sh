@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Fuzzes the probe's parsers with cargo fuzz (libFuzzer, AddressSanitizer), every target in turn:
+#   sse                         the SSE decoder (whole vs cut anywhere: same events, same error; bounded lines)
+#   aws_event_stream            AWS's binary event stream (Bedrock's framing)
+#   reader_openai_completions   the framing + stream reader of each API kind, as check.rs reads a 200
+#   reader_anthropic            (mistral-conversations uses the openai-completions reader)
+#   reader_openai_responses
+#   reader_google
+#   reader_bedrock
+#   error_body                  every provider's error body, retry-after headers, the classification, the cleaning
+#   run_spec                    the run spec (serde_json), spec::resolve, and the request of each resolved target
+#
+# Usage:
+#   fuzz/run.sh [SECONDS]      each target for SECONDS of fuzzing (default 60)
+#   fuzz/run.sh --runs N       each target for N inputs (CI: tests/run.sh runs --runs 20000)
+#   FUZZ_TARGETS="sse run_spec" fuzz/run.sh 300
+#
+# The committed seeds are fuzz/seeds/<target>/ (small real samples: the test fakes' streams and error bodies, run
+# specs); new inputs go to fuzz/corpus/<target>/ (not committed), crashes to fuzz/artifacts/<target>/. cargo fuzz
+# needs nightly-only flags (-Zsanitizer): RUSTC_BOOTSTRAP=1 lets the machine's stable toolchain take them.
+# Reproduce a crash: RUSTC_BOOTSTRAP=1 cargo fuzz run <target> fuzz/artifacts/<target>/crash-...
+# then keep it as a unit test in the module it hit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+limit=(-max_total_time=60)
+case "${1:-}" in
+  --runs) limit=(-runs="${2:?--runs takes a number}") ;;
+  "") ;;
+  *) limit=(-max_total_time="$1") ;;
+esac
+
+export RUSTC_BOOTSTRAP=1
+export CARGO_TERM_COLOR=never
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: installing cargo-fuzz from crates.io" >&2
+  cargo install --locked cargo-fuzz@0.13.2
+fi
+
+all=$(cargo fuzz list --fuzz-dir fuzz)
+targets=${FUZZ_TARGETS:-$all}
+
+start=$(date +%s)
+cargo fuzz build --fuzz-dir fuzz >&2
+echo "fuzz: built in $(($(date +%s) - start)) s" >&2
+
+report="${JR2_RELIABILITY_DIR:-fuzz/artifacts}/fuzz.md"
+mkdir -p "$(dirname "$report")"
+{
+  echo "| target | seeds | runs | seconds | corpus after | result |"
+  echo "|---|---|---|---|---|---|"
+} >"$report"
+failed=()
+for t in $targets; do
+  mkdir -p "fuzz/corpus/$t"
+  log="$(mktemp)"
+  t0=$(date +%s)
+  rc=0
+  cargo fuzz run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" "fuzz/seeds/$t" -- \
+    "${limit[@]}" -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 || rc=$?
+  secs=$(($(date +%s) - t0))
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  seeds=$(find "fuzz/seeds/$t" -type f | wc -l)
+  corpus=$(find "fuzz/corpus/$t" -type f | wc -l)
+  if [ "$rc" = 0 ]; then
+    result=ok
+  else
+    result="FAILED (exit $rc)"
+    failed+=("$t")
+    tail -40 "$log" >&2
+  fi
+  echo "| $t | $seeds | ${runs:-?} | $secs | $corpus | $result |" >>"$report"
+  echo "fuzz: $t: ${runs:-?} runs in $secs s: $result" >&2
+  rm -f "$log"
+done
+cat "$report" >&2
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]} (inputs in fuzz/artifacts/<target>/)" >&2
+  exit 1
+fi

@@ -1,0 +1,269 @@
+//! The fuzz targets' bodies: each takes the raw bytes libFuzzer made and drives one of the probe's parsers the way
+//! `check.rs` drives it, asserting what must hold whatever a server sends (no panic, bounded output, a chunking that
+//! does not change the result, no control character and no held key in a cleaned line).
+
+use std::time::{Duration, SystemTime};
+
+use jr2_probe::api::{self, ApiKind, FrameDecoder, Framing, StreamEvent};
+use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
+use jr2_probe::sse;
+use reqwest::header::{HeaderMap, HeaderValue};
+
+/// A key the redactor holds; the seeds echo it in their bodies and streams.
+pub const HELD_KEY: &str = "fuzzheldkey0123456789";
+
+/// How the network cuts a body: the first byte of the input picks the size of the pieces (1 to 128 bytes) and, by
+/// its low bit, whether an empty chunk comes between them (a chunked body may deliver one).
+#[derive(Clone, Copy, Debug)]
+pub struct Cuts {
+    /// Bytes per piece.
+    pub piece: usize,
+    /// An empty chunk between pieces.
+    pub empties: bool,
+}
+
+impl Cuts {
+    /// The body in pieces, as `push` calls would get it.
+    pub fn pieces<'a>(&self, body: &'a [u8]) -> Vec<&'a [u8]> {
+        let mut out = Vec::new();
+        for chunk in body.chunks(self.piece.max(1)) {
+            out.push(chunk);
+            if self.empties {
+                out.push(&[][..]);
+            }
+        }
+        out
+    }
+}
+
+/// The cuts the first byte asks for, and the rest of the input.
+pub fn cuts(data: &[u8]) -> (Cuts, &[u8]) {
+    match data.split_first() {
+        Some((first, rest)) => (
+            Cuts {
+                piece: usize::from(*first >> 1) + 1,
+                empties: first & 1 == 1,
+            },
+            rest,
+        ),
+        None => (
+            Cuts {
+                piece: 1,
+                empties: false,
+            },
+            data,
+        ),
+    }
+}
+
+const WHOLE: Cuts = Cuts {
+    piece: usize::MAX,
+    empties: false,
+};
+
+fn decode_sse(
+    body: &[u8],
+    cuts: Cuts,
+    max_line: usize,
+) -> (Vec<sse::Event>, Result<(), sse::SseError>) {
+    let mut d = sse::Decoder::new(max_line);
+    let mut out = Vec::new();
+    for chunk in cuts.pieces(body) {
+        if let Err(e) = d.push(chunk, &mut out) {
+            return (out, Err(e));
+        }
+    }
+    let end = d.finish(&mut out);
+    (out, end)
+}
+
+/// The SSE decoder: the same events and the same error whether the body comes whole or in pieces, with the default
+/// line limit and a small one; no event holds more than the limit.
+pub fn sse(data: &[u8]) {
+    let (cuts, body) = cuts(data);
+    for max_line in [sse::DEFAULT_MAX_LINE, 64] {
+        let whole = decode_sse(body, WHOLE, max_line);
+        let cut = decode_sse(body, cuts, max_line);
+        assert_eq!(whole, cut, "{cuts:?} changed the events");
+        for e in &whole.0 {
+            assert!(e.data.len() <= max_line, "an event's data past the limit");
+        }
+    }
+}
+
+fn decode_aws(body: &[u8], cuts: Cuts) -> (Vec<sse::Event>, Result<(), String>) {
+    let mut d = api::aws_event_stream_decoder().expect("this build reads the AWS event stream");
+    let mut out = Vec::new();
+    for chunk in cuts.pieces(body) {
+        if let Err(e) = d.push(chunk, &mut out) {
+            return (out, Err(e));
+        }
+    }
+    let end = d.finish(&mut out);
+    (out, end)
+}
+
+/// AWS's event stream: messages and errors do not depend on where the body is cut; a message never exceeds the
+/// decoder's limit.
+pub fn aws_event_stream(data: &[u8]) {
+    let (cuts, body) = cuts(data);
+    let whole = decode_aws(body, WHOLE);
+    let cut = decode_aws(body, cuts);
+    assert_eq!(whole, cut, "{cuts:?} changed the messages");
+    let mut raw = api::aws_event_stream::Decoder::with_limit(256);
+    let mut messages = Vec::new();
+    for chunk in cuts.pieces(body) {
+        if raw.push(chunk, &mut messages).is_err() {
+            break;
+        }
+    }
+    for m in &messages {
+        assert!(m.payload.len() <= 256, "a message past the limit");
+    }
+}
+
+/// One 200's body through the framing and the reader of `kind`, as `check.rs` reads it: every event the reader
+/// yields is classified (stop kinds, overloads, quotas) and cleaned as the lines would clean it.
+pub fn replay(kind: ApiKind, data: &[u8]) {
+    let wire = api::wire(kind).expect("a wire the probe speaks");
+    let (cuts, body) = cuts(data);
+    let mut decoder: Box<dyn FrameDecoder> = match wire.framing() {
+        Framing::Sse => Box::new(sse::Decoder::default()),
+        Framing::AwsEventStream => api::aws_event_stream_decoder().expect("AWS framing"),
+    };
+    let mut reader = wire.reader();
+    let redactor = Redactor::new([HELD_KEY]);
+    let mut events = Vec::new();
+    let mut seen = Vec::new();
+    let mut chunks = cuts.pieces(body).into_iter();
+    loop {
+        let chunk = chunks.next();
+        let decoded = match chunk {
+            Some(c) => decoder.push(c, &mut events),
+            None => decoder.finish(&mut events),
+        };
+        for event in events.drain(..) {
+            if reader.on_event(&event, &mut seen).is_err() {
+                return;
+            }
+            for ev in seen.drain(..) {
+                match ev {
+                    StreamEvent::ToolCall { name } => {
+                        assert!(!name.is_empty(), "a tool call without a name");
+                        check_clean(&redactor.clean_to(&name, 100), 100);
+                        return; // the probe hangs up here
+                    }
+                    StreamEvent::Text(t) => assert!(!t.is_empty(), "an empty text event"),
+                    StreamEvent::Stop(reason) => {
+                        let _ = wire.stop_kind(&reason);
+                        check_clean(&redactor.clean_to(&reason, 100), 100);
+                    }
+                    StreamEvent::Error(e) => {
+                        let _ = (e.is_overload(), e.is_quota_exhausted());
+                        let line = redactor.clean(&format!(
+                            "HTTP 200, then an error in the stream: {}",
+                            e.message
+                        ));
+                        check_clean(&line, MAX_ERROR_CHARS);
+                        return;
+                    }
+                    StreamEvent::Done => return,
+                }
+            }
+        }
+        if decoded.is_err() || chunk.is_none() {
+            return;
+        }
+    }
+}
+
+/// A cleaned line: at most `max` characters, no control or bidi character, never the held key.
+pub fn check_clean(line: &str, max: usize) {
+    assert!(
+        line.chars().count() <= max,
+        "a cleaned line past {max} chars: {line:?}"
+    );
+    assert!(
+        !line.chars().any(|c| c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+        "a control character in a cleaned line: {line:?}"
+    );
+    assert!(
+        !line.contains(HELD_KEY),
+        "the held key in a cleaned line: {line:?}"
+    );
+}
+
+/// An error response: two bytes of status (100 to 599), a line of `retry-after` (and `retry-after-ms`), the body.
+/// The body is parsed as every provider's error shape, classified generically and by every wire, and cleaned.
+pub fn error_response(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let status = 100 + u16::from_be_bytes([data[0], data[1]]) % 500;
+    let rest = &data[2..];
+    let (header, body) = match rest.iter().position(|&b| b == b'\n') {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => (&[][..], rest),
+    };
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_bytes(header) {
+        headers.insert("retry-after", v.clone());
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let _ = jr2_probe::retry::requested_wait(&headers, now);
+        let mut ms = HeaderMap::new();
+        ms.insert("retry-after-ms", v.clone());
+        let _ = jr2_probe::retry::requested_wait(&ms, now);
+        headers.insert("x-amzn-errortype", v);
+    }
+    let body = String::from_utf8_lossy(body);
+    let parsed = api::error_body::parse(&body);
+    let _ = jr2_probe::check::classify_status(status, parsed.as_ref());
+    for kind in ApiKind::ALL {
+        if let Some(wire) = api::wire(kind) {
+            let _ = wire.refine_error(status, &headers, parsed.as_ref());
+            let _ = wire.body_wait(&body);
+        }
+    }
+    if let Some(e) = &parsed {
+        let _ = (e.is_overload(), e.is_quota_exhausted());
+        let redactor = Redactor::new([HELD_KEY]);
+        check_clean(
+            &redactor.clean(&format!("HTTP {status}: {}", e.message)),
+            MAX_ERROR_CHARS,
+        );
+    }
+}
+
+/// A run spec as `jr2-probe run` reads it, resolved against a fixed environment, and each target's request built.
+pub fn run_spec(data: &[u8]) {
+    let Ok(spec) = serde_json::from_slice::<jr2_probe::spec::RunSpec>(data) else {
+        return;
+    };
+    let env = |name: &str| match name {
+        "JR2_PROVIDER_API_KEY" | "ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "GEMINI_API_KEY" => {
+            Some(format!("jr2-held-{name}"))
+        }
+        "CLOUDFLARE_ACCOUNT_ID" => Some("acct0123".to_owned()),
+        _ => None,
+    };
+    for (i, model) in spec.models.iter().enumerate() {
+        let Ok(target) =
+            jr2_probe::spec::resolve(model, &format!("models[{i}]"), &env, "fuzz-session")
+        else {
+            continue;
+        };
+        let _ = target.host();
+        if let Some(wire) = api::wire(target.api)
+            && let Ok(request) = wire.request(&target)
+        {
+            assert!(
+                matches!(request.url.scheme(), "http" | "https"),
+                "a request to {}",
+                request.url
+            );
+            let _: serde_json::Value =
+                serde_json::from_slice(&request.body).expect("a request body is JSON");
+        }
+    }
+}
