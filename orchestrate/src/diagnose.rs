@@ -785,7 +785,9 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         events
             .iter()
             .rev()
-            .filter(|e| e.type_.as_deref() == Some("Warning") || e.reason.as_deref() == Some("Pulling"))
+            .filter(|e| {
+                e.type_.as_deref() == Some("Warning") || e.reason.as_deref() == Some("Pulling")
+            })
             .find_map(|e| e.message.clone().filter(|m| !m.is_empty()))
             .unwrap_or_else(|| {
                 match reason.as_str() {
