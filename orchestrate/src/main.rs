@@ -62,8 +62,13 @@ struct RunArgs {
     skip_provider_preflight: bool,
 
     /// Print the check pods (YAML) and contact nothing.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "from_deployment")]
     dry_run: bool,
+
+    /// Take the placement (and the Custodian) from an existing Harness Deployment in the namespace: its pod template
+    /// replaces every placement's pod spec. For operators checking what runs now.
+    #[arg(long, value_name = "NAME")]
+    from_deployment: Option<String>,
 
     /// The whole check's deadline, from the first create to the last verdict (e.g. 300s, 5m).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -216,6 +221,27 @@ async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
+    if let Some(name) = &args.from_deployment {
+        match deployment_pod_spec(client.clone(), &plan.namespace, name).await {
+            Ok(spec) => {
+                for placement in &mut plan.placements {
+                    placement.pod_spec = spec.clone();
+                }
+                if let Err(e) = plan.validate() {
+                    eprintln!(
+                        "error: --from-deployment {name}: {}",
+                        sanitize::escape(&e.to_string())
+                    );
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+            Err(e) => {
+                eprintln!("error: --from-deployment {name}: {}", sanitize::escape(&e));
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    let pods = pod::check_pods(&plan, &run_id, now);
     let started_at = SystemTime::now();
     let start = Instant::now();
     let mut lines = Lines(Vec::new());
@@ -337,4 +363,24 @@ async fn client(args: &RunArgs) -> Result<kube::Client, String> {
             .map_err(|e| e.to_string())?,
     };
     kube::Client::try_from(config).map_err(|e| e.to_string())
+}
+
+/// The pod template of a Deployment: what its Harness pods run now.
+async fn deployment_pod_spec(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<k8s_openapi::api::core::v1::PodSpec, String> {
+    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(client, namespace);
+    let deployment = tokio::time::timeout(Duration::from_secs(15), api.get(name))
+        .await
+        .map_err(|_| "the API server did not answer in 15 s".to_owned())?
+        .map_err(|e| {
+            format!("cannot read Deployment \"{name}\" in namespace \"{namespace}\": {e}")
+        })?;
+    deployment
+        .spec
+        .and_then(|s| s.template.spec)
+        .ok_or_else(|| format!("Deployment \"{name}\" has no pod template"))
 }
