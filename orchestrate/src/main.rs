@@ -71,7 +71,7 @@ struct RunArgs {
     from_deployment: Option<String>,
 
     /// The whole check's deadline, from the first create to the last verdict (e.g. 300s, 5m).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = jr2_probe::cli::parse_duration)]
     timeout: Option<Duration>,
 
     /// Keep a failed check pod for inspection (the lines say how to delete it).
@@ -91,32 +91,6 @@ struct RunArgs {
 enum Output {
     Human,
     Json,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("\"{text}\" is not a duration (e.g. 300s, 5m)"))?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "\"{text}\" has an unknown unit (use ms, s, m or h)"
-            ));
-        }
-    };
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("\"{text}\" must be more than 0 and at most a day"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 fn main() -> ExitCode {
@@ -152,19 +126,8 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(EXIT_OK);
     }
-    let text = e.render().to_string();
-    let line = text
-        .lines()
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let line = line.strip_prefix("error: ").unwrap_or(&line);
-    eprintln!(
-        "error: {} (see jr2-preflight run --help)",
-        sanitize::escape(line)
-    );
+    let line = jr2_probe::cli::usage_line(&e);
+    eprintln!("error: {} (see jr2-preflight run --help)", line);
     ExitCode::from(EXIT_USAGE)
 }
 

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod catalog;
 pub mod check;
+pub mod cli;
 pub mod outcome;
 pub mod prompt;
 pub mod render;

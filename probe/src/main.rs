@@ -112,7 +112,7 @@ struct CheckArgs {
     ca_bundle: Vec<PathBuf>,
 
     /// No answer within this, per model, is a timeout (e.g. 120s, 2m, 500ms).
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = jr2_probe::cli::parse_duration)]
     timeout: Duration,
 
     /// The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url, the catalog's otherwise.
@@ -190,28 +190,6 @@ fn input_error(flag: &'static str, message: impl Into<String>) -> InputError {
     }
 }
 
-/// `120s`, `2m`, `500ms`, or plain seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("\"{text}\" is not a duration (e.g. 120s, 2m, 500ms)"))?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("\"{text}\" has an unknown unit (use ms, s or m)")),
-    };
-    if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!("\"{text}\" must be more than 0 and at most a day"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -264,19 +242,13 @@ fn usage_error(e: clap::Error) -> ExitCode {
             },
         );
     }
-    let text = e.render().to_string();
-    let line = text
-        .lines()
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let line = line.strip_prefix("error: ").unwrap_or(&line);
-    eprintln!(
-        "error: {} (see jr2-probe check --help)",
-        sanitize::escape(line)
-    );
+    let line = jr2_probe::cli::usage_line(&e);
+    let command = std::env::args()
+        .nth(1)
+        .filter(|c| c == "check" || c == "run")
+        .map(|c| format!(" {c}"))
+        .unwrap_or_default();
+    eprintln!("error: {line} (see jr2-probe{command} --help)");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -629,17 +601,6 @@ fn parse_base_url(text: &str) -> Result<reqwest::Url, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5h").is_err());
-    }
 
     #[test]
     fn base_urls() {

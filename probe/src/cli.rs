@@ -1,0 +1,63 @@
+//! The command-line conventions both binaries share (`jr2-probe` and `jr2-preflight`): durations as people write
+//! them, and clap's usage errors as the one `error:` line the contract asks for.
+
+use std::time::Duration;
+
+/// `120s`, `2m`, `500ms`, `1h`, or plain seconds; more than 0, at most a day.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a duration (e.g. 120s, 2m, 500ms)"))?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "\"{text}\" has an unknown unit (use ms, s, m or h)"
+            ));
+        }
+    };
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("\"{text}\" must be more than 0 and at most a day"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Clap's rendered error as one line, without its `error: ` prefix, its usage block and its "for more
+/// information" tail, escaped for a terminal.
+pub fn usage_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    crate::sanitize::escape(line.strip_prefix("error: ").unwrap_or(&line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("25h").is_err());
+    }
+}
