@@ -91,13 +91,24 @@ impl DriverRun {
         self.stderr.lines().collect()
     }
 
+    /// The verdict on stdout, checked against its JSON Schema.
     fn verdict(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+        let v: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
             )
-        })
+        });
+        let schema: Value =
+            serde_json::from_str(include_str!("../../schemas/driver-verdict.v1.schema.json"))
+                .unwrap();
+        let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(
+            errors.is_empty(),
+            "the verdict does not match its schema: {errors:?}\n{v}"
+        );
+        v
     }
 }
 

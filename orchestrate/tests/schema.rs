@@ -1,0 +1,62 @@
+//! The driver verdict's JSON Schema agrees with what `jr2-preflight run --output json` prints, and its copy of the
+//! probe's per-model definitions stays equal to the probe's schema.
+
+use serde_json::Value;
+
+fn load(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn the_model_definitions_are_the_probes() {
+    let driver = load(include_str!("../../schemas/driver-verdict.v1.schema.json"));
+    let probe = load(include_str!("../../schemas/verdict.v1.schema.json"));
+    for (name, def) in probe["$defs"].as_object().unwrap() {
+        assert_eq!(
+            &driver["$defs"][name], def,
+            "$defs/{name} differs from the probe's schema"
+        );
+    }
+}
+
+#[test]
+fn verdicts_the_driver_prints_validate() {
+    let schema = load(include_str!("../../schemas/driver-verdict.v1.schema.json"));
+    let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
+    let plan = jr2_preflight::plan::Plan::parse(include_str!("../../examples/plan.json")).unwrap();
+    let skipped = serde_json::to_value(jr2_preflight::driver::skipped(&plan, "run0001")).unwrap();
+    assert!(
+        validator.is_valid(&skipped),
+        "{:?}",
+        validator
+            .iter_errors(&skipped)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+    // The binary's own output, skipped and contacting nothing.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+        .args([
+            "run",
+            "--plan",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plan.json"),
+            "--skip-provider-preflight",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(validator.is_valid(&printed));
+    assert_eq!(
+        printed["lines"][0],
+        String::from_utf8_lossy(&out.stderr).trim_end()
+    );
+    // It could fail: an unknown field and a wrong outcome are refused.
+    let mut bad = printed.clone();
+    bad["extra"] = Value::Bool(true);
+    assert!(!validator.is_valid(&bad));
+    let mut bad = printed;
+    bad["pods"] = serde_json::json!([{"name": "p", "placement": "x", "node": null, "outcome": "gone", "failure": [], "kept": false}]);
+    assert!(!validator.is_valid(&bad));
+}
