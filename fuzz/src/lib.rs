@@ -12,14 +12,17 @@ use reqwest::header::{HeaderMap, HeaderValue};
 /// A key the redactor holds; the seeds echo it in their bodies and streams.
 pub const HELD_KEY: &str = "fuzzheldkey0123456789";
 
-/// How the network cuts a body: the first byte of the input picks the size of the pieces (1 to 128 bytes) and, by
-/// its low bit, whether an empty chunk comes between them (a chunked body may deliver one).
+/// How the network cuts a body, as the first byte of the input says: bits 1 to 6 the size of the pieces (1 to 64
+/// bytes), bit 0 whether an empty chunk comes between them (a chunked body may deliver one), bit 7 (AWS framing only)
+/// whether the harness rewrites the frames' checksums so that mutated frames get past them.
 #[derive(Clone, Copy, Debug)]
 pub struct Cuts {
     /// Bytes per piece.
     pub piece: usize,
     /// An empty chunk between pieces.
     pub empties: bool,
+    /// Rewrite AWS event stream checksums.
+    pub fix_crcs: bool,
 }
 
 impl Cuts {
@@ -41,8 +44,9 @@ pub fn cuts(data: &[u8]) -> (Cuts, &[u8]) {
     match data.split_first() {
         Some((first, rest)) => (
             Cuts {
-                piece: usize::from(*first >> 1) + 1,
+                piece: usize::from((*first >> 1) & 0x3f) + 1,
                 empties: first & 1 == 1,
+                fix_crcs: first & 0x80 != 0,
             },
             rest,
         ),
@@ -50,15 +54,36 @@ pub fn cuts(data: &[u8]) -> (Cuts, &[u8]) {
             Cuts {
                 piece: 1,
                 empties: false,
+                fix_crcs: false,
             },
             data,
         ),
     }
 }
 
+/// Walks `body` as AWS event stream frames and writes each one's prelude and message checksums, as far as the
+/// lengths it announces fit.
+pub fn fix_crcs(body: &mut [u8]) {
+    use jr2_probe::api::aws_event_stream::crc32;
+    let mut pos = 0;
+    while body.len() - pos >= 16 {
+        let total =
+            u32::from_be_bytes([body[pos], body[pos + 1], body[pos + 2], body[pos + 3]]) as usize;
+        if total < 16 || total > body.len() - pos {
+            return;
+        }
+        let prelude = crc32(&body[pos..pos + 8]);
+        body[pos + 8..pos + 12].copy_from_slice(&prelude.to_be_bytes());
+        let message = crc32(&body[pos..pos + total - 4]);
+        body[pos + total - 4..pos + total].copy_from_slice(&message.to_be_bytes());
+        pos += total;
+    }
+}
+
 const WHOLE: Cuts = Cuts {
     piece: usize::MAX,
     empties: false,
+    fix_crcs: false,
 };
 
 fn decode_sse(
@@ -107,6 +132,11 @@ fn decode_aws(body: &[u8], cuts: Cuts) -> (Vec<sse::Event>, Result<(), String>) 
 /// decoder's limit.
 pub fn aws_event_stream(data: &[u8]) {
     let (cuts, body) = cuts(data);
+    let mut body = body.to_vec();
+    if cuts.fix_crcs {
+        fix_crcs(&mut body);
+    }
+    let body = &body[..];
     let whole = decode_aws(body, WHOLE);
     let cut = decode_aws(body, cuts);
     assert_eq!(whole, cut, "{cuts:?} changed the messages");
@@ -127,6 +157,11 @@ pub fn aws_event_stream(data: &[u8]) {
 pub fn replay(kind: ApiKind, data: &[u8]) {
     let wire = api::wire(kind).expect("a wire the probe speaks");
     let (cuts, body) = cuts(data);
+    let mut body = body.to_vec();
+    if cuts.fix_crcs && wire.framing() == Framing::AwsEventStream {
+        fix_crcs(&mut body);
+    }
+    let body = &body[..];
     let mut decoder: Box<dyn FrameDecoder> = match wire.framing() {
         Framing::Sse => Box::new(sse::Decoder::default()),
         Framing::AwsEventStream => api::aws_event_stream_decoder().expect("AWS framing"),

@@ -129,13 +129,16 @@ check() {
   end=$(date +%s%N)
   ms=$(((end - start) / 1000000))
   local verdict
-  if verdict=$(python3 - "$out" "$err" "$name" "$want_outcome" "$want_error" "$rc" "$ms" "$timeout" <<'PY'
+  verdict=$(python3 - "$out" "$err" "$name" "$want_outcome" "$want_error" "$rc" "$ms" "$timeout" <<'PY'
 import json, sys
 out, err, name, want_outcome, want_error, rc, ms, timeout = sys.argv[1:]
 rc, ms, timeout = int(rc), int(ms), int(timeout)
-v = json.load(open(out))
-m = v["models"][0]
 lines = open(err).read().splitlines()
+try:
+    m = json.load(open(out))["models"][0]
+except Exception as e:
+    print(json.dumps({"outcome": "?", "error": "", "problems": [f"no verdict on stdout ({e}): {lines[:3]!r}"]}))
+    sys.exit(0)
 problems = []
 if m["outcome"] != want_outcome:
     problems.append(f"outcome {m['outcome']} (want {want_outcome}): {m.get('error')}")
@@ -167,9 +170,7 @@ else:
         problems.append(f"code {m['code']}")
 print(json.dumps({"outcome": m["outcome"], "error": m.get("error") or "", "problems": problems}))
 PY
-  ); then :; else
-    verdict='{"outcome":"?","error":"","problems":["no verdict on stdout: '"$(head -c 300 "$err" | tr -d '"\\' | tr '\n' ' ')"'"]}'
-  fi
+  )
   local outcome error problems
   outcome=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["outcome"])' "$verdict")
   error=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["error"])' "$verdict")

@@ -56,8 +56,8 @@ pub enum Chaos {
         /// The raw header value: `99999`, `-5`, `soon`...
         retry_after: String,
     },
-    /// A 429 (`retry-after: 0`) to the first request, then, on the same kept-alive connection, nothing: the retry
-    /// stalls on a pooled connection.
+    /// A 429 (`retry-after: 1`, time enough for the client to pool the connection) to the first request, then, on
+    /// the same kept-alive connection, nothing: the retry stalls on a pooled connection.
     RateLimitedThenStall,
     /// A 4xx/5xx whose body is this many bytes of JSON-ish text that never ends (an error page of 64 MiB).
     HugeErrorBody {
@@ -388,7 +388,7 @@ async fn serve(mut stream: TcpStream, chaos: &Chaos, sent: &AtomicU64) -> std::i
             let body =
                 "{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"rate_limit_error\"}}";
             let s = format!(
-                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 0\r\ncontent-length: {}\r\n\r\n{body}",
+                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
                 body.len()
             );
             send(&mut stream, s.as_bytes(), sent).await?;
