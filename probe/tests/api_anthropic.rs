@@ -2,15 +2,13 @@
 //! `anthropic/claude-haiku-4-5` (`research/pi-requests.md`, section 3), every behaviour of the fake, the tries and
 //! the outcome each one ends with, and the catalog form of the lines for a refused key.
 
+mod common;
+
 use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::check::{Checker, Settings};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::retry::RetryPolicy;
-use jr2_probe::sanitize::Redactor;
 use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::transport::{CaFile, ClientFactory, Trust};
 use jr2_probe::verdict::{ModelResult, Origin, Route};
 use jr2_testkit::fake_anthropic::{self, GOOD_KEY, TEXT_ANSWER};
 use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
@@ -72,25 +70,7 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        let key = target.key_value().unwrap_or_default().to_owned();
-        let trust = Trust::load(&[CaFile {
-            source_name: "--ca-bundle".into(),
-            path: self.ca.ca_file.clone(),
-        }])
-        .unwrap();
-        let checker = Checker::new(
-            ClientFactory::new(trust, Duration::from_secs(5)),
-            Redactor::new([key]),
-            Settings {
-                timeout: Duration::from_secs(3),
-                retry: RetryPolicy {
-                    max_tries: 2,
-                    ..Default::default()
-                },
-                concurrency: 4,
-            },
-        );
-        checker.check(target).await
+        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
     }
 
     /// Checks the model `id` with the good key in `ANTHROPIC_API_KEY`.

@@ -3,15 +3,13 @@
 //! fake, the tries (with `RetryInfo.retryDelay`) and the outcome each one ends with, busy as an error for these two
 //! kinds, and the catalog form of the lines.
 
+mod common;
+
 use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::check::{Checker, Settings};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::retry::RetryPolicy;
-use jr2_probe::sanitize::Redactor;
 use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::transport::{CaFile, ClientFactory, Trust};
 use jr2_probe::verdict::{ModelResult, Origin, Route};
 use jr2_testkit::fake_google::{self, GOOD_KEY, TEXT_ANSWER};
 use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
@@ -94,25 +92,7 @@ impl Fake {
     }
 
     async fn check_with(&self, target: &Target, timeout: Duration) -> ModelResult {
-        let key = target.key_value().unwrap_or_default().to_owned();
-        let trust = Trust::load(&[CaFile {
-            source_name: "--ca-bundle".into(),
-            path: self.ca.ca_file.clone(),
-        }])
-        .unwrap();
-        let checker = Checker::new(
-            ClientFactory::new(trust, Duration::from_secs(5)),
-            Redactor::new([key]),
-            Settings {
-                timeout,
-                retry: RetryPolicy {
-                    max_tries: 3,
-                    ..Default::default()
-                },
-                concurrency: 4,
-            },
-        );
-        checker.check(target).await
+        common::check_trusting(&self.ca.ca_file, target, timeout, 3).await
     }
 
     async fn check(&self, target: &Target) -> ModelResult {

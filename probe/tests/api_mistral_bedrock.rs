@@ -3,16 +3,14 @@
 //! (`research/pi-requests.md`, sections 8 and 9), every behaviour of the fakes, the tries and the outcome each one
 //! ends with, and one exact rendering of the lines per kind.
 
+mod common;
+
 use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::check::{Checker, Settings};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::prompt;
-use jr2_probe::retry::RetryPolicy;
-use jr2_probe::sanitize::Redactor;
 use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::transport::{CaFile, ClientFactory, Trust};
 use jr2_probe::verdict::{ModelResult, Origin, Route};
 use jr2_testkit::fake_provider::{FakeProvider, Handler, Recorded, TestCa};
 use jr2_testkit::{fake_bedrock, fake_mistral};
@@ -103,26 +101,7 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        let key = target.key_value().unwrap_or_default().to_owned();
-        let trust = Trust::load(&[CaFile {
-            source_name: "--ca-bundle".into(),
-            path: self.ca.ca_file.clone(),
-        }])
-        .unwrap();
-        Checker::new(
-            ClientFactory::new(trust, Duration::from_secs(5)),
-            Redactor::new([key]),
-            Settings {
-                timeout: Duration::from_secs(3),
-                retry: RetryPolicy {
-                    max_tries: 2,
-                    ..Default::default()
-                },
-                concurrency: 4,
-            },
-        )
-        .check(target)
-        .await
+        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
     }
 
     fn only_request(&self) -> Recorded {

@@ -6,15 +6,13 @@
 //! The Azure checks read `AZURE_OPENAI_*` from the process environment, as the probe does: they expect none of them
 //! to be set (they never are where the tests run; the values are tested through the module's lookup closure).
 
+mod common;
+
 use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::check::{Checker, Settings};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::retry::RetryPolicy;
-use jr2_probe::sanitize::Redactor;
 use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::transport::{CaFile, ClientFactory, Trust};
 use jr2_probe::verdict::{ModelResult, Origin, Route};
 use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
 use jr2_testkit::fake_responses::{self, GOOD_KEY, RETRY_AFTER_MS, TEXT_ANSWER};
@@ -108,25 +106,7 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        let key = target.key_value().unwrap_or_default().to_owned();
-        let trust = Trust::load(&[CaFile {
-            source_name: "--ca-bundle".into(),
-            path: self.ca.ca_file.clone(),
-        }])
-        .unwrap();
-        let checker = Checker::new(
-            ClientFactory::new(trust, Duration::from_secs(5)),
-            Redactor::new([key]),
-            Settings {
-                timeout: Duration::from_secs(3),
-                retry: RetryPolicy {
-                    max_tries: 2,
-                    ..Default::default()
-                },
-                concurrency: 4,
-            },
-        );
-        checker.check(target).await
+        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
     }
 
     /// Checks `openai/gpt-5-mini` sending `id`, with the good key.

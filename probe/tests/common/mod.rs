@@ -62,3 +62,38 @@ pub async fn probe(args: &[&str], envs: &[(&str, &str)]) -> Run {
 pub fn loopback_line(host: &str) -> String {
     jr2_probe::render::loopback_warning(host)
 }
+
+/// Checks `target` in this process, trusting the test CA in `ca_file` on top of Mozilla's roots, with the target's
+/// key known to the redactor: what the per-API tests share.
+pub async fn check_trusting(
+    ca_file: &std::path::Path,
+    target: &jr2_probe::target::Target,
+    timeout: Duration,
+    max_tries: u32,
+) -> jr2_probe::verdict::ModelResult {
+    use jr2_probe::check::{Checker, Settings};
+    use jr2_probe::retry::RetryPolicy;
+    use jr2_probe::sanitize::Redactor;
+    use jr2_probe::transport::{CaFile, ClientFactory, Trust};
+    let key = target.key_value().unwrap_or_default().to_owned();
+    let trust = Trust::load(&[CaFile {
+        source_name: "--ca-bundle".into(),
+        path: ca_file.to_path_buf(),
+    }])
+    .unwrap();
+    let settings = Settings {
+        timeout,
+        retry: RetryPolicy {
+            max_tries,
+            ..Default::default()
+        },
+        concurrency: 4,
+    };
+    Checker::new(
+        ClientFactory::new(trust, Duration::from_secs(5)),
+        Redactor::new([key]),
+        settings,
+    )
+    .check(target)
+    .await
+}
