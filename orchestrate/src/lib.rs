@@ -9,3 +9,4 @@ pub mod diagnose;
 pub mod driver;
 pub mod plan;
 pub mod pod;
+pub mod workload;

@@ -19,6 +19,8 @@
 //!   writes them; the stream ends when the container terminates or the pod goes), `previous`, `tailLines`,
 //!   `limitBytes`, and the API server's 400 for a container that has not started.
 //! - NetworkPolicies (`networking.k8s.io/v1`): list and watch, none unless a test adds them.
+//! - Deployments (`apps/v1`): `GET` by name (404 `deployments.apps "<name>" not found`), none unless a test adds them.
+//! - Secrets: held for the kubelet stand-in only ([`FakeKube::add_secret`]); no route serves them.
 //! - `/version`, `/api`, `/api/v1`, `/apis` and `/apis/networking.k8s.io/v1` for discovery.
 //!
 //! Every request is recorded ([`FakeKube::requests`]), with when it came.
@@ -26,8 +28,9 @@
 //! **The kubelet stand-in**: when a pod is created it plays the [`Scenario`] set for the fake: it schedules the pod
 //! (`spec.nodeName`, `PodScheduled`), starts the Custodian (the `initContainers` sidecar) as running, then runs the
 //! real `jr2-probe` binary as a child process with the probe container's `args` (its `--termination-log` pointed
-//! at a temporary file) and `env` (a `fieldRef` to `spec.nodeName` resolved to the node, literal values as given,
-//! Secret and ConfigMap references skipped: a test process holds no Secret), publishes its stdout and stderr lines
+//! at a temporary file) and `env` (`envFrom` Secrets, then `env`: a `fieldRef` to `spec.nodeName` resolved to the
+//! node, literal values as given, `secretKeyRef` from the Secrets a test added and skipped when there is none,
+//! ConfigMap references skipped), publishes its stdout and stderr lines
 //! as the container's log as they come, and on exit sets the container `terminated` with its exit code and the
 //! termination message (the file's content, at most 4096 bytes). Deleting the pod kills the process. The moments
 //! that matter are kept per pod ([`FakeKube::pod_times`]): created, the probe started, exited, its `terminated`
@@ -212,6 +215,7 @@ enum Kind {
     Pod,
     Event,
     NetworkPolicy,
+    Deployment,
 }
 
 impl Kind {
@@ -219,6 +223,7 @@ impl Kind {
         match self {
             Kind::Pod | Kind::Event => "v1",
             Kind::NetworkPolicy => "networking.k8s.io/v1",
+            Kind::Deployment => "apps/v1",
         }
     }
 
@@ -227,6 +232,7 @@ impl Kind {
             Kind::Pod => "Pod",
             Kind::Event => "Event",
             Kind::NetworkPolicy => "NetworkPolicy",
+            Kind::Deployment => "Deployment",
         }
     }
 
@@ -235,6 +241,15 @@ impl Kind {
             Kind::Pod => "pods",
             Kind::Event => "events",
             Kind::NetworkPolicy => "networkpolicies",
+            Kind::Deployment => "deployments",
+        }
+    }
+
+    /// As the API server names a resource in its messages: `pods`, `deployments.apps`.
+    fn qualified(self) -> String {
+        match self.api_version().split_once('/') {
+            Some((group, _)) => format!("{}.{group}", self.plural()),
+            None => self.plural().to_owned(),
         }
     }
 }
@@ -269,6 +284,9 @@ struct State {
     times: HashMap<String, PodTimes>,
     kubelets: HashMap<(String, String), JoinHandle<()>>,
     refusal: Option<(u16, String, String)>,
+    /// Secrets by (namespace, name): key -> value. The kubelet stand-in reads them; no route serves them (the driver
+    /// has no business reading a Secret, and a test can assert it never asked).
+    secrets: HashMap<(String, String), BTreeMap<String, String>>,
     closed: bool,
 }
 
@@ -466,6 +484,31 @@ impl FakeKube {
         });
     }
 
+    /// Adds a Deployment to `namespace` (served by `GET /apis/apps/v1/namespaces/<ns>/deployments/<name>`).
+    pub fn add_deployment(&self, namespace: &str, mut deployment: Value) {
+        deployment["metadata"]["namespace"] = json!(namespace);
+        self.inner.mutate(|st| {
+            let uid = next_uid(st, self.inner.uid_base);
+            deployment["metadata"]["uid"] = json!(uid);
+            deployment["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+            deployment["metadata"]["generation"] = json!(1);
+            st.put(Kind::Deployment, deployment, "ADDED");
+        });
+    }
+
+    /// Adds a Secret to `namespace`: the kubelet stand-in resolves the probe container's `secretKeyRef` and
+    /// `envFrom.secretRef` from it, as a kubelet does, so the probe process holds its values.
+    pub fn add_secret(&self, namespace: &str, name: &str, data: &[(&str, &str)]) {
+        let data = data
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.inner.mutate(|st| {
+            st.secrets
+                .insert((namespace.to_owned(), name.to_owned()), data);
+        });
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.inner.lock().requests.clone()
@@ -494,6 +537,17 @@ impl FakeKube {
     /// One pod as it is now.
     pub fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
         self.inner.lock().get(Kind::Pod, namespace, name).cloned()
+    }
+
+    /// Every version of every object it stored since the last [`FakeKube::compact`], in order: each pod's statuses
+    /// (termination messages included) and Events, also of those deleted since.
+    pub fn history(&self) -> Vec<Value> {
+        self.inner
+            .lock()
+            .history
+            .iter()
+            .map(|ch| ch.object.clone())
+            .collect()
     }
 
     /// The Events it holds now.
@@ -621,8 +675,11 @@ fn not_found(kind: Kind, name: &str) -> Response<Body> {
     status(
         404,
         "NotFound",
-        &format!("{} \"{name}\" not found", kind.plural()),
-        Some(json!({"name": name, "kind": kind.plural()})),
+        &format!("{} \"{name}\" not found", kind.qualified()),
+        Some(match kind.api_version().split_once('/') {
+            Some((group, _)) => json!({"name": name, "group": group, "kind": kind.plural()}),
+            None => json!({"name": name, "kind": kind.plural()}),
+        }),
     )
 }
 
@@ -717,8 +774,24 @@ async fn route(inner: &Arc<Inner>, method: &Method, req: &Recorded) -> Response<
             &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
                 "name": "networking.k8s.io",
                 "versions": [{"groupVersion": "networking.k8s.io/v1", "version": "v1"}],
-                "preferredVersion": {"groupVersion": "networking.k8s.io/v1", "version": "v1"}}]}),
+                "preferredVersion": {"groupVersion": "networking.k8s.io/v1", "version": "v1"}}, {
+                "name": "apps",
+                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]}),
         ),
+        ("GET", ["apis", "apps", "v1"]) => json_response(
+            StatusCode::OK,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+                    "resources": [{"name": "deployments", "singularName": "deployment", "namespaced": true,
+                                   "kind": "Deployment", "shortNames": ["deploy"], "categories": ["all"],
+                                   "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]}),
+        ),
+        ("GET", ["apis", "apps", "v1", "namespaces", ns, "deployments", name]) => {
+            match inner.lock().get(Kind::Deployment, ns, name) {
+                Some(d) => json_response(StatusCode::OK, d),
+                None => not_found(Kind::Deployment, name),
+            }
+        }
         ("GET", ["apis", "networking.k8s.io", "v1"]) => json_response(
             StatusCode::OK,
             &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "networking.k8s.io/v1",
@@ -1932,7 +2005,17 @@ impl PodCtl {
     /// The probe container's env as the kubelet resolves it, for this test process: literal values, the downward
     /// API's pod fields; Secret, ConfigMap and resource references are left out (`envFrom` too).
     fn probe_env(&self, spec: &Value) -> Vec<(String, String)> {
+        let secrets = self.inner.lock().secrets.clone();
+        let secret =
+            |name: &Value| secrets.get(&(self.namespace.clone(), name.as_str()?.to_owned()));
+        // As a kubelet: `envFrom` first (each key of the Secret, with its prefix), then `env`, which wins.
         let mut env = Vec::new();
+        for from in spec["envFrom"].as_array().into_iter().flatten() {
+            let prefix = from["prefix"].as_str().unwrap_or_default();
+            for (k, v) in secret(&from["secretRef"]["name"]).into_iter().flatten() {
+                env.push((format!("{prefix}{k}"), v.clone()));
+            }
+        }
         for e in spec["env"].as_array().into_iter().flatten() {
             let Some(name) = e["name"].as_str() else {
                 continue;
@@ -1952,8 +2035,12 @@ impl PodCtl {
                     _ => continue,
                 };
                 env.push((name.to_owned(), v));
+            } else if let Some(r) = e["valueFrom"].get("secretKeyRef") {
+                if let Some(v) = secret(&r["name"]).and_then(|s| s.get(r["key"].as_str()?)) {
+                    env.push((name.to_owned(), v.clone()));
+                }
             } else if e.get("valueFrom").is_none() {
-                // No value at all: the empty string. (`valueFrom` a Secret, a ConfigMap or a resource: left out.)
+                // No value at all: the empty string. (`valueFrom` a ConfigMap or a resource: left out.)
                 env.push((name.to_owned(), String::new()));
             }
         }

@@ -1,0 +1,532 @@
+//! End to end with a fake cluster, for what an operator reaches for: `--from-deployment` (check the placement a
+//! Harness Deployment runs now), `--evidence` (the bundle to attach to a report), the NetworkPolicy warning (read
+//! from the namespace's policies through the real `kube` client), and the secrets test across every output of the
+//! driver: with a real key in a Secret that the kubelet stand-in hands the probe, as a kubelet does, the value is
+//! in none of stdout, stderr, the evidence, the dry-run pods, the pods as the API server stored them (every version,
+//! termination messages included) or the probe's log.
+//!
+//! The harness (the driver as a process, the fakes, the plan, the common checks) is in `fake_cluster/mod.rs`.
+
+mod fake_cluster;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use fake_cluster::*;
+use jr2_testkit::fake_kube::{ProbeRun, Scenario};
+
+/// The labels of the Harness pods in the plans and Deployments below.
+fn harness_labels() -> Value {
+    json!({"app.kubernetes.io/name": "jr2-harness", "jr2.dev/instance": "e2e"})
+}
+
+fn write_plan(s: &Setup, plan: &Value) -> String {
+    let path = s.dir.join("plan.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(plan).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+/// A Harness Deployment as `jr2 up` applies it, with `spec` as its pod template's spec.
+fn deployment(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": harness_labels()},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": harness_labels()},
+            "template": {"metadata": {"labels": harness_labels()}, "spec": spec}
+        }
+    })
+}
+
+/// The pods the driver posted, as it sent them.
+fn posted_pods(s: &Setup) -> Vec<Value> {
+    s.kube
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+        .map(|r| r.body)
+        .collect()
+}
+
+fn no_pod_was_posted(s: &Setup) {
+    assert!(posted_pods(s).is_empty(), "a pod was created");
+    assert!(s.kube.created().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// --from-deployment
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_deployment_checks_the_placement_the_harness_runs_now() {
+    let s = Setup::new(Scenario::AllOk).await;
+    // The Deployment runs on other nodes than the plan says, and its pods carry the labels a NetworkPolicy selects.
+    let mut spec = pod_spec();
+    spec["nodeSelector"] = json!({"jr2.dev/pool": "gpu-a100"});
+    spec["tolerations"] =
+        json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+    spec["priorityClassName"] = json!("jr2-harness");
+    s.kube
+        .add_deployment(NS, deployment("jr2-instance-harness", spec));
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "harness-egress"}, "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]
+        }}),
+    );
+    let plan = s.plan(&[("harness", &["ok", "ok@b"])]);
+    let run = s
+        .run(s.args(&plan, &["--from-deployment", "jr2-instance-harness"]))
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+
+    // The check pod stood where the Deployment's pods stand, not where the plan said.
+    let posted = posted_pods(&s);
+    assert_eq!(posted.len(), 1);
+    let pod = &posted[0]["spec"];
+    assert_eq!(pod["nodeSelector"], json!({"jr2.dev/pool": "gpu-a100"}));
+    assert_eq!(
+        pod["tolerations"],
+        json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    );
+    assert_eq!(pod["priorityClassName"], "jr2-harness");
+    assert!(
+        s.kube.requests().iter().any(|r| r.method == "GET"
+            && r.path == format!("/apis/apps/v1/namespaces/{NS}/deployments/jr2-instance-harness")),
+        "the Deployment was read"
+    );
+    // The Deployment's pod labels are the Harness labels the NetworkPolicy check uses (the plan named none).
+    let lines = run.lines();
+    assert_eq!(
+        lines[0],
+        "warning: provider: NetworkPolicy \"harness-egress\" limits the egress of the Harness pods, and the check pod is not under it — this check can pass while a Turn fails",
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["models"].as_array().unwrap().len(), 2);
+    s.assert_cleaned_up();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_deployment_that_does_not_exist_is_bad_input_and_creates_nothing() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run(s.args(&plan, &["--from-deployment", "jr2-nope"]))
+        .await;
+    assert_eq!(run.code(), Some(2), "{}", run.stderr);
+    assert_eq!(
+        run.lines(),
+        [format!(
+            "error: --from-deployment: there is no Deployment \"jr2-nope\" in namespace \"{NS}\""
+        )]
+    );
+    assert_eq!(run.stdout, "", "no verdict on bad input");
+    no_pod_was_posted(&s);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_deployment_with_a_literal_key_is_refused_without_echoing_it() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let literal = "sk-live-0123456789abcdefghijklmnopqrstuv";
+    let mut spec = pod_spec();
+    spec["containers"][0]["env"][0] = json!({"name": "JR2_PROVIDER_API_KEY", "value": literal});
+    s.kube.add_deployment(NS, deployment("jr2-leaky", spec));
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run(s.args(&plan, &["--from-deployment", "jr2-leaky"]))
+        .await;
+    assert_eq!(run.code(), Some(2), "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "error: --from-deployment: Deployment \"jr2-leaky\": spec.template.spec.containers[0].env[0]"
+        ),
+        "names the Deployment's field: {lines:#?}"
+    );
+    assert!(!run.stderr.contains(literal), "the literal is not repeated");
+    no_pod_was_posted(&s);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// --evidence
+
+/// Every file under `dir`, by its path relative to `dir`.
+fn files_under(dir: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn evidence_dir(s: &Setup) -> PathBuf {
+    s.dir.join("evidence")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evidence_of_a_pod_that_cannot_start() {
+    let s = Setup::new(Scenario::ImagePullBackOff).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let dir = evidence_dir(&s);
+    let run = s
+        .run(s.args(&plan, &["--evidence", &dir.display().to_string()]))
+        .await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let v = run.verdict();
+    let pod = s.kube.created()[0].clone();
+    let files = files_under(&dir);
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            format!("{pod}/custodian.log"),
+            format!("{pod}/events.yaml"),
+            format!("{pod}/pod-last-status.yaml"),
+            format!("{pod}/probe.jsonl"),
+            "pods-as-created.yaml".to_owned(),
+            "run.txt".to_owned(),
+            "verdict.json".to_owned(),
+        ]
+    );
+    // The verdict is the one on stdout.
+    let bundled: Value = serde_json::from_str(&files["verdict.json"]).unwrap();
+    assert_eq!(bundled, v);
+    // The pod as created: the one posted, with its Stand-in, as YAML that reads back.
+    let created: Value = serde_yaml::from_str(&files["pods-as-created.yaml"]).unwrap();
+    let posted = posted_pods(&s);
+    assert_eq!(created["metadata"]["name"], posted[0]["metadata"]["name"]);
+    assert_eq!(created["spec"], posted[0]["spec"]);
+    assert!(files["pods-as-created.yaml"].contains("jr2-held-JR2_PROVIDER_API_KEY"));
+    // Its last status: the probe waiting on the image.
+    let last: Value = serde_yaml::from_str(&files[&format!("{pod}/pod-last-status.yaml")]).unwrap();
+    let waiting = last["status"]["containerStatuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "probe")
+        .map(|c| c["state"]["waiting"]["reason"].clone());
+    assert_eq!(waiting, Some(json!("ImagePullBackOff")), "{last:#}");
+    // Its Events: the scheduler's and the kubelet's pull failures.
+    let events: Value = serde_yaml::from_str(&files[&format!("{pod}/events.yaml")]).unwrap();
+    let reasons: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    for reason in ["Scheduled", "Failed", "BackOff"] {
+        assert!(reasons.contains(&reason), "{reason} in {reasons:?}");
+    }
+    // The probe never ran: no line of it.
+    assert_eq!(files[&format!("{pod}/probe.jsonl")], "");
+    // The run id and UTC times.
+    let run_txt = &files["run.txt"];
+    assert!(run_txt.contains(&format!("run id: {}\n", v["runId"].as_str().unwrap())));
+    assert!(run_txt.contains(&format!("namespace: {NS}\n")));
+    assert!(run_txt.contains(&format!(
+        "started at (UTC): {}\n",
+        v["startedAt"].as_str().unwrap()
+    )));
+    assert!(run_txt.contains("written at (UTC): ") && run_txt.trim_end().ends_with('Z'));
+    s.assert_cleaned_up();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn evidence_of_a_model_that_fails_holds_the_probe_lines() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let plan = s.plan(&[("harness", &["ok", "missing"])]);
+    let dir = evidence_dir(&s);
+    let run = s
+        .run(s.args(&plan, &["--evidence", &dir.display().to_string()]))
+        .await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let pod = s.kube.created()[0].clone();
+    let files = files_under(&dir);
+    // The probe's JSON lines, as its log gave them: a result per model.
+    let lines: Vec<Value> = files[&format!("{pod}/probe.jsonl")]
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let results: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["event"] == "result")
+        .map(|l| {
+            (
+                l["result"]["model"].as_str().unwrap(),
+                l["result"]["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [("vllm/ok", "ok"), ("vllm/missing", "http")],
+        "{lines:#?}"
+    );
+    let bundled: Value = serde_json::from_str(&files["verdict.json"]).unwrap();
+    assert_eq!(bundled, run.verdict());
+    s.assert_cleaned_up();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_evidence_when_the_check_passes() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let dir = evidence_dir(&s);
+    let run = s
+        .run(s.args(&plan, &["--evidence", &dir.display().to_string()]))
+        .await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(!dir.exists(), "nothing to attach to a report");
+    s.assert_cleaned_up();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// NetworkPolicies
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_policies_that_limit_the_harness_egress_are_named() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let policy = |name: &str, selector: Value, types: Value| json!({"metadata": {"name": name}, "spec": {"podSelector": selector, "policyTypes": types}});
+    let harness = json!({"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}});
+    // Selects the Harness pods, limits egress: named.
+    s.kube.add_network_policy(
+        NS,
+        policy("harness-egress", harness.clone(), json!(["Egress"])),
+    );
+    // Every pod of the namespace (an empty selector), egress denied: named.
+    s.kube.add_network_policy(
+        NS,
+        policy(
+            "default-deny-egress",
+            json!({}),
+            json!(["Ingress", "Egress"]),
+        ),
+    );
+    // Ingress only: the check's path out is not limited.
+    s.kube.add_network_policy(
+        NS,
+        policy("harness-ingress", harness.clone(), json!(["Ingress"])),
+    );
+    // Another app's pods (an expression that does not match the Harness labels).
+    s.kube.add_network_policy(
+        NS,
+        policy(
+            "web-egress",
+            json!({"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": ["web"]}]}),
+            json!(["Egress"]),
+        ),
+    );
+    // The same policy in another namespace: not this one's.
+    s.kube.add_network_policy(
+        "other",
+        policy("other-harness-egress", harness, json!(["Egress"])),
+    );
+    let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok"])]);
+    plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
+    let path = write_plan(&s, &plan);
+    let run = s.run(s.args(&path, &[])).await;
+    // A warning, not an error: the check still runs and passes.
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let lines = run.lines();
+    let warning = |name: &str| {
+        format!(
+            "warning: provider: NetworkPolicy \"{name}\" limits the egress of the Harness pods, and the check pod is not under it — this check can pass while a Turn fails"
+        )
+    };
+    assert_eq!(
+        lines[..2],
+        [warning("default-deny-egress"), warning("harness-egress")],
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("warning:")).count(),
+        2,
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["lines"][0], warning("default-deny-egress"));
+    // Listed in the namespace only.
+    let lists: Vec<String> = s
+        .kube
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/networkpolicies"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        lists,
+        [format!(
+            "/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies"
+        )]
+    );
+    s.assert_cleaned_up();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_harness_labels_no_network_policy_is_read() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "default-deny-egress"}, "spec": {"podSelector": {}, "policyTypes": ["Egress"]}}),
+    );
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stderr.contains("NetworkPolicy"), "{}", run.stderr);
+    assert!(
+        !s.kube
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/networkpolicies")),
+        "the plan names no Harness labels: nothing to compare with"
+    );
+    s.assert_cleaned_up();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Secrets
+
+/// The key of the custom provider, in a Secret of the namespace: the probe holds it (a `secretKeyRef` of the
+/// Harness env); the provider echoes it back in a 401, as OpenAI's API does.
+const KEY: &str = "sk-e2e-secret-4f1c9a7d2b8e6035aa17c2d9e4b0f861";
+/// Another value of a Secret the Harness env takes whole (`envFrom`): not a key of any model, still never printed.
+const DSN: &str = "https://8d1f0c2b6a9e4e47@o123456.ingest.sentry.example/4505";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_value_in_any_output_of_the_driver() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.add_secret(NS, "vllm-key", &[("api-key", KEY)]);
+    s.kube.add_secret(NS, "x", &[("SENTRY_DSN", DSN)]);
+    // A custom provider whose key the Harness reads from a Secret (not held by the Custodian), and a held one.
+    let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok", "echo-key"])]);
+    for m in plan["models"].as_array_mut().unwrap() {
+        m["keyEnv"] = json!("VLLM_API_KEY");
+        m["keyHeld"] = json!(false);
+    }
+    plan["placements"][0]["podSpec"]["containers"][0]["env"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-key", "key": "api-key"}}}));
+    plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
+    let path = write_plan(&s, &plan);
+    let dir = evidence_dir(&s);
+
+    // The dry run.
+    let dry = s.run(s.args(&path, &["--dry-run"])).await;
+    assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
+    assert!(dry.stdout.contains("kind: Pod"), "{}", dry.stdout);
+
+    // Two runs, each failing on the echoed key, so each writes its evidence: one as the log comes, one whose log is
+    // lost after its first line (the verdict from the termination message, which the stored statuses then hold).
+    let mut runs = Vec::new();
+    for (i, log_lines) in [None, Some(1)].into_iter().enumerate() {
+        if log_lines.is_some() {
+            let script: jr2_testkit::fake_kube::Script = std::sync::Arc::new(move |ctl| {
+                Box::pin(async move {
+                    ctl.schedule();
+                    ctl.start_sidecars();
+                    ctl.run_probe(ProbeRun {
+                        oom_after_first_result: false,
+                        log_lines,
+                    })
+                    .await;
+                })
+            });
+            s.kube.set_scenario(Scenario::Script(script));
+        }
+        let evidence = dir.join(i.to_string());
+        let run = s
+            .run(s.args(&path, &["--evidence", &evidence.display().to_string()]))
+            .await;
+        assert_eq!(run.code(), Some(1), "{}", run.stderr);
+        let v = run.verdict();
+        assert_eq!(v["models"][0]["outcome"], "ok", "{v:#}");
+        assert_eq!(v["models"][1]["outcome"], "key_refused", "{v:#}");
+        runs.push(run);
+    }
+
+    // The test would see a leak: the key reached the probe, the provider, and came back in the provider's body.
+    let seen = s.provider.requests_for("echo-key");
+    assert_eq!(seen.len(), 2);
+    for r in &seen {
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "the probe held the key from the Secret and sent it"
+        );
+    }
+    // The termination message of the second run was stored (and is read below with every stored version).
+    assert!(
+        s.kube
+            .history()
+            .iter()
+            .any(|p| p["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["state"]["terminated"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("PROVIDER_KEY_REFUSED")))),
+        "a termination message was stored"
+    );
+
+    // And it is nowhere.
+    let mut outputs: Vec<(String, String)> = vec![
+        ("dry-run stdout".into(), dry.stdout.clone()),
+        ("dry-run stderr".into(), dry.stderr.clone()),
+    ];
+    for (i, run) in runs.iter().enumerate() {
+        outputs.push((format!("run {i} stdout"), run.stdout.clone()));
+        outputs.push((format!("run {i} stderr"), run.stderr.clone()));
+    }
+    for (name, text) in files_under(&dir) {
+        outputs.push((format!("evidence {name}"), text));
+    }
+    for r in s.kube.requests() {
+        outputs.push((
+            format!("request {} {}", r.method, r.path),
+            r.body.to_string(),
+        ));
+    }
+    for (i, object) in s.kube.history().iter().enumerate() {
+        outputs.push((format!("stored object version {i}"), object.to_string()));
+    }
+    for pod in s.kube.created() {
+        for container in ["probe", "custodian"] {
+            outputs.push((
+                format!("log of {pod}/{container}"),
+                s.kube.log(NS, &pod, container).join("\n"),
+            ));
+        }
+    }
+    for (name, text) in &outputs {
+        for (what, secret) in [("the key", KEY), ("the DSN", DSN)] {
+            assert!(!text.contains(secret), "{what} in {name}:\n{text}");
+        }
+    }
+    assert!(outputs.len() > 12, "{} outputs read", outputs.len());
+    // No request of the driver read a Secret.
+    assert!(
+        !s.kube.requests().iter().any(|r| r.path.contains("secrets")),
+        "the driver reads no Secret"
+    );
+    s.assert_cleaned_up();
+}
