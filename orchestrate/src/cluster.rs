@@ -1089,9 +1089,21 @@ impl Run {
         if reason == "Pending" && message == "waiting for the scheduler" {
             return;
         }
-        if st.written.as_ref() != Some(&(reason.clone(), message.clone())) {
-            st.written = Some((reason.clone(), message.clone()));
+        let state = Some((reason.clone(), message.clone()));
+        if st.written != state {
+            st.written = state;
             let pod = st.name.clone();
+            // The line does not name its pod (the contract's form): two placements waiting for the same reason
+            // would write the same line twice, so a line that another pod's latest line already says is not
+            // written again.
+            let shown = self
+                .pods
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != i && other.written == self.pods[i].written);
+            if shown {
+                return;
+            }
             self.emit(Progress::Pending {
                 pod,
                 reason,
