@@ -9,6 +9,7 @@
 #   reader_bedrock
 #   error_body                  every provider's error body, retry-after headers, the classification, the cleaning
 #   run_spec                    the run spec (serde_json), spec::resolve, and the request of each resolved target
+#   plan                        the driver's plan: parse + validate, the check pods, their dry-run YAML read back
 #
 # Usage:
 #   fuzz/run.sh [SECONDS]      each target for SECONDS of fuzzing (default 60)

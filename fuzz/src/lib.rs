@@ -302,3 +302,42 @@ pub fn run_spec(data: &[u8]) {
         }
     }
 }
+
+/// The driver's plan, as `jr2 up` hands it over: whatever arrives, `Plan::parse` answers without panicking, a refusal
+/// is one line of bounded length, and a plan it accepts builds its check pods, whose `--dry-run` YAML (our own
+/// writer, which quotes what a YAML 1.1 reader could take for something else) reads back as the same objects, with no
+/// env literal holding anything but what the plan's own env gave.
+pub fn plan(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let plan = match jr2_preflight::plan::Plan::parse(text) {
+        Ok(plan) => plan,
+        Err(e) => {
+            // What `jr2-preflight run` prints: `error: ` and this, escaped.
+            let line = jr2_probe::sanitize::escape(&e.to_string());
+            assert!(!line.contains('\n'), "one line: {line}");
+            assert!(
+                line.chars().count() <= 1200,
+                "a bounded line ({} chars): {line}",
+                line.chars().count()
+            );
+            return;
+        }
+    };
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let pods = jr2_preflight::pod::check_pods(&plan, "fuzz0001", now);
+    assert_eq!(pods.len(), plan.placements_with_models().count());
+    let yaml = jr2_preflight::pod::to_yaml(&pods);
+    let back: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
+        .map(|doc| {
+            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).expect("the YAML reads");
+            serde_json::to_value(v).expect("as JSON")
+        })
+        .collect();
+    let sent: Vec<serde_json::Value> = pods
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("a Pod serializes"))
+        .collect();
+    assert_eq!(back, sent, "the YAML reads back as the pods:\n{yaml}");
+}
