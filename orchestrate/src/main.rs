@@ -5,17 +5,25 @@
 //! allowed), 1 on an error, 2 on bad input or usage; nothing is created on bad input. The check pods are deleted on
 //! every path, Ctrl-C and SIGTERM included.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use jr2_preflight::cluster::{Cancel, Cleanup, RunOptions, run_pods, sweep_stale};
+use futures_util::FutureExt;
+use jr2_preflight::cluster::{
+    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, RunOptions, RunResult,
+    models_of, run_pods, sweep_stale,
+};
 use jr2_preflight::driver::{self, DriverVerdict};
 use jr2_preflight::plan::Plan;
 use jr2_preflight::pod;
+use jr2_preflight::workload;
 use jr2_probe::sanitize::{self, Redactor};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
@@ -142,6 +150,10 @@ impl Lines {
 }
 
 async fn run(args: RunArgs) -> ExitCode {
+    // Listen for SIGINT and SIGTERM before anything else: from here on a signal is ours to handle (nothing created,
+    // or the pods deleted, then 130/143), never the default action, which would end the process between a create
+    // and its delete and leave the pod behind.
+    let mut signals = Signals::listen();
     let mut plan = match Plan::read(&args.plan) {
         Ok(p) => p,
         Err(e) => {
@@ -166,48 +178,178 @@ async fn run(args: RunArgs) -> ExitCode {
             eprintln!("{line}");
         }
         print_verdict(&args, &verdict);
-        return ExitCode::from(EXIT_OK);
+        // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
+        return match signals.received() {
+            Some(code) => interrupted(code),
+            None => ExitCode::from(EXIT_OK),
+        };
     }
     let now = SystemTime::now();
     let pods = pod::check_pods(&plan, &run_id, now);
     if args.dry_run {
         print!("{}", pod::to_yaml(&pods));
-        return ExitCode::from(EXIT_OK);
+        return match signals.received() {
+            Some(code) => interrupted(code),
+            None => ExitCode::from(EXIT_OK),
+        };
     }
-    let client = match client(&args).await {
+    // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
+    // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
+    // sweeps again, so it is dropped where it stands.
+    let mut stopped: Option<u8> = None;
+    let client = match signals.until(connect(&args, &mut plan)).await {
+        Ok(Ok(c)) => Some(c),
+        Ok(Err(exit)) => return exit,
+        Err(code) => {
+            stopped = Some(code);
+            None
+        }
+    };
+    let pods = pod::check_pods(&plan, &run_id, now);
+    let started_at = SystemTime::now();
+    let start = Instant::now();
+    let mut lines = Lines(Vec::new());
+    if let Some(client) = &client {
+        match signals.until(prepare(client.clone(), &plan, now)).await {
+            Ok(warnings) => {
+                for w in warnings {
+                    lines.emit(w);
+                }
+            }
+            Err(code) => stopped = Some(code),
+        }
+    }
+    // A signal that came as the last answer was read: checked once more, so that no pod is created after it.
+    // (One that the runtime has not dispatched yet is seen by the loop below, which deletes what was created.)
+    if stopped.is_none() {
+        stopped = signals.received();
+    }
+    let (result, cleanup, interrupted_by) = match (client, stopped) {
+        (Some(client), None) => {
+            let (result, cleanup, code) =
+                run_checks(client, &args, &plan, &pods, &mut signals, &mut lines).await;
+            (result, Some(cleanup), code)
+        }
+        (_, code) => (not_run(&pods), None, code),
+    };
+    let before = lines.0.len();
+    let verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
+    for line in &verdict.lines[before..] {
+        eprintln!("{line}");
+    }
+    print_verdict(&args, &verdict);
+    if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
+        && let Err(e) = driver::write_evidence(dir, &pods, &result, &verdict)
+    {
+        eprintln!(
+            "warning: provider: cannot write the evidence to {}: {e}",
+            dir.display()
+        );
+    }
+    if let Some(cleanup) = cleanup {
+        // The deletes were sent as each pod finished; give them a bounded moment to be answered.
+        let report = cleanup.wait(Duration::from_secs(10)).await;
+        for name in report
+            .unfinished
+            .iter()
+            .chain(report.failed.iter().map(|(n, _)| n))
+        {
+            eprintln!(
+                "warning: provider: the check pod {name} may still exist: kubectl -n {} delete pod {name}",
+                plan.namespace
+            );
+        }
+    }
+    if let Some(code) = interrupted_by {
+        return interrupted(code);
+    }
+    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+}
+
+fn interrupted(code: u8) -> ExitCode {
+    eprintln!("error: provider preflight: interrupted; the check pods were deleted");
+    ExitCode::from(code)
+}
+
+/// SIGINT and SIGTERM, listened for from the start of the run.
+struct Signals {
+    interrupt: Option<Signal>,
+    terminate: Option<Signal>,
+}
+
+impl Signals {
+    /// Replaces the default action of both (the end of the process) with a notification to this value.
+    fn listen() -> Self {
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next signal, as the exit code it asks for: 130 (SIGINT), 143 (SIGTERM). Cancel-safe.
+    async fn recv(&mut self) -> u8 {
+        // A stream that could not be set up, or that ended with the runtime, never resolves.
+        async fn next(s: Option<&mut Signal>) {
+            if let Some(s) = s
+                && s.recv().await.is_some()
+            {
+                return;
+            }
+            std::future::pending().await
+        }
+        tokio::select! {
+            () = next(self.interrupt.as_mut()) => 130,
+            () = next(self.terminate.as_mut()) => 143,
+        }
+    }
+
+    /// A signal already received, without waiting.
+    fn received(&mut self) -> Option<u8> {
+        self.recv().now_or_never()
+    }
+
+    /// `fut`, unless a signal comes first (`Err` with its exit code); one already received wins.
+    async fn until<T>(&mut self, fut: impl Future<Output = T>) -> Result<T, u8> {
+        tokio::select! {
+            biased;
+            code = self.recv() => Err(code),
+            v = fut => Ok(v),
+        }
+    }
+}
+
+/// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
+/// line written.
+async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCode> {
+    let client = match client(args).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!(
                 "error: provider preflight: cannot reach the cluster: {}",
                 sanitize::escape(&e)
             );
-            return ExitCode::from(EXIT_FAILED);
+            return Err(ExitCode::from(EXIT_FAILED));
         }
     };
     if let Some(name) = &args.from_deployment {
-        match deployment_pod_spec(client.clone(), &plan.namespace, name).await {
-            Ok(spec) => {
-                for placement in &mut plan.placements {
-                    placement.pod_spec = spec.clone();
-                }
-                if let Err(e) = plan.validate() {
-                    eprintln!(
-                        "error: --from-deployment {name}: {}",
-                        sanitize::escape(&e.to_string())
-                    );
-                    return ExitCode::from(EXIT_USAGE);
-                }
-            }
-            Err(e) => {
-                eprintln!("error: --from-deployment {name}: {}", sanitize::escape(&e));
-                return ExitCode::from(EXIT_USAGE);
-            }
+        let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
+            Ok(w) => workload::apply(plan, &w),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = applied {
+            eprintln!(
+                "error: --from-deployment: {}",
+                sanitize::escape(&e.to_string())
+            );
+            return Err(ExitCode::from(workload::WorkloadError::EXIT_CODE));
         }
     }
-    let pods = pod::check_pods(&plan, &run_id, now);
-    let started_at = SystemTime::now();
-    let start = Instant::now();
-    let mut lines = Lines(Vec::new());
+    Ok(client)
+}
+
+/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), then the
+/// NetworkPolicy warning lines.
+async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<String> {
     match tokio::time::timeout(
         Duration::from_secs(15),
         sweep_stale(client.clone(), &plan.namespace, &plan.instance, now),
@@ -220,9 +362,19 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
         _ => {}
     }
-    for w in driver::network_policy_warnings(client.clone(), &plan).await {
-        lines.emit(w);
-    }
+    driver::network_policy_warnings(client, plan).await
+}
+
+/// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are
+/// deleted as `run_pods` returns) and is returned as its exit code.
+async fn run_checks(
+    client: kube::Client,
+    args: &RunArgs,
+    plan: &Plan,
+    pods: &[Pod],
+    signals: &mut Signals,
+    lines: &mut Lines,
+) -> (RunResult, Cleanup, Option<u8>) {
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
     let cancel = Cancel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -238,11 +390,9 @@ async fn run(args: RunArgs) -> ExitCode {
         cancel: Some(cancel.clone()),
         ..RunOptions::default()
     };
-    let running = run_pods(client.clone(), &plan.namespace, pods.clone(), options);
+    let running = run_pods(client, &plan.namespace, pods.to_vec(), options);
     tokio::pin!(running);
     let mut interrupted: Option<u8> = None;
-    let mut sigterm =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
@@ -251,12 +401,8 @@ async fn run(args: RunArgs) -> ExitCode {
                     lines.emit(line);
                 }
             }
-            _ = tokio::signal::ctrl_c(), if interrupted.is_none() => {
-                interrupted = Some(130);
-                cancel.cancel();
-            }
-            _ = async { match sigterm.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } }, if interrupted.is_none() => {
-                interrupted = Some(143);
+            code = signals.recv(), if interrupted.is_none() => {
+                interrupted = Some(code);
                 cancel.cancel();
             }
         }
@@ -266,37 +412,34 @@ async fn run(args: RunArgs) -> ExitCode {
             lines.emit(line);
         }
     }
-    let before = lines.0.len();
-    let verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
-    for line in &verdict.lines[before..] {
-        eprintln!("{line}");
+    (result, cleanup, interrupted)
+}
+
+/// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
+/// cancelled before its creates were answered.
+fn not_run(pods: &[Pod]) -> RunResult {
+    RunResult {
+        pods: pods
+            .iter()
+            .map(|p| {
+                let models = models_of(p);
+                PodRun {
+                    name: p.metadata.name.clone().unwrap_or_default(),
+                    uid: None,
+                    node: None,
+                    results: models.iter().map(|_| None).collect(),
+                    models,
+                    outcome: PodOutcome::Failed(Failure {
+                        kind: FailureKind::Interrupted,
+                        lines: Vec::new(),
+                    }),
+                    evidence: Evidence::default(),
+                    kept: false,
+                }
+            })
+            .collect(),
+        warnings: Vec::new(),
     }
-    print_verdict(&args, &verdict);
-    if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
-        && let Err(e) = driver::write_evidence(dir, &pods, &result, &verdict)
-    {
-        eprintln!(
-            "warning: provider: cannot write the evidence to {}: {e}",
-            dir.display()
-        );
-    }
-    // The deletes were sent as each pod finished; give them a bounded moment to be answered.
-    let report = cleanup.wait(Duration::from_secs(10)).await;
-    for name in report
-        .unfinished
-        .iter()
-        .chain(report.failed.iter().map(|(n, _)| n))
-    {
-        eprintln!(
-            "warning: provider: the check pod {name} may still exist: kubectl -n {} delete pod {name}",
-            plan.namespace
-        );
-    }
-    if let Some(code) = interrupted {
-        eprintln!("error: provider preflight: interrupted; the check pods were deleted");
-        return ExitCode::from(code);
-    }
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
 }
 
 fn print_verdict(args: &RunArgs, verdict: &DriverVerdict) {
@@ -326,24 +469,4 @@ async fn client(args: &RunArgs) -> Result<kube::Client, String> {
             .map_err(|e| e.to_string())?,
     };
     kube::Client::try_from(config).map_err(|e| e.to_string())
-}
-
-/// The pod template of a Deployment: what its Harness pods run now.
-async fn deployment_pod_spec(
-    client: kube::Client,
-    namespace: &str,
-    name: &str,
-) -> Result<k8s_openapi::api::core::v1::PodSpec, String> {
-    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
-        kube::Api::namespaced(client, namespace);
-    let deployment = tokio::time::timeout(Duration::from_secs(15), api.get(name))
-        .await
-        .map_err(|_| "the API server did not answer in 15 s".to_owned())?
-        .map_err(|e| {
-            format!("cannot read Deployment \"{name}\" in namespace \"{namespace}\": {e}")
-        })?;
-    deployment
-        .spec
-        .and_then(|s| s.template.spec)
-        .ok_or_else(|| format!("Deployment \"{name}\" has no pod template"))
 }

@@ -4,8 +4,8 @@
 //!
 //! Per scenario: the exit code, the contract's lines on stderr (exact where the contract fixes them; the pending
 //! lines only on a change), the JSON verdict (`-o json`), and that every pod the driver created was deleted with its
-//! `uid` precondition, so the fake holds no check pod afterwards. The driver is also interrupted (SIGINT, SIGTERM)
-//! at random moments from a seeded PRNG.
+//! `uid` precondition, so the fake holds no check pod afterwards. The driver interrupted (SIGINT, SIGTERM) at random
+//! moments, and killed (SIGKILL) then swept, is in `e2e_interrupts.rs`.
 //!
 //! The harness (the driver as a process, the fakes, the plan, the common checks) is in `fake_cluster/mod.rs`.
 //!
@@ -328,102 +328,6 @@ async fn the_verdict_from_the_termination_message_when_the_log_is_lost() {
     assert_verdict_lines(&run, &v);
     s.assert_cleaned_up();
     s.report("termination-message", &run);
-}
-
-/// splitmix64: a seeded PRNG, so that a failing run can be replayed.
-struct Prng(u64);
-
-impl Prng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn interrupted_at_random_moments_the_pods_are_always_deleted() {
-    let seed: u64 = std::env::var("JR2_E2E_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x6a72_3270_7265);
-    println!("interrupt seed {seed} (JR2_E2E_SEED replays it)");
-    let mut rng = Prng(seed);
-    let mut summary = Vec::new();
-    for i in 0..10 {
-        // Half the moments in the first 40 ms (the driver starts, listens for the signals, sweeps, creates), half
-        // over the whole run (pending, running, done).
-        let span = if rng.next().is_multiple_of(2) {
-            40
-        } else {
-            2500
-        };
-        let delay = Duration::from_millis(rng.next() % span);
-        let signal = if rng.next().is_multiple_of(2) {
-            "INT"
-        } else {
-            "TERM"
-        };
-        let s = Setup::new(Scenario::UnschedulableThenScheduled {
-            messages: vec![UNSCHEDULABLE_TAINT_MEMORY.to_owned()],
-            each: Duration::from_millis(300),
-        })
-        .await;
-        let plan = s.plan(&[("harness", &["ok-delay-1500", "ok"])]);
-        let run = s
-            .run_with(s.args(&plan, &[]), Vec::new(), Some((delay, signal)))
-            .await;
-        // Afterwards the fake holds no check pod, whatever the moment.
-        s.assert_cleaned_up();
-        let lines = run.lines();
-        let created = s.kube.created().len();
-        let outcome = match (run.code(), run.signalled_at) {
-            (Some(0), _) => "finished first".to_owned(),
-            (Some(130), Some(_)) if signal == "INT" => "interrupted".to_owned(),
-            (Some(143), Some(_)) if signal == "TERM" => "interrupted".to_owned(),
-            (None, Some(_)) => {
-                // Killed by the signal before the driver listened for it: it had created nothing.
-                assert_eq!(
-                    created, 0,
-                    "killed before its handler, yet a pod was created"
-                );
-                "killed before its handler".to_owned()
-            }
-            other => panic!(
-                "run {i}: unexpected exit {other:?} for SIG{signal}:\n{}",
-                run.stderr
-            ),
-        };
-        if outcome == "interrupted" {
-            assert_eq!(
-                lines.last(),
-                Some(&"error: provider preflight: interrupted; the check pods were deleted"),
-                "{lines:#?}"
-            );
-            assert_eq!(run.verdict()["ok"], false);
-        }
-        let to_exit = run
-            .signalled_at
-            .map(|at| format!("{} ms", (run.ended - at).as_millis()))
-            .unwrap_or_else(|| "-".to_owned());
-        let create_at = s
-            .kube
-            .created()
-            .first()
-            .and_then(|p| s.kube.pod_times(p).created)
-            .map(|t| format!("{} ms", (t - run.started).as_millis()))
-            .unwrap_or_else(|| "-".to_owned());
-        summary.push(format!(
-            "run {i}: SIG{signal} at {} ms: {outcome}; pods created {created} (at {create_at}), deleted {}; signal to exit {to_exit}",
-            delay.as_millis(),
-            s.kube.deleted().len()
-        ));
-    }
-    for line in summary {
-        println!("{line}");
-    }
 }
 
 /// Figures only: twelve runs of one pod with two models, six reading the verdict from the log's `summary` line, six
