@@ -51,7 +51,7 @@ pub struct DriverVerdict {
     pub schema: String,
     /// No error (warnings allowed).
     pub ok: bool,
-    /// 0 or 1.
+    /// The process's exit code: 0, 1, or 130 / 143 when interrupted (set by the caller).
     pub exit_code: i32,
     /// The run's id (the check pods' `jr2.dev/preflight-run` label).
     pub run_id: String,

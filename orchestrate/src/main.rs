@@ -233,7 +233,12 @@ async fn run(args: RunArgs) -> ExitCode {
         (_, code) => (not_run(&pods), None, code),
     };
     let before = lines.0.len();
-    let verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
+    let mut verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
+    if let Some(code) = interrupted_by {
+        // The verdict says what the process's exit code will say: a reader of either sees the same thing.
+        verdict.ok = false;
+        verdict.exit_code = i32::from(code);
+    }
     for line in &verdict.lines[before..] {
         eprintln!("{line}");
     }

@@ -136,6 +136,40 @@ async fn unschedulable_for_a_while_then_scheduled() {
     s.report("unschedulable-then-scheduled", &run);
 }
 
+/// Two placements that wait for the same reason: the line does not name its pod, so it is written once, not once
+/// per pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_placements_unschedulable_alike_write_each_line_once() {
+    let s = Setup::new(Scenario::UnschedulableThenScheduled {
+        messages: vec![
+            UNSCHEDULABLE_TAINT_MEMORY.to_owned(),
+            UNSCHEDULABLE_MEMORY.to_owned(),
+        ],
+        each: Duration::from_millis(500),
+    })
+    .await;
+    let plan = s.plan(&[("sandbox", &["ok"]), ("harness", &["ok@b"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let lines = run.lines();
+    let unschedulable: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("{PENDING}Unschedulable")))
+        .collect();
+    assert_eq!(
+        unschedulable,
+        [
+            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_TAINT_MEMORY}").as_str(),
+            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_MEMORY}").as_str(),
+        ],
+        "each state once for both pods: {lines:#?}"
+    );
+    assert_pending_on_change(&lines);
+    assert_passes(&lines, &["ok", "ok@b"]);
+    assert_eq!(s.kube.created().len(), 2);
+    s.assert_cleaned_up();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_pull_back_off_never_starts() {
     let s = Setup::new(Scenario::ImagePullBackOff).await;

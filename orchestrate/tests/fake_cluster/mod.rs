@@ -480,8 +480,8 @@ pub fn completed_ms(line: &str, model: &str) -> Option<u64> {
         .ok()
 }
 
-/// Every pending line is a change: never the same line twice in a row (other lines may come between). For one pod
-/// only: the line does not name its pod, so two pods in the same state write the same line each.
+/// Every pending line is a change: never the same line twice in a row (other lines may come between), however many
+/// pods: a line another pod's latest line already says is not written again.
 pub fn assert_pending_on_change(lines: &[&str]) {
     let pending: Vec<&&str> = lines.iter().filter(|l| l.starts_with(PENDING)).collect();
     for pair in pending.windows(2) {
