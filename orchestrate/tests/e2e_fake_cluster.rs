@@ -16,15 +16,12 @@
 
 mod fake_cluster;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{
-    NODE, ProbeRun, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY,
-};
+use jr2_testkit::fake_kube::{NODE, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Scenarios.
@@ -107,17 +104,9 @@ async fn unschedulable_for_a_while_then_scheduled() {
         .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let lines = run.lines();
-    let unschedulable: Vec<&&str> = lines
-        .iter()
-        .filter(|l| l.starts_with(&format!("{PENDING}Unschedulable")))
-        .collect();
-    assert_eq!(
-        unschedulable,
-        [
-            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_TAINT_MEMORY}").as_str(),
-            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_MEMORY}").as_str(),
-        ],
-        "one line per change, the same status written twice is one line: {lines:#?}"
+    assert_unschedulable_once_each(
+        &lines,
+        "one line per change, the same status written twice is one line",
     );
     assert!(
         lines[0].starts_with(&format!("{PENDING}Unschedulable")),
@@ -152,18 +141,7 @@ async fn two_placements_unschedulable_alike_write_each_line_once() {
     let run = s.run(s.args(&plan, &[])).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let lines = run.lines();
-    let unschedulable: Vec<&&str> = lines
-        .iter()
-        .filter(|l| l.starts_with(&format!("{PENDING}Unschedulable")))
-        .collect();
-    assert_eq!(
-        unschedulable,
-        [
-            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_TAINT_MEMORY}").as_str(),
-            &format!("{PENDING}Unschedulable: {UNSCHEDULABLE_MEMORY}").as_str(),
-        ],
-        "each state once for both pods: {lines:#?}"
-    );
+    assert_unschedulable_once_each(&lines, "each state once for both pods");
     assert_pending_on_change(&lines);
     assert_passes(&lines, &["ok", "ok@b"]);
     assert_eq!(s.kube.created().len(), 2);
@@ -338,18 +316,7 @@ async fn oom_killed_mid_run_names_the_model_and_the_rest_not_checked() {
 /// the watch delivers it: this is the figure of "termination to verdict".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verdict_from_the_termination_message_when_the_log_is_lost() {
-    let script: jr2_testkit::fake_kube::Script = Arc::new(|ctl| {
-        Box::pin(async move {
-            ctl.schedule();
-            ctl.start_sidecars();
-            ctl.run_probe(ProbeRun {
-                oom_after_first_result: false,
-                log_lines: Some(1),
-            })
-            .await;
-        })
-    });
-    let s = Setup::new(Scenario::Script(script)).await;
+    let s = Setup::new(log_cut_after(Some(1))).await;
     let plan = s.plan(&[("harness", &["ok", "ok@b"])]);
     let run = s.run(s.args(&plan, &[])).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
@@ -376,18 +343,7 @@ async fn figures_termination_to_verdict_and_driver_cpu() {
         for i in 0..6 {
             // Every other run under bash's `times`; the others from /proc (clock ticks): the two readings side by side.
             let bash_times = i % 2 == 0;
-            let script: jr2_testkit::fake_kube::Script = Arc::new(move |ctl| {
-                Box::pin(async move {
-                    ctl.schedule();
-                    ctl.start_sidecars();
-                    ctl.run_probe(ProbeRun {
-                        oom_after_first_result: false,
-                        log_lines,
-                    })
-                    .await;
-                })
-            });
-            let s = Setup::new(Scenario::Script(script)).await;
+            let s = Setup::new(log_cut_after(log_lines)).await;
             let plan = s.plan(&[("harness", &["ok", "ok@b"])]);
             let run = s
                 .run_measured(s.args(&plan, &[]), Vec::new(), None, bash_times)

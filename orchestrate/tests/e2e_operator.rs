@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{ProbeRun, Scenario};
+use jr2_testkit::fake_kube::Scenario;
 
 /// The labels of the Harness pods in the plans and Deployments below.
 fn harness_labels() -> Value {
@@ -259,12 +259,12 @@ async fn evidence_of_a_model_that_fails_holds_the_probe_lines() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     let pod = s.kube.created()[0].clone();
     let files = files_under(&dir);
-    // The probe's JSON lines, as its log gave them: a result per model.
+    // The probe's JSON lines, as its log gave them: a result per model (in the order they finished).
     let lines: Vec<Value> = files[&format!("{pod}/probe.jsonl")]
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
-    let results: Vec<(&str, &str)> = lines
+    let mut results: Vec<(&str, &str)> = lines
         .iter()
         .filter(|l| l["event"] == "result")
         .map(|l| {
@@ -274,9 +274,10 @@ async fn evidence_of_a_model_that_fails_holds_the_probe_lines() {
             )
         })
         .collect();
+    results.sort_unstable();
     assert_eq!(
         results,
-        [("vllm/ok", "ok"), ("vllm/missing", "http")],
+        [("vllm/missing", "http"), ("vllm/ok", "ok")],
         "{lines:#?}"
     );
     let bundled: Value = serde_json::from_str(&files["verdict.json"]).unwrap();
@@ -438,20 +439,7 @@ async fn no_secret_value_in_any_output_of_the_driver() {
     // lost after its first line (the verdict from the termination message, which the stored statuses then hold).
     let mut runs = Vec::new();
     for (i, log_lines) in [None, Some(1)].into_iter().enumerate() {
-        if log_lines.is_some() {
-            let script: jr2_testkit::fake_kube::Script = std::sync::Arc::new(move |ctl| {
-                Box::pin(async move {
-                    ctl.schedule();
-                    ctl.start_sidecars();
-                    ctl.run_probe(ProbeRun {
-                        oom_after_first_result: false,
-                        log_lines,
-                    })
-                    .await;
-                })
-            });
-            s.kube.set_scenario(Scenario::Script(script));
-        }
+        s.kube.set_scenario(log_cut_after(log_lines));
         let evidence = dir.join(i.to_string());
         let run = s
             .run(s.args(&path, &["--evidence", &evidence.display().to_string()]))

@@ -543,3 +543,44 @@ pub fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
 }
+
+/// The pods run as [`Scenario::AllOk`] does, but the probe's log is cut after `log_lines` lines (`None`: all of them):
+/// with `Some(1)` the verdict can only come from the termination message.
+pub fn log_cut_after(log_lines: Option<usize>) -> Scenario {
+    let script: jr2_testkit::fake_kube::Script = std::sync::Arc::new(move |ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.start_sidecars();
+            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun {
+                oom_after_first_result: false,
+                log_lines,
+            })
+            .await;
+        })
+    });
+    Scenario::Script(script)
+}
+
+/// The scheduler's two messages of `Scenario::UnschedulableThenScheduled`, each written once, in order.
+pub fn assert_unschedulable_once_each(lines: &[&str], why: &str) {
+    let unschedulable: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("{PENDING}Unschedulable")))
+        .collect();
+    assert_eq!(
+        unschedulable,
+        [
+            &format!(
+                "{PENDING}Unschedulable: {}",
+                jr2_testkit::fake_kube::UNSCHEDULABLE_TAINT_MEMORY
+            )
+            .as_str(),
+            &format!(
+                "{PENDING}Unschedulable: {}",
+                jr2_testkit::fake_kube::UNSCHEDULABLE_MEMORY
+            )
+            .as_str(),
+        ],
+        "{why}: {lines:#?}"
+    );
+}
