@@ -8,33 +8,18 @@ use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::verdict::{ModelResult, Origin, Route};
+use jr2_probe::target::{self, Facts, Target};
+use jr2_probe::verdict::ModelResult;
 use jr2_testkit::fake_anthropic::{self, GOOD_KEY, TEXT_ANSWER};
-use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
 use serde_json::json;
+
+use common::{TlsFake as Fake, catalog_route, key_in, statuses};
 
 const WRONG_KEY: &str = "sk-ant-api03-wrong-key-0000000000";
 
-struct Fake {
-    fake: FakeProvider,
-    ca: TestCa,
-}
-
 impl Fake {
     async fn start() -> Self {
-        let ca = TestCa::new(&["127.0.0.1"]);
-        let fake = FakeProvider::start_with(fake_anthropic::handler(), Some(&ca)).await;
-        Self { fake, ca }
-    }
-
-    /// The base URL as the catalog writes Anthropic's: no `/v1`.
-    fn base(&self) -> reqwest::Url {
-        reqwest::Url::parse(&format!("https://{}", self.fake.addr())).unwrap()
-    }
-
-    fn host(&self) -> String {
-        self.fake.addr().to_string()
+        Self::start_with(fake_anthropic::handler()).await
     }
 
     /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
@@ -43,18 +28,10 @@ impl Fake {
             model: "anthropic/claude-haiku-4-5".to_owned(),
             id: id.to_owned(),
             api: ApiKind::AnthropicMessages,
+            // The base URL as the catalog writes Anthropic's: no `/v1`.
             base_url: self.base(),
-            route: Route::Catalog {
-                provider: "anthropic".into(),
-                via_custodian: false,
-                key_env: "ANTHROPIC_API_KEY".into(),
-                key_held: true,
-                gateway: false,
-            },
-            key: Some(Key {
-                env: env.into(),
-                value: Secret::new(key.into()),
-            }),
+            route: catalog_route("anthropic", "ANTHROPIC_API_KEY", true),
+            key: Some(key_in(env, key)),
             // pi's catalog: maxTokens 64000, contextWindow 200000 (no clamp).
             max_tokens: 64000,
             tool_choice: ToolChoice::Unset,
@@ -70,7 +47,7 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
+        self.check_trusting(target, Duration::from_secs(3), 2).await
     }
 
     /// Checks the model `id` with the good key in `ANTHROPIC_API_KEY`.
@@ -78,16 +55,6 @@ impl Fake {
         self.check(&self.target(id, "ANTHROPIC_API_KEY", GOOD_KEY))
             .await
     }
-
-    fn only_request(&self) -> Recorded {
-        let all = self.fake.requests();
-        assert_eq!(all.len(), 1, "{all:#?}");
-        all.into_iter().next().unwrap()
-    }
-}
-
-fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
-    r.tries.iter().map(|t| t.status).collect()
 }
 
 /// The body of section 3 of `research/pi-requests.md`, for `model`.
@@ -125,16 +92,7 @@ fn pis_body(model: &str) -> serde_json::Value {
 async fn a_tool_call_with_the_request_pi_sends() {
     let f = Fake::start().await;
     let r = f.check_id("claude-haiku-4-5").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Ok, Code::Ok, Level::Pass),
-        "{r:?}"
-    );
-    assert_eq!(r.tool_name.as_deref(), Some("probe"));
-    assert_eq!(r.error, None);
-    assert_eq!(r.http_status, Some(200));
-    assert_eq!(statuses(&r), [Some(200)]);
-    assert_eq!(r.max_tokens, 64000);
+    common::assert_tool_call(&r, 64000);
     let t = r.tries[0].timings;
     assert!(t.tool_call_ms.is_some() && t.tls_ms.is_some(), "{t:?}");
 
@@ -215,51 +173,25 @@ async fn a_plan_tool_choice_is_sent() {
 async fn a_text_answer_is_a_warning() {
     let f = Fake::start().await;
     let r = f.check_id("text").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Text, Code::TextAnswer, Level::Warning),
-        "{r:?}"
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("end_turn"));
-    assert_eq!(r.answer.as_deref(), Some(TEXT_ANSWER));
-    assert_eq!(r.error, None);
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            "warning: provider: anthropic/claude-haiku-4-5 answered the request of a Turn in text, not with a tool call"
-        ]
-    );
+    common::assert_text_warning(&r, "end_turn", TEXT_ANSWER, "anthropic/claude-haiku-4-5");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_tokens_is_length() {
     let f = Fake::start().await;
     let r = f.check_id("length").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Length, Code::Length),
-        "{r:?}"
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("max_tokens"));
-    assert_eq!(
-        r.error.as_deref(),
-        Some("stop reason \"max_tokens\" before any tool call (the token cap sent was 64000)")
-    );
-    assert_eq!(statuses(&r), [Some(200)]);
+    common::assert_length(&r, "max_tokens", 64000);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refusal_is_a_stream_error() {
     let f = Fake::start().await;
     let r = f.check_id("refusal").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::StreamError),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 200, then the stream stopped with \"refusal\" before any tool call")
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::StreamError,
+        "HTTP 200, then the stream stopped with \"refusal\" before any tool call",
     );
 }
 
@@ -269,26 +201,16 @@ async fn a_wrong_key_is_refused_with_the_catalog_lines() {
     let r = f
         .check(&f.target("claude-haiku-4-5", "ANTHROPIC_API_KEY", WRONG_KEY))
         .await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::KeyRefused, Code::KeyRefused, Level::Error),
-        "{r:?}"
+    common::assert_refused_key_lines(
+        &r,
+        "anthropic/claude-haiku-4-5",
+        &f.host(),
+        "ANTHROPIC_API_KEY",
+        "HTTP 401: invalid x-api-key",
     );
-    assert_eq!(r.error.as_deref(), Some("HTTP 401: invalid x-api-key"));
     assert_eq!(r.http_status, Some(401));
     assert_eq!(statuses(&r), [Some(401)], "a refused key is not retried");
     assert_eq!(f.only_request().header("x-api-key"), Some(WRONG_KEY));
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            format!(
-                "error: provider preflight failed for model \"anthropic/claude-haiku-4-5\" toward {} (from this machine, direct, as a Turn calls it): HTTP 401: invalid x-api-key",
-                f.host()
-            ),
-            "  - the held secret ANTHROPIC_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
-            "  - a private CA on that path must be in harness.caBundle".to_owned(),
-        ]
-    );
     let json = serde_json::to_string(&r).unwrap();
     assert!(
         !json.contains(WRONG_KEY),
@@ -299,36 +221,30 @@ async fn a_wrong_key_is_refused_with_the_catalog_lines() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_401_and_a_403_whatever_the_key() {
     let f = Fake::start().await;
-    let r = f.check_id("unauthorized").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:?}"
-    );
-    assert_eq!(r.error.as_deref(), Some("HTTP 401: invalid x-api-key"));
-    let r = f.check_id("forbidden").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 403: Your API key does not have permission to use the specified resource.")
-    );
-    assert_eq!(statuses(&r), [Some(403)]);
+    for (id, status, error) in [
+        ("unauthorized", 401, "HTTP 401: invalid x-api-key"),
+        (
+            "forbidden",
+            403,
+            "HTTP 403: Your API key does not have permission to use the specified resource.",
+        ),
+    ] {
+        let r = f.check_id(id).await;
+        common::assert_error(&r, Outcome::KeyRefused, Code::KeyRefused, error);
+        assert_eq!(statuses(&r), [Some(status)], "{id}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_model_is_not_found() {
     let f = Fake::start().await;
     let r = f.check_id("claude-typo").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::ModelNotFound),
-        "{r:?}"
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::ModelNotFound,
+        "HTTP 404: model: claude-typo",
     );
-    assert_eq!(r.error.as_deref(), Some("HTTP 404: model: claude-typo"));
     assert_eq!(statuses(&r), [Some(404)]);
 }
 
@@ -336,25 +252,13 @@ async fn an_unknown_model_is_not_found() {
 async fn a_rate_limit_is_retried_then_busy() {
     let f = Fake::start().await;
     let r = f.check_id("rate-limited").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Busy, Code::Busy, Level::Warning),
-        "{r:?}"
-    );
-    assert_eq!(statuses(&r), [Some(429), Some(429)]);
+    common::assert_busy_warning(&r, "anthropic/claude-haiku-4-5", &f.host());
     assert_eq!(r.tries[0].wait_asked_ms, Some(0), "retry-after: 0");
     assert_eq!(
         r.error.as_deref(),
         Some(
             "HTTP 429: This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits."
         )
-    );
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [format!(
-            "warning: provider: anthropic/claude-haiku-4-5 is busy toward {} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way",
-            f.host()
-        )]
     );
 }
 
@@ -390,23 +294,23 @@ async fn a_spend_limit_is_quota_and_not_retried() {
 async fn overloaded_529_is_retried_then_busy() {
     let f = Fake::start().await;
     let r = f.check_id("overloaded").await;
-    assert_eq!((r.outcome, r.code), (Outcome::Busy, Code::Busy), "{r:?}");
+    common::assert_error(&r, Outcome::Busy, Code::Busy, "HTTP 529: Overloaded");
     assert_eq!(statuses(&r), [Some(529), Some(529)]);
     assert_eq!(r.tries[0].wait_asked_ms, None);
     assert!(r.tries[0].wait_taken_ms >= 250, "a backoff: {:?}", r.tries);
-    assert_eq!(r.error.as_deref(), Some("HTTP 529: Overloaded"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_overload_event_after_the_200_is_retried_then_busy() {
     let f = Fake::start().await;
     let r = f.check_id("overloaded-after-200").await;
-    assert_eq!((r.outcome, r.code), (Outcome::Busy, Code::Busy), "{r:?}");
-    assert_eq!(statuses(&r), [Some(200), Some(200)]);
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 200, then an error in the stream: Overloaded")
+    common::assert_error(
+        &r,
+        Outcome::Busy,
+        Code::Busy,
+        "HTTP 200, then an error in the stream: Overloaded",
     );
+    assert_eq!(statuses(&r), [Some(200), Some(200)]);
     assert_eq!(f.fake.requests().len(), 2);
 }
 
@@ -414,16 +318,11 @@ async fn an_overload_event_after_the_200_is_retried_then_busy() {
 async fn a_stream_without_message_stop_is_a_protocol_error() {
     let f = Fake::start().await;
     let r = f.check_id("truncated").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Protocol, Code::ProtocolError),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)"
-        )
+    common::assert_error(
+        &r,
+        Outcome::Protocol,
+        Code::ProtocolError,
+        "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)",
     );
 }
 
@@ -451,31 +350,17 @@ async fn a_stall_times_out() {
 async fn no_key_held_sends_no_key_header() {
     let f = Fake::start().await;
     let mut t = f.target("claude-haiku-4-5", "ANTHROPIC_API_KEY", GOOD_KEY);
-    t.key = None;
-    t.route = Route::Catalog {
-        provider: "anthropic".into(),
-        via_custodian: false,
-        key_env: "ANTHROPIC_API_KEY".into(),
-        key_held: false,
-        gateway: false,
-    };
+    common::without_key(&mut t);
     let r = f.check(&t).await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 401: x-api-key header is required")
+    common::assert_no_key(
+        &r,
+        "HTTP 401: x-api-key header is required",
+        "anthropic",
+        "ANTHROPIC_API_KEY",
     );
     let req = f.only_request();
     assert_eq!(
         (req.header("x-api-key"), req.header("authorization")),
         (None, None)
-    );
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
-        "  - no Harness pod holds a key of anthropic: add ANTHROPIC_API_KEY to `secrets` in jr2.config.ts"
     );
 }

@@ -9,28 +9,18 @@ use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::verdict::{ModelResult, Origin, Route};
+use jr2_probe::target::{self, Facts, Target};
+use jr2_probe::verdict::{ModelResult, Origin};
 use jr2_testkit::fake_google::{self, GOOD_KEY, TEXT_ANSWER};
-use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
 use serde_json::json;
+
+use common::{TlsFake as Fake, catalog_route, key_in, statuses};
 
 const WRONG_KEY: &str = "AIzaSyWrongKey-0000000000000000000000";
 
-struct Fake {
-    fake: FakeProvider,
-    ca: TestCa,
-}
-
 impl Fake {
     async fn start() -> Self {
-        let ca = TestCa::new(&["127.0.0.1"]);
-        let fake = FakeProvider::start_with(fake_google::handler(), Some(&ca)).await;
-        Self { fake, ca }
-    }
-
-    fn host(&self) -> String {
-        self.fake.addr().to_string()
+        Self::start_with(fake_google::handler()).await
     }
 
     /// A target as pi's catalog has `google/gemini-2.5-flash` (reasoning, maxTokens 65536, contextWindow 1048576: no
@@ -41,17 +31,8 @@ impl Fake {
             id: id.to_owned(),
             api: ApiKind::GoogleGenerativeAi,
             base_url: reqwest::Url::parse(&format!("https://{}/v1beta", self.fake.addr())).unwrap(),
-            route: Route::Catalog {
-                provider: "google".into(),
-                via_custodian: false,
-                key_env: "GEMINI_API_KEY".into(),
-                key_held: true,
-                gateway: false,
-            },
-            key: Some(Key {
-                env: "GEMINI_API_KEY".into(),
-                value: Secret::new(GOOD_KEY.into()),
-            }),
+            route: catalog_route("google", "GEMINI_API_KEY", true),
+            key: Some(key_in("GEMINI_API_KEY", GOOD_KEY)),
             max_tokens: jr2_probe::prompt::token_cap(65536, 1_048_576),
             tool_choice: ToolChoice::Unset,
             facts: Facts {
@@ -70,18 +51,9 @@ impl Fake {
         Target {
             model: "google-vertex/gemini-2.5-flash".to_owned(),
             api: ApiKind::GoogleVertex,
-            base_url: reqwest::Url::parse(&format!("https://{}", self.fake.addr())).unwrap(),
-            route: Route::Catalog {
-                provider: "google-vertex".into(),
-                via_custodian: false,
-                key_env: "GOOGLE_CLOUD_API_KEY".into(),
-                key_held: true,
-                gateway: false,
-            },
-            key: Some(Key {
-                env: "GOOGLE_CLOUD_API_KEY".into(),
-                value: Secret::new(GOOD_KEY.into()),
-            }),
+            base_url: self.base(),
+            route: catalog_route("google-vertex", "GOOGLE_CLOUD_API_KEY", true),
+            key: Some(key_in("GOOGLE_CLOUD_API_KEY", GOOD_KEY)),
             facts: Facts {
                 provider: Some("google-vertex".into()),
                 reasoning: true,
@@ -92,7 +64,7 @@ impl Fake {
     }
 
     async fn check_with(&self, target: &Target, timeout: Duration) -> ModelResult {
-        common::check_trusting(&self.ca.ca_file, target, timeout, 3).await
+        self.check_trusting(target, timeout, 3).await
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
@@ -102,16 +74,6 @@ impl Fake {
     async fn check_id(&self, id: &str) -> ModelResult {
         self.check(&self.gemini(id)).await
     }
-
-    fn only_request(&self) -> Recorded {
-        let all = self.fake.requests();
-        assert_eq!(all.len(), 1, "{all:#?}");
-        all.into_iter().next().unwrap()
-    }
-}
-
-fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
-    r.tries.iter().map(|t| t.status).collect()
 }
 
 /// The body of section 4 of `research/pi-requests.md` (gemini-2.5-flash: thinking off is `thinkingBudget: 0`).
@@ -136,16 +98,7 @@ fn pis_body() -> serde_json::Value {
 async fn a_tool_call_with_the_request_pi_sends() {
     let f = Fake::start().await;
     let r = f.check_id("gemini-2.5-flash").await;
-    assert_eq!(
-        (r.outcome, r.level, r.code),
-        (Outcome::Ok, Level::Pass, Code::Ok),
-        "{r:#?}"
-    );
-    assert_eq!(r.tool_name.as_deref(), Some("probe"));
-    assert_eq!(r.http_status, Some(200));
-    assert_eq!(statuses(&r), [Some(200)]);
-    assert_eq!(r.error, None);
-    assert_eq!(r.max_tokens, 65536);
+    common::assert_tool_call(&r, 65536);
 
     let req = f.only_request();
     assert_eq!(req.method, "POST");
@@ -208,57 +161,24 @@ async fn text_length_and_other_stops() {
     let f = Fake::start().await;
 
     let r = f.check_id("text").await;
-    assert_eq!(
-        (r.outcome, r.level, r.code),
-        (Outcome::Text, Level::Warning, Code::TextAnswer),
-        "{r:#?}"
-    );
-    assert_eq!(r.answer.as_deref(), Some(TEXT_ANSWER));
-    assert_eq!(r.stop_reason.as_deref(), Some("STOP"));
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            "warning: provider: google/gemini-2.5-flash answered the request of a Turn in text, not with a tool call"
-        ]
-    );
+    common::assert_text_warning(&r, "STOP", TEXT_ANSWER, "google/gemini-2.5-flash");
 
     let r = f.check_id("max-tokens").await;
-    assert_eq!(
-        (r.outcome, r.level, r.code),
-        (Outcome::Length, Level::Error, Code::Length),
-        "{r:#?}"
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("MAX_TOKENS"));
-    assert_eq!(
-        r.error.as_deref(),
-        Some("stop reason \"MAX_TOKENS\" before any tool call (the token cap sent was 65536)")
-    );
+    common::assert_length(&r, "MAX_TOKENS", 65536);
 
-    let r = f.check_id("malformed").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::StreamError),
-        "{r:#?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "HTTP 200, then the stream stopped with \"MALFORMED_FUNCTION_CALL\" before any tool call"
-        )
-    );
-
-    let r = f.check_id("blocked").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::StreamError),
-        "{r:#?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "HTTP 200, then the stream stopped with \"prompt blocked: PROHIBITED_CONTENT\" before any tool call"
-        )
-    );
+    for (id, error) in [
+        (
+            "malformed",
+            "HTTP 200, then the stream stopped with \"MALFORMED_FUNCTION_CALL\" before any tool call",
+        ),
+        (
+            "blocked",
+            "HTTP 200, then the stream stopped with \"prompt blocked: PROHIBITED_CONTENT\" before any tool call",
+        ),
+    ] {
+        let r = f.check_id(id).await;
+        common::assert_error(&r, Outcome::Http, Code::StreamError, error);
+    }
     assert_eq!(f.fake.requests().len(), 4, "none of these is retried");
 }
 
@@ -266,27 +186,15 @@ async fn text_length_and_other_stops() {
 async fn api_key_invalid_is_a_refused_key() {
     let f = Fake::start().await;
     let mut t = f.gemini("gemini-2.5-flash");
-    t.key = Some(Key {
-        env: "GEMINI_API_KEY".into(),
-        value: Secret::new(WRONG_KEY.into()),
-    });
+    t.key = Some(key_in("GEMINI_API_KEY", WRONG_KEY));
     let r = f.check(&t).await;
-    assert_eq!(
-        (r.outcome, r.level, r.code),
-        (Outcome::KeyRefused, Level::Error, Code::KeyRefused),
-        "{r:#?}"
-    );
     assert_eq!(statuses(&r), [Some(400)], "a refused key is not retried");
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            format!(
-                "error: provider preflight failed for model \"google/gemini-2.5-flash\" toward {} (from this machine, direct, as a Turn calls it): HTTP 400: API key not valid. Please pass a valid API key.",
-                f.host()
-            ),
-            "  - the held secret GEMINI_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
-            "  - a private CA on that path must be in harness.caBundle".to_owned(),
-        ]
+    common::assert_refused_key_lines(
+        &r,
+        "google/gemini-2.5-flash",
+        &f.host(),
+        "GEMINI_API_KEY",
+        "HTTP 400: API key not valid. Please pass a valid API key.",
     );
     assert_eq!(f.only_request().header("x-goog-api-key"), Some(WRONG_KEY));
 }
@@ -401,22 +309,10 @@ async fn a_per_day_quota_is_not_retried() {
 async fn unavailable_after_the_retries() {
     let f = Fake::start().await;
     let r = f.check_id("unavailable").await;
-    assert_eq!(
-        (r.outcome, r.level, r.code),
-        (Outcome::Unavailable, Level::Error, Code::Unavailable),
-        "{r:#?}"
-    );
-    assert_eq!(statuses(&r), [Some(503); 3]);
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 503: The model is overloaded. Please try again later.")
-    );
-    let lines = jr2_probe::render::model_lines(&r, &Origin::ThisMachine);
-    assert_eq!(
-        lines.last().map(String::as_str),
-        Some(
-            "  - a 503 comes from a gateway with no backend, or from a server that still loads its model"
-        )
+    common::assert_unavailable(
+        &r,
+        3,
+        "HTTP 503: The model is overloaded. Please try again later.",
     );
 }
 
@@ -463,12 +359,8 @@ async fn stalls_end_at_the_deadline() {
         let r = f
             .check_with(&f.gemini(id), Duration::from_millis(1500))
             .await;
-        assert_eq!(
-            (r.outcome, r.level, r.code),
-            (Outcome::Timeout, Level::Error, Code::Timeout),
-            "{id}: {r:#?}"
-        );
-        assert_eq!(r.error.as_deref(), Some("no answer in 1.5 s"), "{id}");
+        assert_eq!(r.level, Level::Error, "{id}");
+        common::assert_error(&r, Outcome::Timeout, Code::Timeout, "no answer in 1.5 s");
         assert_eq!(r.tries.len(), 1, "{id}");
     }
 }
@@ -477,29 +369,13 @@ async fn stalls_end_at_the_deadline() {
 async fn no_key_for_gemini_sends_nothing() {
     let f = Fake::start().await;
     let mut t = f.gemini("gemini-2.5-flash");
-    t.key = None;
-    t.route = Route::Catalog {
-        provider: "google".into(),
-        via_custodian: false,
-        key_env: "GEMINI_API_KEY".into(),
-        key_held: false,
-        gateway: false,
-    };
+    common::without_key(&mut t);
     let r = f.check(&t).await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:#?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "no API key: a Turn sends nothing without one (pi: \"No API key for provider: google\")"
-        )
-    );
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
-        "  - no Harness pod holds a key of google: add GEMINI_API_KEY to `secrets` in jr2.config.ts"
+    common::assert_no_key(
+        &r,
+        "no API key: a Turn sends nothing without one (pi: \"No API key for provider: google\")",
+        "google",
+        "GEMINI_API_KEY",
     );
     assert!(f.fake.requests().is_empty());
 }

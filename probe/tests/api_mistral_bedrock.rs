@@ -10,33 +10,14 @@ use std::time::Duration;
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::prompt;
-use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::verdict::{ModelResult, Origin, Route};
-use jr2_testkit::fake_provider::{FakeProvider, Handler, Recorded, TestCa};
+use jr2_probe::target::{self, Facts, Target};
+use jr2_probe::verdict::{ModelResult, Origin};
 use jr2_testkit::{fake_bedrock, fake_mistral};
 use serde_json::{Value, json};
 
-struct Fake {
-    fake: FakeProvider,
-    ca: TestCa,
-}
+use common::{TlsFake as Fake, catalog_route, key_in, statuses};
 
 impl Fake {
-    async fn start(handler: Handler) -> Self {
-        let ca = TestCa::new(&["127.0.0.1"]);
-        let fake = FakeProvider::start_with(handler, Some(&ca)).await;
-        Self { fake, ca }
-    }
-
-    /// The base URL as the catalog writes both providers': scheme and host, no path.
-    fn base(&self) -> reqwest::Url {
-        reqwest::Url::parse(&format!("https://{}", self.fake.addr())).unwrap()
-    }
-
-    fn host(&self) -> String {
-        self.fake.addr().to_string()
-    }
-
     /// `mistral/<id>` with the facts of `mistral/mistral-small-latest` (reasoning, contextWindow 256000,
     /// maxTokens 256000).
     fn mistral(&self, id: &str, key: Option<&str>) -> Target {
@@ -44,18 +25,10 @@ impl Fake {
             model: format!("mistral/{id}"),
             id: id.to_owned(),
             api: ApiKind::MistralConversations,
+            // The base URL as the catalog writes both providers': scheme and host, no path.
             base_url: self.base(),
-            route: Route::Catalog {
-                provider: "mistral".into(),
-                via_custodian: false,
-                key_env: "MISTRAL_API_KEY".into(),
-                key_held: key.is_some(),
-                gateway: false,
-            },
-            key: key.map(|k| Key {
-                env: "MISTRAL_API_KEY".into(),
-                value: Secret::new(k.into()),
-            }),
+            route: catalog_route("mistral", "MISTRAL_API_KEY", key.is_some()),
+            key: key.map(|k| key_in("MISTRAL_API_KEY", k)),
             // pi's clamp as the research captured it: 256000 - 85 (pi's estimate of this prompt) - 4096. The
             // plan computes the cap; the wire sends what the target carries.
             max_tokens: 251_819,
@@ -77,17 +50,12 @@ impl Fake {
             id: id.to_owned(),
             api: ApiKind::BedrockConverseStream,
             base_url: self.base(),
-            route: Route::Catalog {
-                provider: "amazon-bedrock".into(),
-                via_custodian: false,
-                key_env: "AWS_BEARER_TOKEN_BEDROCK".into(),
-                key_held: token.is_some(),
-                gateway: false,
-            },
-            key: token.map(|k| Key {
-                env: "AWS_BEARER_TOKEN_BEDROCK".into(),
-                value: Secret::new(k.into()),
-            }),
+            route: catalog_route(
+                "amazon-bedrock",
+                "AWS_BEARER_TOKEN_BEDROCK",
+                token.is_some(),
+            ),
+            key: token.map(|k| key_in("AWS_BEARER_TOKEN_BEDROCK", k)),
             max_tokens: prompt::token_cap(64_000, 200_000),
             tool_choice: ToolChoice::Unset,
             facts: Facts {
@@ -101,18 +69,8 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
+        self.check_trusting(target, Duration::from_secs(3), 2).await
     }
-
-    fn only_request(&self) -> Recorded {
-        let all = self.fake.requests();
-        assert_eq!(all.len(), 1, "{all:#?}");
-        all.into_iter().next().unwrap()
-    }
-}
-
-fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
-    r.tries.iter().map(|t| t.status).collect()
 }
 
 fn outcome(r: &ModelResult) -> (Outcome, Code, Level) {
@@ -151,18 +109,10 @@ fn mistral_body(id: &str, session: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_tool_call_with_pis_request() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let t = f.mistral("mistral-small-latest", Some(fake_mistral::GOOD_KEY));
     let r = f.check(&t).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::Ok, Code::Ok, Level::Pass),
-        "{:?}",
-        r.error
-    );
-    assert_eq!(r.tool_name.as_deref(), Some("probe"));
-    assert_eq!(statuses(&r), [Some(200)]);
-    assert_eq!(r.max_tokens, 251_819);
+    common::assert_tool_call(&r, 251_819);
 
     let req = f.only_request();
     assert_eq!(req.method, "POST");
@@ -201,40 +151,15 @@ async fn mistral_tool_call_with_pis_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_text_length_and_error_stops() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let key = Some(fake_mistral::GOOD_KEY);
 
     let r = f.check(&f.mistral("text", key)).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::Text, Code::TextAnswer, Level::Warning)
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("stop"));
-    assert_eq!(r.answer.as_deref(), Some(fake_mistral::TEXT_ANSWER));
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            "warning: provider: mistral/text answered the request of a Turn in text, not with a tool call"
-        ]
-    );
+    common::assert_text_warning(&r, "stop", fake_mistral::TEXT_ANSWER, "mistral/text");
 
     for (id, stop) in [("length", "length"), ("model-length", "model_length")] {
         let r = f.check(&f.mistral(id, key)).await;
-        assert_eq!(
-            outcome(&r),
-            (Outcome::Length, Code::Length, Level::Error),
-            "{id}"
-        );
-        assert_eq!(r.stop_reason.as_deref(), Some(stop));
-        assert_eq!(
-            r.error.as_deref(),
-            Some(
-                format!(
-                    "stop reason \"{stop}\" before any tool call (the token cap sent was 251819)"
-                )
-                .as_str()
-            )
-        );
+        common::assert_length(&r, stop, 251819);
     }
 
     let r = f.check(&f.mistral("finish-error", key)).await;
@@ -251,26 +176,17 @@ async fn mistral_text_length_and_error_stops() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_401_is_a_refused_key_with_the_catalog_lines() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let r = f
         .check(&f.mistral("mistral-small-latest", Some("wrong-mistral-key-000000")))
         .await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::KeyRefused, Code::KeyRefused, Level::Error)
-    );
     assert_eq!(statuses(&r), [Some(401)]);
-    assert_eq!(r.error.as_deref(), Some("HTTP 401: Unauthorized"));
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            format!(
-                "error: provider preflight failed for model \"mistral/mistral-small-latest\" toward {} (from this machine, direct, as a Turn calls it): HTTP 401: Unauthorized",
-                f.host()
-            ),
-            "  - the held secret MISTRAL_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
-            "  - a private CA on that path must be in harness.caBundle".to_owned(),
-        ]
+    common::assert_refused_key_lines(
+        &r,
+        "mistral/mistral-small-latest",
+        &f.host(),
+        "MISTRAL_API_KEY",
+        "HTTP 401: Unauthorized",
     );
     assert_eq!(
         f.only_request().header("authorization"),
@@ -280,48 +196,29 @@ async fn mistral_401_is_a_refused_key_with_the_catalog_lines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_429_and_503_are_retried() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let key = Some(fake_mistral::GOOD_KEY);
 
     let r = f.check(&f.mistral("rate-limited", key)).await;
-    assert_eq!(outcome(&r), (Outcome::Busy, Code::Busy, Level::Warning));
-    assert_eq!(statuses(&r), [Some(429), Some(429)]);
+    common::assert_busy_warning(&r, "mistral/rate-limited", &f.host());
     assert_eq!(r.error.as_deref(), Some("HTTP 429: Rate limit exceeded"));
     assert!(r.tries[0].wait_taken_ms > 0);
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [format!(
-            "warning: provider: mistral/rate-limited is busy toward {} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way",
-            f.host()
-        )]
-    );
 
     let r = f.check(&f.mistral("rate-limited-1", key)).await;
     assert_eq!(outcome(&r), (Outcome::Ok, Code::Ok, Level::Pass));
     assert_eq!(statuses(&r), [Some(429), Some(200)]);
 
     let r = f.check(&f.mistral("unavailable", key)).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::Unavailable, Code::Unavailable, Level::Error)
-    );
-    assert_eq!(statuses(&r), [Some(503), Some(503)]);
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 503: Service unavailable, please try again later")
-    );
-    let lines = jr2_probe::render::model_lines(&r, &Origin::ThisMachine);
-    assert_eq!(
-        lines.last().map(String::as_str),
-        Some(
-            "  - a 503 comes from a gateway with no backend, or from a server that still loads its model"
-        )
+    common::assert_unavailable(
+        &r,
+        2,
+        "HTTP 503: Service unavailable, please try again later",
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_invalid_model_and_missing_key() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let r = f
         .check(&f.mistral("mistral-nonexistent", Some(fake_mistral::GOOD_KEY)))
         .await;
@@ -338,26 +235,18 @@ async fn mistral_invalid_model_and_missing_key() {
     // No key: pi throws before sending, and so does the probe.
     let before = f.fake.requests().len();
     let r = f.check(&f.mistral("mistral-small-latest", None)).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::KeyRefused, Code::KeyRefused, Level::Error)
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "no key for provider mistral: MISTRAL_API_KEY is not set, and a Turn sends nothing without one"
-        )
+    common::assert_no_key(
+        &r,
+        "no key for provider mistral: MISTRAL_API_KEY is not set, and a Turn sends nothing without one",
+        "mistral",
+        "MISTRAL_API_KEY",
     );
     assert_eq!(f.fake.requests().len(), before, "nothing was sent");
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
-        "  - no Harness pod holds a key of mistral: add MISTRAL_API_KEY to `secrets` in jr2.config.ts"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_stall_times_out() {
-    let f = Fake::start(fake_mistral::handler()).await;
+    let f = Fake::start_with(fake_mistral::handler()).await;
     let r = f
         .check(&f.mistral("stall", Some(fake_mistral::GOOD_KEY)))
         .await;
@@ -398,18 +287,10 @@ fn fake_id(behaviour: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_tool_call_with_pis_request() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let t = f.bedrock(fake_bedrock::HAIKU, Some(fake_bedrock::GOOD_TOKEN));
     let r = f.check(&t).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::Ok, Code::Ok, Level::Pass),
-        "{:?}",
-        r.error
-    );
-    assert_eq!(r.tool_name.as_deref(), Some("probe"));
-    assert_eq!(statuses(&r), [Some(200)]);
-    assert_eq!(r.max_tokens, 64_000);
+    common::assert_tool_call(&r, 64_000);
 
     let req = f.only_request();
     assert_eq!(req.method, "POST");
@@ -444,24 +325,19 @@ async fn bedrock_tool_call_with_pis_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_text_and_max_tokens() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let token = Some(fake_bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("text"), token)).await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::Text, Code::TextAnswer, Level::Warning)
+    common::assert_text_warning(
+        &r,
+        "end_turn",
+        fake_bedrock::TEXT_ANSWER,
+        "amazon-bedrock/fake.text-v1:0",
     );
-    assert_eq!(r.stop_reason.as_deref(), Some("end_turn"));
-    assert_eq!(r.answer.as_deref(), Some(fake_bedrock::TEXT_ANSWER));
 
     let r = f.check(&f.bedrock(&fake_id("max-tokens"), token)).await;
-    assert_eq!(outcome(&r), (Outcome::Length, Code::Length, Level::Error));
-    assert_eq!(r.stop_reason.as_deref(), Some("max_tokens"));
-    assert_eq!(
-        r.error.as_deref(),
-        Some("stop reason \"max_tokens\" before any tool call (the token cap sent was 64000)")
-    );
+    common::assert_length(&r, "max_tokens", 64000);
     let paths: Vec<String> = f.fake.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(
         paths,
@@ -481,7 +357,7 @@ async fn bedrock_text_and_max_tokens() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_throttling_exception_after_the_200_is_busy() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let r = f
         .check(&f.bedrock(
             &fake_id("throttled-after-200"),
@@ -500,25 +376,17 @@ async fn bedrock_throttling_exception_after_the_200_is_busy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_403_access_denied_with_the_catalog_lines() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let r = f
         .check(&f.bedrock(&fake_id("denied"), Some(fake_bedrock::GOOD_TOKEN)))
         .await;
-    assert_eq!(
-        outcome(&r),
-        (Outcome::KeyRefused, Code::KeyRefused, Level::Error)
-    );
     assert_eq!(statuses(&r), [Some(403)]);
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            format!(
-                "error: provider preflight failed for model \"amazon-bedrock/fake.denied-v1:0\" toward {} (from this machine, direct, as a Turn calls it): HTTP 403: You don't have access to the model with the specified model ID.",
-                f.host()
-            ),
-            "  - the held secret AWS_BEARER_TOKEN_BEDROCK may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
-            "  - a private CA on that path must be in harness.caBundle".to_owned(),
-        ]
+    common::assert_refused_key_lines(
+        &r,
+        "amazon-bedrock/fake.denied-v1:0",
+        &f.host(),
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "HTTP 403: You don't have access to the model with the specified model ID.",
     );
 
     // A token Bedrock does not know: 403 UnrecognizedClientException.
@@ -537,22 +405,14 @@ async fn bedrock_403_access_denied_with_the_catalog_lines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_429_throttling_is_retried() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let token = Some(fake_bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("throttled"), token)).await;
-    assert_eq!(outcome(&r), (Outcome::Busy, Code::Busy, Level::Warning));
-    assert_eq!(statuses(&r), [Some(429), Some(429)]);
+    common::assert_busy_warning(&r, "amazon-bedrock/fake.throttled-v1:0", &f.host());
     assert_eq!(
         r.error.as_deref(),
         Some("HTTP 429: Too many requests, please wait before trying again.")
-    );
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [format!(
-            "warning: provider: amazon-bedrock/fake.throttled-v1:0 is busy toward {} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way",
-            f.host()
-        )]
     );
 
     let r = f.check(&f.bedrock(&fake_id("throttled-1"), token)).await;
@@ -569,7 +429,7 @@ async fn bedrock_429_throttling_is_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_invalid_and_missing_models() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let token = Some(fake_bedrock::GOOD_TOKEN);
 
     let r = f
@@ -595,7 +455,7 @@ async fn bedrock_invalid_and_missing_models() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_broken_frame_and_stall() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let token = Some(fake_bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("bad-crc"), token)).await;
@@ -617,7 +477,7 @@ async fn bedrock_broken_frame_and_stall() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_without_a_bearer_token_is_unsupported() {
-    let f = Fake::start(fake_bedrock::handler()).await;
+    let f = Fake::start_with(fake_bedrock::handler()).await;
     let r = f.check(&f.bedrock(fake_bedrock::HAIKU, None)).await;
     assert_eq!(
         outcome(&r),

@@ -11,29 +11,20 @@ mod common;
 use std::time::Duration;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::target::{self, Facts, Key, Secret, Target};
-use jr2_probe::verdict::{ModelResult, Origin, Route};
-use jr2_testkit::fake_provider::{FakeProvider, Recorded, TestCa};
+use jr2_probe::outcome::{Code, Outcome};
+use jr2_probe::target::{self, Facts, Target};
+use jr2_probe::verdict::ModelResult;
+use jr2_testkit::fake_provider::Recorded;
 use jr2_testkit::fake_responses::{self, GOOD_KEY, RETRY_AFTER_MS, TEXT_ANSWER};
 use serde_json::{Value, json};
 
-const WRONG_KEY: &str = "sk-proj-wrong-key-0000000000";
+use common::{TlsFake as Fake, catalog_route, key_in, statuses};
 
-struct Fake {
-    fake: FakeProvider,
-    ca: TestCa,
-}
+const WRONG_KEY: &str = "sk-proj-wrong-key-0000000000";
 
 impl Fake {
     async fn start() -> Self {
-        let ca = TestCa::new(&["127.0.0.1"]);
-        let fake = FakeProvider::start_with(fake_responses::handler(), Some(&ca)).await;
-        Self { fake, ca }
-    }
-
-    fn host(&self) -> String {
-        self.fake.addr().to_string()
+        Self::start_with(fake_responses::handler()).await
     }
 
     /// The catalog's `openai/gpt-5-mini` (maxTokens 128000, contextWindow 400000: no clamp), sending `id`.
@@ -43,17 +34,8 @@ impl Fake {
             id: id.to_owned(),
             api: ApiKind::OpenAiResponses,
             base_url: reqwest::Url::parse(&self.fake.base_url()).unwrap(),
-            route: Route::Catalog {
-                provider: "openai".into(),
-                via_custodian: false,
-                key_env: "OPENAI_API_KEY".into(),
-                key_held: key.is_some(),
-                gateway: false,
-            },
-            key: key.map(|k| Key {
-                env: "OPENAI_API_KEY".into(),
-                value: Secret::new(k.into()),
-            }),
+            route: catalog_route("openai", "OPENAI_API_KEY", key.is_some()),
+            key: key.map(|k| key_in("OPENAI_API_KEY", k)),
             max_tokens: 128_000,
             tool_choice: ToolChoice::Unset,
             facts: Facts {
@@ -81,17 +63,8 @@ impl Fake {
             api: ApiKind::AzureOpenAiResponses,
             base_url: reqwest::Url::parse(&format!("https://{}/openai/v1", self.fake.addr()))
                 .unwrap(),
-            route: Route::Catalog {
-                provider: "azure-openai-responses".into(),
-                via_custodian: false,
-                key_env: "AZURE_OPENAI_API_KEY".into(),
-                key_held: true,
-                gateway: false,
-            },
-            key: Some(Key {
-                env: "AZURE_OPENAI_API_KEY".into(),
-                value: Secret::new(key.into()),
-            }),
+            route: catalog_route("azure-openai-responses", "AZURE_OPENAI_API_KEY", true),
+            key: Some(key_in("AZURE_OPENAI_API_KEY", key)),
             max_tokens: 128_000,
             tool_choice: ToolChoice::Unset,
             facts: Facts {
@@ -106,23 +79,13 @@ impl Fake {
     }
 
     async fn check(&self, target: &Target) -> ModelResult {
-        common::check_trusting(&self.ca.ca_file, target, Duration::from_secs(3), 2).await
+        self.check_trusting(target, Duration::from_secs(3), 2).await
     }
 
     /// Checks `openai/gpt-5-mini` sending `id`, with the good key.
     async fn check_id(&self, id: &str) -> ModelResult {
         self.check(&self.openai(id, Some(GOOD_KEY))).await
     }
-
-    fn only_request(&self) -> Recorded {
-        let all = self.fake.requests();
-        assert_eq!(all.len(), 1, "{all:#?}");
-        all.into_iter().next().unwrap()
-    }
-}
-
-fn statuses(r: &ModelResult) -> Vec<Option<u16>> {
-    r.tries.iter().map(|t| t.status).collect()
 }
 
 fn assert_no_azure_env() {
@@ -190,16 +153,7 @@ async fn a_tool_call_with_the_request_pi_sends() {
     let f = Fake::start().await;
     let t = f.openai("gpt-5-mini", Some(GOOD_KEY));
     let r = f.check(&t).await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Ok, Code::Ok, Level::Pass),
-        "{r:?}"
-    );
-    assert_eq!(r.tool_name.as_deref(), Some("probe"));
-    assert_eq!(r.error, None);
-    assert_eq!(r.http_status, Some(200));
-    assert_eq!(statuses(&r), [Some(200)]);
-    assert_eq!(r.max_tokens, 128_000);
+    common::assert_tool_call(&r, 128_000);
     let timings = r.tries[0].timings;
     assert!(
         timings.tool_call_ms.is_some() && timings.tls_ms.is_some(),
@@ -258,16 +212,11 @@ async fn azure_refuses_a_wrong_key_in_its_own_words() {
     let r = f
         .check(&f.azure("gpt-5-mini", "0123456789abcdef0123456789abcdef"))
         .await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "HTTP 401: Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."
-        )
+    common::assert_error(
+        &r,
+        Outcome::KeyRefused,
+        Code::KeyRefused,
+        "HTTP 401: Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
     );
     assert_eq!(statuses(&r), [Some(401)]);
 }
@@ -280,16 +229,11 @@ async fn azure_without_a_base_url_sends_nothing() {
     // What the catalog's empty base URL becomes in a target.
     t.base_url = reqwest::Url::parse("https://azure-openai.invalid/openai/v1").unwrap();
     let r = f.check(&t).await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Unreachable, Code::Unreachable),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "no Azure OpenAI base URL: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME where the Harness runs (a Turn fails the same way before it sends anything)"
-        )
+    common::assert_error(
+        &r,
+        Outcome::Unreachable,
+        Code::Unreachable,
+        "no Azure OpenAI base URL: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME where the Harness runs (a Turn fails the same way before it sends anything)",
     );
     assert_eq!(statuses(&r), [None]);
     assert!(f.fake.requests().is_empty());
@@ -330,66 +274,32 @@ async fn a_tiny_cap_is_raised_to_sixteen() {
 async fn a_text_answer_is_a_warning() {
     let f = Fake::start().await;
     let r = f.check_id("text").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Text, Code::TextAnswer, Level::Warning),
-        "{r:?}"
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("completed"));
-    assert_eq!(r.answer.as_deref(), Some(TEXT_ANSWER));
-    assert_eq!(r.error, None);
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            "warning: provider: openai/gpt-5-mini answered the request of a Turn in text, not with a tool call"
-        ]
-    );
+    common::assert_text_warning(&r, "completed", TEXT_ANSWER, "openai/gpt-5-mini");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn incomplete_for_max_output_tokens_is_length() {
     let f = Fake::start().await;
     let r = f.check_id("length").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Length, Code::Length, Level::Error),
-        "{r:?}"
-    );
-    assert_eq!(r.stop_reason.as_deref(), Some("max_output_tokens"));
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "stop reason \"max_output_tokens\" before any tool call (the token cap sent was 128000)"
-        )
-    );
-    assert_eq!(statuses(&r), [Some(200)]);
+    common::assert_length(&r, "max_output_tokens", 128000);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_key_is_refused_and_the_line_says_so() {
     let f = Fake::start().await;
     let r = f.check(&f.openai("gpt-5-mini", Some(WRONG_KEY))).await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::KeyRefused, Code::KeyRefused, Level::Error),
-        "{r:?}"
-    );
     assert_eq!(statuses(&r), [Some(401)]);
     let req = f.only_request();
     assert_eq!(
         req.header("authorization"),
         Some(format!("Bearer {WRONG_KEY}").as_str())
     );
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [
-            format!(
-                "error: provider preflight failed for model \"openai/gpt-5-mini\" toward {} (from this machine, direct, as a Turn calls it): HTTP 401: Incorrect API key provided: sk-proj-****************0000. You can find your API key at https://platform.openai.com/account/api-keys.",
-                f.host()
-            ),
-            "  - the held secret OPENAI_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
-            "  - a private CA on that path must be in harness.caBundle".to_owned(),
-        ]
+    common::assert_refused_key_lines(
+        &r,
+        "openai/gpt-5-mini",
+        &f.host(),
+        "OPENAI_API_KEY",
+        "HTTP 401: Incorrect API key provided: sk-proj-****************0000. You can find your API key at https://platform.openai.com/account/api-keys.",
     );
     assert!(!format!("{r:?}").contains(WRONG_KEY));
 }
@@ -398,49 +308,34 @@ async fn a_wrong_key_is_refused_and_the_line_says_so() {
 async fn no_key_sends_nothing() {
     let f = Fake::start().await;
     let r = f.check(&f.openai("gpt-5-mini", None)).await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::KeyRefused, Code::KeyRefused),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "no key for provider openai: OPENAI_API_KEY holds no value, so a Turn fails before it sends anything"
-        )
+    common::assert_no_key(
+        &r,
+        "no key for provider openai: OPENAI_API_KEY holds no value, so a Turn fails before it sends anything",
+        "openai",
+        "OPENAI_API_KEY",
     );
     assert!(f.fake.requests().is_empty());
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[1],
-        "  - no Harness pod holds a key of openai: add OPENAI_API_KEY to `secrets` in jr2.config.ts"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_model_is_model_not_found() {
     let f = Fake::start().await;
     let r = f.check_id("missing").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::ModelNotFound),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 404: The model `missing` does not exist or you do not have access to it.")
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::ModelNotFound,
+        "HTTP 404: The model `missing` does not exist or you do not have access to it.",
     );
     assert_eq!(statuses(&r), [Some(404)]);
 
     // The Responses API also answers 400 `model_not_found`.
     let r = f.check_id("gpt-99").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::ModelNotFound),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 400: The requested model 'gpt-99' does not exist.")
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::ModelNotFound,
+        "HTTP 400: The requested model 'gpt-99' does not exist.",
     );
 }
 
@@ -448,12 +343,7 @@ async fn a_missing_model_is_model_not_found() {
 async fn a_rate_limit_is_retried_with_the_wait_asked_then_busy() {
     let f = Fake::start().await;
     let r = f.check_id("rate-limited").await;
-    assert_eq!(
-        (r.outcome, r.code, r.level),
-        (Outcome::Busy, Code::Busy, Level::Warning),
-        "{r:?}"
-    );
-    assert_eq!(statuses(&r), [Some(429), Some(429)]);
+    common::assert_busy_warning(&r, "openai/gpt-5-mini", &f.host());
     assert!(
         r.tries
             .iter()
@@ -463,13 +353,6 @@ async fn a_rate_limit_is_retried_with_the_wait_asked_then_busy() {
     );
     assert_eq!(r.tries[0].wait_taken_ms, RETRY_AFTER_MS);
     assert_eq!(f.fake.requests().len(), 2);
-    assert_eq!(
-        jr2_probe::render::model_lines(&r, &Origin::ThisMachine),
-        [format!(
-            "warning: provider: openai/gpt-5-mini is busy toward {} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way",
-            f.host()
-        )]
-    );
 
     let r = f.check_id("rate-limited-1").await;
     assert_eq!((r.outcome, r.code), (Outcome::Ok, Code::Ok), "{r:?}");
@@ -499,14 +382,11 @@ async fn insufficient_quota_is_not_retried() {
 async fn a_server_error_is_an_http_error() {
     let f = Fake::start().await;
     let r = f.check_id("server-error").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::HttpError),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some("HTTP 500: The server had an error while processing your request. Sorry about that!")
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::HttpError,
+        "HTTP 500: The server had an error while processing your request. Sorry about that!",
     );
     assert_eq!(statuses(&r), [Some(500)]);
 }
@@ -515,16 +395,11 @@ async fn a_server_error_is_an_http_error() {
 async fn response_failed_after_the_200_is_a_stream_error() {
     let f = Fake::start().await;
     let r = f.check_id("failed-after-200").await;
-    assert_eq!(
-        (r.outcome, r.code),
-        (Outcome::Http, Code::StreamError),
-        "{r:?}"
-    );
-    assert_eq!(
-        r.error.as_deref(),
-        Some(
-            "HTTP 200, then an error in the stream: server_error: An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists."
-        )
+    common::assert_error(
+        &r,
+        Outcome::Http,
+        Code::StreamError,
+        "HTTP 200, then an error in the stream: server_error: An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists.",
     );
     assert_eq!(statuses(&r), [Some(200)]);
 }
@@ -543,12 +418,7 @@ async fn a_stall_is_a_timeout() {
     let f = Fake::start().await;
     let (before, during) = tokio::join!(f.check_id("stall"), f.check_id("stall-mid-stream"));
     for r in [before, during] {
-        assert_eq!(
-            (r.outcome, r.code),
-            (Outcome::Timeout, Code::Timeout),
-            "{r:?}"
-        );
-        assert_eq!(r.error.as_deref(), Some("no answer in 3 s"));
+        common::assert_error(&r, Outcome::Timeout, Code::Timeout, "no answer in 3 s");
         assert_eq!(r.tries.len(), 1);
     }
 }
