@@ -209,10 +209,7 @@ pub fn assemble(
     }
     lines.extend(final_lines.iter().cloned());
     for pod_run in run.pods.iter().filter(|p| p.kept) {
-        lines.push(format!(
-            "  the check pod {} was kept for inspection: kubectl -n {} delete pod {}",
-            pod_run.name, plan.namespace, pod_run.name
-        ));
+        lines.push(render::pod_kept(&plan.namespace, &pod_run.name));
     }
     let ok = run.ok() && models.iter().all(|m| m.level != Level::Error);
     DriverVerdict {

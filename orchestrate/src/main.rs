@@ -21,6 +21,7 @@ use jr2_preflight::driver::{self, DriverVerdict};
 use jr2_preflight::plan::Plan;
 use jr2_preflight::pod;
 use jr2_preflight::workload;
+use jr2_probe::render;
 use jr2_probe::sanitize::{self, Redactor};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -185,9 +186,8 @@ async fn run(args: RunArgs) -> ExitCode {
         };
     }
     let now = SystemTime::now();
-    let pods = pod::check_pods(&plan, &run_id, now);
     if args.dry_run {
-        print!("{}", pod::to_yaml(&pods));
+        print!("{}", pod::to_yaml(&pod::check_pods(&plan, &run_id, now)));
         return match signals.received() {
             Some(code) => interrupted(code),
             None => ExitCode::from(EXIT_OK),
@@ -247,8 +247,8 @@ async fn run(args: RunArgs) -> ExitCode {
         && let Err(e) = driver::write_evidence(dir, &pods, &result, &verdict)
     {
         eprintln!(
-            "warning: provider: cannot write the evidence to {}: {e}",
-            dir.display()
+            "{}",
+            render::evidence_not_written(&dir.display().to_string(), &e.to_string())
         );
     }
     if let Some(cleanup) = cleanup {
@@ -259,10 +259,7 @@ async fn run(args: RunArgs) -> ExitCode {
             .iter()
             .chain(report.failed.iter().map(|(n, _)| n))
         {
-            eprintln!(
-                "warning: provider: the check pod {name} may still exist: kubectl -n {} delete pod {name}",
-                plan.namespace
-            );
+            eprintln!("{}", render::pod_may_still_exist(&plan.namespace, name));
         }
     }
     if let Some(code) = interrupted_by {
@@ -272,7 +269,7 @@ async fn run(args: RunArgs) -> ExitCode {
 }
 
 fn interrupted(code: u8) -> ExitCode {
-    eprintln!("error: provider preflight: interrupted; the check pods were deleted");
+    eprintln!("{}", render::interrupted());
     ExitCode::from(code)
 }
 
@@ -329,10 +326,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
     let client = match client(args).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!(
-                "error: provider preflight: cannot reach the cluster: {}",
-                sanitize::escape(&e)
-            );
+            eprintln!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
             return Err(ExitCode::from(EXIT_FAILED));
         }
     };

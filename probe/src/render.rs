@@ -200,6 +200,38 @@ pub fn events_forbidden_warning(message: &str) -> String {
     )
 }
 
+/// Beyond the contract: the driver's own lines about its run (not about a model or a pod's start).
+///
+/// `error: provider preflight: interrupted; the check pods were deleted`: the last line of a run stopped by SIGINT or
+/// SIGTERM.
+pub fn interrupted() -> String {
+    "error: provider preflight: interrupted; the check pods were deleted".to_owned()
+}
+
+/// `error: provider preflight: cannot reach the cluster: <why>` (the kubeconfig or the client cannot be set up).
+pub fn cannot_reach_cluster(why: &str) -> String {
+    format!("error: provider preflight: cannot reach the cluster: {why}")
+}
+
+/// A delete that was not confirmed in time: the pod may outlive the run, so the line says how to remove it.
+pub fn pod_may_still_exist(namespace: &str, pod: &str) -> String {
+    format!(
+        "warning: provider: the check pod {pod} may still exist: kubectl -n {namespace} delete pod {pod}"
+    )
+}
+
+/// `--keep-pod`: a failed pod left for inspection, and how to delete it.
+pub fn pod_kept(namespace: &str, pod: &str) -> String {
+    format!(
+        "  the check pod {pod} was kept for inspection: kubectl -n {namespace} delete pod {pod}"
+    )
+}
+
+/// `--evidence DIR` that cannot be written: a warning, the verdict stands.
+pub fn evidence_not_written(dir: &str, why: &str) -> String {
+    format!("warning: provider: cannot write the evidence to {dir}: {why}")
+}
+
 fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     let from = origin_phrase(origin);
     let error = r.error.as_deref().unwrap_or("no detail");
@@ -701,6 +733,32 @@ mod tests {
                 "Events forbidden",
                 vec![events_forbidden_warning(
                     "events is forbidden: User \"dev\" cannot list resource \"events\" in API group \"\" in the namespace \"demo\""
+                )]
+            ),
+        ]));
+    }
+
+    #[test]
+    fn driver_run_lines() {
+        let pod = "jr2-preflight-demo-harness-abcd1234";
+        insta::assert_snapshot!(block(&[
+            ("interrupted", vec![interrupted()]),
+            (
+                "cannot reach the cluster",
+                vec![cannot_reach_cluster(
+                    "failed to read kubeconfig from \"/home/op/.kube/config\": No such file or directory (os error 2)"
+                )]
+            ),
+            (
+                "delete not confirmed",
+                vec![pod_may_still_exist("demo", pod)]
+            ),
+            ("kept", vec![pod_kept("demo", pod)]),
+            (
+                "evidence not written",
+                vec![evidence_not_written(
+                    "/tmp/evidence",
+                    "Permission denied (os error 13)"
                 )]
             ),
         ]));

@@ -57,35 +57,14 @@ impl Fake {
     }
 }
 
-/// The body of section 3 of `research/pi-requests.md`, for `model`.
+/// The body of section 3 of `research/pi-requests.md` (`tests/fixtures/pi-bodies/`), for `model`.
 fn pis_body(model: &str) -> serde_json::Value {
-    json!({
-        "model": model,
-        "messages": [{"role": "user", "content": [{
-            "type": "text",
-            "text": "Call the probe tool now with status \"ready\".",
-            "cache_control": {"type": "ephemeral"}
-        }]}],
-        "max_tokens": 64000,
-        "stream": true,
-        "system": [{
-            "type": "text",
-            "text": "You check that this model can call tools.",
-            "cache_control": {"type": "ephemeral"}
-        }],
-        "tools": [{
-            "name": "probe",
-            "description": "Report that this model can call tools. Call it once.",
-            "eager_input_streaming": true,
-            "input_schema": {
-                "type": "object",
-                "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}},
-                "required": ["status"]
-            },
-            "cache_control": {"type": "ephemeral"}
-        }],
-        "thinking": {"type": "disabled"}
-    })
+    let mut body: serde_json::Value = serde_json::from_str(include_str!(
+        "fixtures/pi-bodies/anthropic-messages-claude-haiku-4-5.json"
+    ))
+    .unwrap();
+    body["model"] = json!(model);
+    body
 }
 
 #[tokio::test(flavor = "multi_thread")]

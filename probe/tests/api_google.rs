@@ -76,22 +76,13 @@ impl Fake {
     }
 }
 
-/// The body of section 4 of `research/pi-requests.md` (gemini-2.5-flash: thinking off is `thinkingBudget: 0`).
+/// The body of section 4 of `research/pi-requests.md` (gemini-2.5-flash: thinking off is `thinkingBudget: 0`), from
+/// `tests/fixtures/pi-bodies/`.
 fn pis_body() -> serde_json::Value {
-    json!({
-        "contents": [{"parts": [{"text": "Call the probe tool now with status \"ready\"."}], "role": "user"}],
-        "systemInstruction": {"parts": [{"text": "You check that this model can call tools."}], "role": "user"},
-        "tools": [{"functionDeclarations": [{
-            "name": "probe",
-            "description": "Report that this model can call tools. Call it once.",
-            "parametersJsonSchema": {
-                "type": "object",
-                "required": ["status"],
-                "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}}
-            }
-        }]}],
-        "generationConfig": {"maxOutputTokens": 65536, "thinkingConfig": {"thinkingBudget": 0}}
-    })
+    serde_json::from_str(include_str!(
+        "fixtures/pi-bodies/google-generative-ai-gemini-2.5-flash.json"
+    ))
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -102,33 +102,16 @@ fn assert_no_azure_env() {
     }
 }
 
-/// The body of sections 6 and 7 of `research/pi-requests.md`, for `model` and the conversation `session`.
+/// The body of sections 6 and 7 of `research/pi-requests.md` (`tests/fixtures/pi-bodies/`), for `model` and the
+/// conversation `session`.
 fn pis_body(model: &str, session: &str) -> Value {
-    json!({
-        "model": model,
-        "input": [
-            {"role": "developer", "content": "You check that this model can call tools."},
-            {"role": "user", "content": [{
-                "type": "input_text",
-                "text": "Call the probe tool now with status \"ready\"."
-            }]}
-        ],
-        "stream": true,
-        "prompt_cache_key": session,
-        "store": false,
-        "max_output_tokens": 128000,
-        "tools": [{
-            "type": "function",
-            "name": "probe",
-            "description": "Report that this model can call tools. Call it once.",
-            "parameters": {
-                "type": "object",
-                "required": ["status"],
-                "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}}
-            },
-            "strict": false
-        }]
-    })
+    let mut body: Value = serde_json::from_str(include_str!(
+        "fixtures/pi-bodies/openai-responses-gpt-5-mini.json"
+    ))
+    .unwrap();
+    body["model"] = json!(model);
+    body["prompt_cache_key"] = json!(session);
+    body
 }
 
 fn assert_probe_headers(req: &Recorded) {

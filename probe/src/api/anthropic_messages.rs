@@ -533,33 +533,10 @@ mod tests {
             haiku(),
             Some(("ANTHROPIC_API_KEY", "sk-ant-api03-x")),
         );
-        let expected = json!({
-            "model": "claude-haiku-4-5",
-            "messages": [{"role": "user", "content": [{
-                "type": "text",
-                "text": "Call the probe tool now with status \"ready\".",
-                "cache_control": {"type": "ephemeral"}
-            }]}],
-            "max_tokens": 64000,
-            "stream": true,
-            "system": [{
-                "type": "text",
-                "text": "You check that this model can call tools.",
-                "cache_control": {"type": "ephemeral"}
-            }],
-            "tools": [{
-                "name": "probe",
-                "description": "Report that this model can call tools. Call it once.",
-                "eager_input_streaming": true,
-                "input_schema": {
-                    "type": "object",
-                    "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}},
-                    "required": ["status"]
-                },
-                "cache_control": {"type": "ephemeral"}
-            }],
-            "thinking": {"type": "disabled"}
-        });
+        let expected: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/pi-bodies/anthropic-messages-claude-haiku-4-5.json"
+        ))
+        .unwrap();
         assert_eq!(body(&t, false, CacheRetention::Short), expected);
         assert_eq!(body_for(&t)["model"], "claude-haiku-4-5");
     }

@@ -433,47 +433,37 @@ pub fn retry_delay(body: &str) -> Option<Duration> {
     crate::retry::gemini_retry_delay(&value)
 }
 
-/// The `google-generative-ai` wire (the Gemini API).
+/// The wire of both Google APIs: `google-generative-ai` (the Gemini API) and `google-vertex` (Vertex AI with an API
+/// key), which differ only in their request.
 #[derive(Debug)]
-pub struct GoogleGenerativeAi;
+pub struct Google(pub Flavor);
 
-/// The `google-vertex` wire (Vertex AI with an API key).
-#[derive(Debug)]
-pub struct GoogleVertex;
+impl Wire for Google {
+    fn request(&self, target: &Target) -> Result<HttpRequest, RequestError> {
+        request(self.0, target)
+    }
 
-macro_rules! google_wire {
-    ($wire:ty, $flavor:expr) => {
-        impl Wire for $wire {
-            fn request(&self, target: &Target) -> Result<HttpRequest, RequestError> {
-                request($flavor, target)
-            }
+    fn reader(&self) -> Box<dyn StreamReader> {
+        Box::new(Reader)
+    }
 
-            fn reader(&self) -> Box<dyn StreamReader> {
-                Box::new(Reader)
-            }
+    fn stop_kind(&self, reason: &str) -> StopKind {
+        stop_kind(reason)
+    }
 
-            fn stop_kind(&self, reason: &str) -> StopKind {
-                stop_kind(reason)
-            }
+    fn refine_error(
+        &self,
+        status: u16,
+        _headers: &HeaderMap,
+        error: Option<&ProviderError>,
+    ) -> Option<(Outcome, Code)> {
+        refine(status, error)
+    }
 
-            fn refine_error(
-                &self,
-                status: u16,
-                _headers: &HeaderMap,
-                error: Option<&ProviderError>,
-            ) -> Option<(Outcome, Code)> {
-                refine(status, error)
-            }
-
-            fn body_wait(&self, body: &str) -> Option<Duration> {
-                retry_delay(body)
-            }
-        }
-    };
+    fn body_wait(&self, body: &str) -> Option<Duration> {
+        retry_delay(body)
+    }
 }
-
-google_wire!(GoogleGenerativeAi, Flavor::Gemini);
-google_wire!(GoogleVertex, Flavor::Vertex);
 
 #[cfg(test)]
 mod tests {
@@ -531,20 +521,10 @@ mod tests {
             true,
             ToolChoice::Unset,
         );
-        let expected = json!({
-            "contents": [{"parts": [{"text": "Call the probe tool now with status \"ready\"."}], "role": "user"}],
-            "systemInstruction": {"parts": [{"text": "You check that this model can call tools."}], "role": "user"},
-            "tools": [{"functionDeclarations": [{
-                "name": "probe",
-                "description": "Report that this model can call tools. Call it once.",
-                "parametersJsonSchema": {
-                    "type": "object",
-                    "required": ["status"],
-                    "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}}
-                }
-            }]}],
-            "generationConfig": {"maxOutputTokens": 65536, "thinkingConfig": {"thinkingBudget": 0}}
-        });
+        let expected: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/pi-bodies/google-generative-ai-gemini-2.5-flash.json"
+        ))
+        .unwrap();
         assert_eq!(b, expected);
         assert!(b.get("toolConfig").is_none(), "a Turn sends no toolConfig");
         assert!(b.get("stream").is_none() && b.get("model").is_none());
@@ -736,7 +716,7 @@ mod tests {
             "https://generativelanguage.googleapis.com/v1beta",
             Some("AIzaTestKey"),
         );
-        let r = GoogleGenerativeAi.request(&t).unwrap();
+        let r = Google(Flavor::Gemini).request(&t).unwrap();
         assert_eq!(r.headers[KEY_HEADER], "AIzaTestKey");
         assert!(r.headers[KEY_HEADER].is_sensitive());
         assert_eq!(r.headers[CONTENT_TYPE], "application/json");
@@ -754,7 +734,7 @@ mod tests {
             "https://generativelanguage.googleapis.com/v1beta",
             None,
         );
-        let e = GoogleGenerativeAi.request(&no_key).unwrap_err();
+        let e = Google(Flavor::Gemini).request(&no_key).unwrap_err();
         assert_eq!((e.outcome, e.code), (Outcome::KeyRefused, Code::KeyRefused));
         assert!(e.message.contains("No API key for provider: google"), "{e}");
 
@@ -766,7 +746,7 @@ mod tests {
             Some("  "),
         ] {
             let t = target(ApiKind::GoogleVertex, "gemini-2.5-flash", base, key);
-            let e = GoogleVertex.request(&t).unwrap_err();
+            let e = Google(Flavor::Vertex).request(&t).unwrap_err();
             assert_eq!(
                 (e.outcome, e.code),
                 (Outcome::Unsupported, Code::Unsupported),
@@ -785,7 +765,7 @@ mod tests {
             base,
             Some(" AQ.vertex-key \n"),
         );
-        let r = GoogleVertex.request(&t).unwrap();
+        let r = Google(Flavor::Vertex).request(&t).unwrap();
         assert_eq!(r.headers[KEY_HEADER], "AQ.vertex-key");
         assert_eq!(r.url.host_str(), Some("aiplatform.googleapis.com"));
         let b: Value = serde_json::from_slice(&r.body).unwrap();

@@ -340,13 +340,17 @@ pub fn aws_event_stream_decoder() -> Option<Box<dyn FrameDecoder>> {
 pub fn wire(api: ApiKind) -> Option<&'static dyn Wire> {
     match api {
         ApiKind::OpenAiCompletions => Some(&openai_completions::OpenAiCompletions),
-        ApiKind::GoogleGenerativeAi => Some(&google::GoogleGenerativeAi),
-        ApiKind::GoogleVertex => Some(&google::GoogleVertex),
+        ApiKind::GoogleGenerativeAi => Some(&google::Google(google::Flavor::Gemini)),
+        ApiKind::GoogleVertex => Some(&google::Google(google::Flavor::Vertex)),
         ApiKind::AnthropicMessages => Some(&anthropic_messages::AnthropicMessages),
         ApiKind::MistralConversations => Some(&mistral::MistralConversations),
         ApiKind::BedrockConverseStream => Some(&bedrock::BedrockConverseStream),
-        ApiKind::OpenAiResponses => Some(&openai_responses::OpenAiResponses),
-        ApiKind::AzureOpenAiResponses => Some(&openai_responses::AzureOpenAiResponses),
+        ApiKind::OpenAiResponses => Some(&openai_responses::OpenAiResponses(
+            openai_responses::Flavor::OpenAi,
+        )),
+        ApiKind::AzureOpenAiResponses => Some(&openai_responses::OpenAiResponses(
+            openai_responses::Flavor::Azure,
+        )),
         _ => None,
     }
 }

@@ -594,40 +594,13 @@ fn refine(status: u16, error: Option<&ProviderError>) -> Option<(Outcome, Code)>
     }
 }
 
-/// The `openai-responses` wire.
+/// The wire of `openai-responses` and `azure-openai-responses`, which differ only in their request.
 #[derive(Debug)]
-pub struct OpenAiResponses;
+pub struct OpenAiResponses(pub Flavor);
 
 impl Wire for OpenAiResponses {
     fn request(&self, target: &Target) -> Result<HttpRequest, RequestError> {
-        request_with(target, Flavor::OpenAi, &process_env)
-    }
-
-    fn reader(&self) -> Box<dyn StreamReader> {
-        Box::new(Reader::default())
-    }
-
-    fn stop_kind(&self, reason: &str) -> StopKind {
-        stop_kind(reason)
-    }
-
-    fn refine_error(
-        &self,
-        status: u16,
-        _headers: &HeaderMap,
-        error: Option<&ProviderError>,
-    ) -> Option<(Outcome, Code)> {
-        refine(status, error)
-    }
-}
-
-/// The `azure-openai-responses` wire.
-#[derive(Debug)]
-pub struct AzureOpenAiResponses;
-
-impl Wire for AzureOpenAiResponses {
-    fn request(&self, target: &Target) -> Result<HttpRequest, RequestError> {
-        request_with(target, Flavor::Azure, &process_env)
+        request_with(target, self.0, &process_env)
     }
 
     fn reader(&self) -> Box<dyn StreamReader> {
@@ -753,28 +726,11 @@ mod tests {
     fn openai_body_is_pis_capture() {
         let t = gpt5_mini(ApiKind::OpenAiResponses);
         let b = body_for(&t, Flavor::OpenAi, &no_env);
-        let expected = json!({
-            "model": "gpt-5-mini",
-            "input": [
-                {"role": "developer", "content": "You check that this model can call tools."},
-                {"role": "user", "content": [{"type": "input_text", "text": "Call the probe tool now with status \"ready\"."}]}
-            ],
-            "stream": true,
-            "prompt_cache_key": SESSION,
-            "store": false,
-            "max_output_tokens": 128000,
-            "tools": [{
-                "type": "function",
-                "name": "probe",
-                "description": "Report that this model can call tools. Call it once.",
-                "parameters": {
-                    "type": "object",
-                    "required": ["status"],
-                    "properties": {"status": {"type": "string", "enum": ["ready"], "description": "Always \"ready\"."}}
-                },
-                "strict": false
-            }]
-        });
+        let expected: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/pi-bodies/openai-responses-gpt-5-mini.json"
+        ))
+        .unwrap();
+        assert_eq!(expected["prompt_cache_key"], SESSION);
         assert_eq!(b, expected);
     }
 
@@ -1181,7 +1137,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
                 StreamEvent::Done,
             ]
         );
-        let wire = OpenAiResponses;
+        let wire = OpenAiResponses(Flavor::OpenAi);
         assert_eq!(wire.stop_kind("completed"), StopKind::Normal);
     }
 
@@ -1198,7 +1154,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
                 StreamEvent::Done
             ]
         );
-        let wire = AzureOpenAiResponses;
+        let wire = OpenAiResponses(Flavor::Azure);
         assert_eq!(wire.stop_kind("max_output_tokens"), StopKind::Length);
         assert_eq!(wire.stop_kind("incomplete"), StopKind::Length);
         assert_eq!(wire.stop_kind("content_filter"), StopKind::Other);
@@ -1297,7 +1253,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
 
     #[test]
     fn model_not_found_and_region() {
-        let wire = OpenAiResponses;
+        let wire = OpenAiResponses(Flavor::OpenAi);
         let err = |body: &str| crate::api::error_body::parse(body).unwrap();
         let missing = err(
             r#"{"error":{"message":"The requested model 'gpt-99' does not exist.","type":"invalid_request_error","param":"model","code":"model_not_found"}}"#,
@@ -1310,7 +1266,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
             r#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist."}}"#,
         );
         assert_eq!(
-            AzureOpenAiResponses.refine_error(404, &HeaderMap::new(), Some(&deployment)),
+            OpenAiResponses(Flavor::Azure).refine_error(404, &HeaderMap::new(), Some(&deployment)),
             Some((Outcome::Http, Code::ModelNotFound))
         );
         let region = err(
