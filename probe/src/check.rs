@@ -15,7 +15,8 @@ use tokio::sync::Semaphore;
 
 use crate::api::{self, ProviderError, StreamEvent};
 use crate::contract::outcome::{Code, Outcome};
-use crate::contract::verdict::{ModelResult, Route, Timings, Try};
+use crate::contract::render;
+use crate::contract::verdict::{ModelResult, Timings, Try};
 use crate::retry::{self, RetryPolicy};
 use crate::sanitize::Redactor;
 use crate::sse;
@@ -210,7 +211,7 @@ impl Checker {
                 None,
                 Outcome::Unsupported,
                 Code::Unsupported,
-                Some(format!("not supported by the preflight yet: {why}")),
+                Some(render::unsupported_error(why)),
                 None,
             );
         }
@@ -256,9 +257,7 @@ impl Checker {
                         };
                         let error = format!(
                             "connection timed out after {} s",
-                            crate::contract::render::seconds(
-                                span.min(self.factory.connect_timeout())
-                            )
+                            render::seconds(span.min(self.factory.connect_timeout()))
                         );
                         Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
                     }
@@ -342,14 +341,8 @@ impl Checker {
     }
 
     fn timed_out(&self, target: &Target) -> Attempt {
-        let may_load = matches!(
-            target.route,
-            Route::Custom { .. } | Route::Catalog { gateway: true, .. }
-        );
-        let error = crate::contract::render::timeout_error(
-            &crate::contract::render::seconds(self.settings.timeout),
-            may_load,
-        );
+        let may_load = target.route.may_load_on_first_use();
+        let error = render::timeout_error(&render::seconds(self.settings.timeout), may_load);
         Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
     }
 
@@ -468,7 +461,7 @@ impl Checker {
                 None,
                 Outcome::Unsupported,
                 Code::Unsupported,
-                format!("not supported by the preflight yet: {why}"),
+                render::unsupported_error(why),
             );
         };
         let request = match wire.request(target) {

@@ -153,7 +153,7 @@ impl RequestError {
         Self {
             outcome: Outcome::Unsupported,
             code: Code::Unsupported,
-            message: format!("not supported by the preflight yet: {why}"),
+            message: crate::contract::render::unsupported_error(&why.to_string()),
         }
     }
 }
