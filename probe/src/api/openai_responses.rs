@@ -46,8 +46,8 @@ use super::{
 };
 use crate::contract::outcome::{Code, Outcome};
 use crate::contract::verdict::Route;
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The path appended to the base URL.
