@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, RunSpec, Source, SpecError};
+use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, Remedy, RunSpec, Source, SpecError};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -229,25 +229,21 @@ impl PlanError {
     }
 }
 
-/// A model the probe cannot check (its name, its base URL, not in the catalog): the probe's words, with the plan's
-/// fields where the probe names its command-line flags.
+/// A model the probe cannot check (its name, its base URL, not in the catalog): the probe's problem, worded with
+/// the plan's fields.
 impl From<SpecError> for PlanError {
     fn from(e: SpecError) -> Self {
-        let text = e.to_string();
-        let field = match &e {
-            SpecError::Name { field, .. }
-            | SpecError::NotInCatalog { field, .. }
-            | SpecError::Invalid { field, .. } => field.clone(),
-        };
-        let message = text
-            .strip_prefix(&format!("{field}: "))
-            .unwrap_or(&text)
-            .replace(
-                "name its endpoint with --base-url and --api to check it anyway",
-                "to check it anyway, make it source \"custom\" with its baseUrl and api",
-            )
-            .replace("--api-key-env", "keyEnv");
-        PlanError::Invalid { field, message }
+        PlanError::Invalid {
+            field: e.field(),
+            message: e.problem.message(|remedy| match remedy {
+                Remedy::CheckAsCustom => {
+                    "to check it anyway, make it source \"custom\" with its baseUrl and api"
+                }
+                Remedy::KeyInEnv => {
+                    "put the key in an environment variable and name it with keyEnv"
+                }
+            }),
+        }
     }
 }
 

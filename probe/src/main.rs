@@ -2,7 +2,8 @@
 //!
 //! `jr2-probe check` is what an operator runs by hand against an endpoint (their vLLM, llama.cpp or gateway): the
 //! same request a Turn sends, the same lines `jr2 up` prints, with `(from this machine, ...)`. Exit codes: 0 when no
-//! model failed (warnings allowed), 1 when one did, 2 for bad input or usage, each with one `error:` line.
+//! model failed (warnings allowed), 1 when one did, 2 for bad input or usage, each with one `error:` line, 130 when
+//! interrupted by SIGINT ([`jr2_probe::contract::Exit`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,21 +15,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::catalog;
 use jr2_probe::check::{Checker, Settings};
+use jr2_probe::contract::Exit;
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
 use jr2_probe::run::RunOptions;
 use jr2_probe::sanitize::{self, Redactor};
-use jr2_probe::spec::{self, ModelSpec, RunSpec, Source};
+use jr2_probe::spec::{self, ModelSpec, Remedy, RunSpec, Source, SpecInput};
 use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
-
-/// Exit code: no model failed.
-const EXIT_OK: u8 = 0;
-/// Exit code: a model failed.
-const EXIT_FAILED: u8 = 1;
-/// Exit code: bad input or usage.
-const EXIT_USAGE: u8 = 2;
 
 /// Asks each model for one tool call, as a Turn of pi-ai 0.82.1 asks it, and says whether it can call tools.
 #[derive(Debug, Parser)]
@@ -204,7 +199,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_FAILED);
+            return Exit::Failed.into();
         }
     };
     runtime.block_on(async {
@@ -218,7 +213,7 @@ fn main() -> ExitCode {
             code = work => code,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("error: interrupted; the models not finished were not checked");
-                ExitCode::from(130)
+                Exit::Interrupted.into()
             }
         }
     })
@@ -234,13 +229,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return ExitCode::from(
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                EXIT_USAGE
-            } else {
-                EXIT_OK
-            },
-        );
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            Exit::Usage
+        } else {
+            Exit::Ok
+        }
+        .into();
     }
     let line = jr2_probe::cli::usage_line(&e);
     let command = std::env::args()
@@ -249,7 +243,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .map(|c| format!(" {c}"))
         .unwrap_or_default();
     eprintln!("error: {line} (see jr2-probe{command} --help)");
-    ExitCode::from(EXIT_USAGE)
+    Exit::Usage.into()
 }
 
 fn init_tracing() {
@@ -267,7 +261,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     let started_at = SystemTime::now();
@@ -305,7 +299,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         let _ = serde_json::to_writer_pretty(&mut out, &verdict);
         let _ = writeln!(out);
     }
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+    Exit::of_run(verdict.ok).into()
 }
 
 fn is_loopback(url: &reqwest::Url) -> bool {
@@ -356,7 +350,8 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
     let session_id = new_session_id();
     let targets = match &args.base_url {
         Some(base) => {
-            let base_url = parse_base_url(base)?;
+            let base_url = spec::parse_base_url(base)
+                .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?;
             let max_tokens = jr2_probe::prompt::token_cap(
                 args.max_tokens.unwrap_or(1024),
                 args.context_window.unwrap_or(0),
@@ -445,20 +440,22 @@ fn catalog_targets(
                 tool_choice: Some(args.tool_choice.into()),
             };
             spec::resolve(&spec, "--model", &env, session_id).map_err(|e| {
-                let text = e.to_string();
-                let message = text
-                    .strip_prefix("--model.model: ")
-                    .or_else(|| text.strip_prefix("--model.baseUrl: "))
-                    .unwrap_or(&text);
-                let flag = if text.starts_with("--model.baseUrl") {
-                    "--gateway"
-                } else {
-                    "--model"
+                let flag = match e.input {
+                    SpecInput::Model => "--model",
+                    SpecInput::BaseUrl => "--gateway",
                 };
-                input_error(flag, message.to_owned())
+                input_error(flag, e.problem.message(in_flags))
             })
         })
         .collect()
+}
+
+/// A spec error's remedy in this command line's terms: its flags.
+fn in_flags(remedy: Remedy) -> &'static str {
+    match remedy {
+        Remedy::CheckAsCustom => "name its endpoint with --base-url and --api to check it anyway",
+        Remedy::KeyInEnv => "put the key in an environment variable and name it with --api-key-env",
+    }
 }
 
 /// Mozilla's roots, `--ca-bundle` (bad input when unreadable), and the env's CA files (a warning when unreadable,
@@ -504,7 +501,7 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     if spec.schema != jr2_probe::spec::RUN_SPEC_SCHEMA {
@@ -513,13 +510,13 @@ async fn run(args: RunArgs) -> ExitCode {
             sanitize::escape(&spec.schema),
             jr2_probe::spec::RUN_SPEC_SCHEMA
         );
-        return ExitCode::from(EXIT_USAGE);
+        return Exit::Usage.into();
     }
     let trust = match load_trust(&args.ca_bundle) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     let env = |name: &str| std::env::var(name).ok();
@@ -529,8 +526,9 @@ async fn run(args: RunArgs) -> ExitCode {
         match spec::resolve(model, &format!("models[{i}]"), &env, &session_id) {
             Ok(t) => targets.push(t),
             Err(e) => {
-                eprintln!("error: {}", sanitize::escape(&e.to_string()));
-                return ExitCode::from(EXIT_USAGE);
+                let line = format!("{}: {}", e.field(), e.problem.message(in_flags));
+                eprintln!("error: {}", sanitize::escape(&line));
+                return Exit::Usage.into();
             }
         }
     }
@@ -564,58 +562,5 @@ async fn run(args: RunArgs) -> ExitCode {
     };
     let verdict =
         jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
-}
-
-fn parse_base_url(text: &str) -> Result<reqwest::Url, InputError> {
-    let shown = sanitize::escape_truncate(text, 200);
-    let url = reqwest::Url::parse(text)
-        .map_err(|e| input_error("--base-url", format!("\"{shown}\" is not a URL ({e})")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\": the scheme must be http or https"),
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\" names no host"),
-        ));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(input_error(
-            "--base-url",
-            "must not carry credentials; put the key in an environment variable and name it with --api-key-env",
-        ));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\" must not have a query or a fragment"),
-        ));
-    }
-    Ok(url)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_urls() {
-        assert!(parse_base_url("http://vllm.lan:8000/v1").is_ok());
-        for bad in [
-            "ftp://x/v1",
-            "not a url",
-            "http://user:pw@h/v1",
-            "http://h/v1?x=1",
-        ] {
-            let e = parse_base_url(bad).unwrap_err();
-            assert_eq!(e.flag, "--base-url", "{bad}");
-        }
-        // The password never appears in the message.
-        let e = parse_base_url("http://user:hunter2@h/v1").unwrap_err();
-        assert!(!e.to_string().contains("hunter2"));
-    }
+    Exit::of_run(verdict.ok).into()
 }

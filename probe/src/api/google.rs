@@ -33,9 +33,9 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The header that carries the key, on both APIs.
@@ -468,9 +468,9 @@ impl Wire for Google {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ApiKind;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::verdict::Route;
     use crate::target::{Facts, Key, Secret};
-    use crate::verdict::Route;
 
     fn read(data: &str) -> Result<Vec<StreamEvent>, ProtocolError> {
         let mut out = Vec::new();

@@ -4,8 +4,8 @@
 //! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
-use crate::outcome::{Level, Outcome};
-use crate::verdict::{ModelResult, Origin, Route};
+use crate::contract::outcome::{Level, Outcome};
+use crate::contract::verdict::{ModelResult, Origin, Route};
 
 /// The hint lines of the custom provider, in the contract's order.
 pub mod hint {
@@ -108,6 +108,11 @@ pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
     } else {
         format!("no answer in {seconds} s")
     }
+}
+
+/// The `<error>` of a model the preflight cannot send yet: `not supported by the preflight yet: <why>`.
+pub fn unsupported_error(why: &str) -> String {
+    format!("not supported by the preflight yet: {why}")
 }
 
 /// A duration in seconds as the lines write it: `120`, or `0.5` for a fraction.
@@ -324,8 +329,8 @@ mod tests {
     //! Every line form of the contract, snapshotted: a changed byte fails here first.
 
     use super::*;
-    use crate::api::ApiKind;
-    use crate::outcome::Code;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::outcome::Code;
     use std::time::Duration;
 
     fn result(
@@ -365,7 +370,7 @@ mod tests {
             max_tokens: 1024,
             elapsed_ms: 1234,
             tries: vec![
-                crate::verdict::Try {
+                crate::contract::verdict::Try {
                     n: 1,
                     status,
                     outcome,
