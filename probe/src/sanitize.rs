@@ -131,6 +131,26 @@ pub fn escape_truncate(text: &str, max: usize) -> String {
     out
 }
 
+/// The longest URL display, in characters.
+pub const MAX_URL_CHARS: usize = 200;
+
+/// STUB
+pub fn mask_url(text: &str) -> String {
+    text.to_owned()
+}
+
+/// STUB
+pub fn display_url(text: &str) -> String {
+    Redactor::default().display_url(text)
+}
+
+impl Redactor {
+    /// STUB
+    pub fn display_url(&self, text: &str) -> String {
+        escape_truncate(&self.redact(&mask_url(text)), MAX_URL_CHARS)
+    }
+}
+
 /// Escapes without a length limit: for text the probe itself wrote around untrusted parts.
 pub fn escape(text: &str) -> String {
     escape_truncate(text, usize::MAX)
@@ -199,5 +219,114 @@ mod tests {
     fn short_values_are_not_secrets() {
         let r = Redactor::new(["ab", ""]);
         assert_eq!(r.clean("ab cd"), "ab cd");
+    }
+
+    #[test]
+    fn escapes_invisible_characters() {
+        for c in [
+            '\u{200b}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{2060}',
+            '\u{feff}',
+            '\u{180e}',
+            '\u{ad}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{e0000}',
+            '\u{e0041}',
+            '\u{e007f}',
+        ] {
+            assert_eq!(
+                escape(&format!("a{c}b")),
+                format!("a\\u{{{:x}}}b", c as u32),
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Tag characters spell text a terminal does not show: each is escaped.
+        let hidden: String = "hi".chars().map(|c| char::from_u32(0xe0000 + c as u32).unwrap()).collect();
+        assert_eq!(escape(&format!("ok{hidden}")), "ok\\u{e0068}\\u{e0069}");
+        // Ordinary text stays as it is.
+        assert_eq!(escape("café 東京 ü — ok"), "café 東京 ü — ok");
+    }
+
+    #[test]
+    fn a_held_key_with_invisible_characters_inside_is_still_the_key() {
+        let r = Redactor::new(["jr2-held-key-0123456789"]);
+        assert_eq!(
+            r.clean("key jr2-held\u{200b}-key-0123\u{2060}456789 refused"),
+            "key [redacted] refused"
+        );
+        assert_eq!(
+            r.clean("key j\u{e0041}r2-held-key-0123456789\u{feff}."),
+            "key [redacted]\\u{feff}."
+        );
+        // Invisible characters around the key are not part of it: they stay, escaped.
+        assert_eq!(
+            r.clean("\u{200b}jr2-held-key-0123456789\u{200b}"),
+            "\\u{200b}[redacted]\\u{200b}"
+        );
+        // A key that holds one itself (pasted with it) is seen with it and without it.
+        let r = Redactor::new(["abcd\u{200b}efgh"]);
+        assert_eq!(r.clean("x abcdefgh y"), "x [redacted] y");
+        assert_eq!(r.clean("x abcd\u{200b}efgh y"), "x [redacted] y");
+        // An `sk-` token split by one is still a token.
+        assert_eq!(
+            Redactor::default().clean("key sk-proj\u{200b}-abcdefgh12345678 refused"),
+            "key [redacted] refused"
+        );
+        // Only invisible characters are looked through, not text.
+        let r = Redactor::new(["abcdefgh"]);
+        assert_eq!(r.clean("abcd efgh"), "abcd efgh");
+    }
+
+    #[test]
+    fn a_url_is_shown_without_userinfo_query_fragment_or_held_values() {
+        for (url, shown) in [
+            ("https://api.example.com/v1", "https://api.example.com/v1"),
+            ("http://vllm.lan:8000/v1/", "http://vllm.lan:8000/v1/"),
+            (
+                "http://u:SECRET@h.example:8080/v1?key=abc#frag",
+                "http://[redacted]@h.example:8080/v1?[redacted]#[redacted]",
+            ),
+            ("https://h/v1#token=abc", "https://h/v1#[redacted]"),
+            // Unparseable: a port out of range, an open IPv6 bracket.
+            (
+                "http://u:SECRET@host:80800/v1",
+                "http://[redacted]@host:80800/v1",
+            ),
+            ("http://u:x@[::1", "http://[redacted]@[::1"),
+            // No scheme, or one a URL parser reads past.
+            ("u:SECRET@host:80800/v1", "[redacted]@host:80800/v1"),
+            ("HTTP:\\\\u:SECRET@host/v1", "HTTP:\\\\[redacted]@host/v1"),
+            ("http:u:SECRET@host/v1", "http:[redacted]@host/v1"),
+            // The userinfo ends at the last `@` of the authority; an `@` in the path is not one.
+            ("http://a@b:c@host/p@q", "http://[redacted]@host/p@q"),
+            ("http://host/p@q?x", "http://host/p@q?[redacted]"),
+            // Tabs and newlines are dropped, and leading spaces, as a URL parser drops them.
+            (" ht\ttp://u:SEC\nRET@host/", "http://[redacted]@host/"),
+            // Other controls escaped.
+            ("http://h/\u{1b}[31m", "http://h/\\u{1b}[31m"),
+            ("", ""),
+        ] {
+            assert_eq!(display_url(url), shown, "{url:?}");
+        }
+        let r = Redactor::new(["held-key-123456"]);
+        assert_eq!(
+            r.display_url("https://h/v1/held-key-123456/x"),
+            "https://h/v1/[redacted]/x"
+        );
+        assert_eq!(
+            r.display_url("https://held-key-123456.example/v1"),
+            "https://[redacted].example/v1"
+        );
+        let long = format!("https://h/{}", "p".repeat(1000));
+        let shown = display_url(&long);
+        assert_eq!(shown.chars().count(), MAX_URL_CHARS);
+        assert!(shown.ends_with('…'));
+        // Masking twice changes nothing.
+        let once = mask_url("http://a:b@h/x?q#f");
+        assert_eq!(mask_url(&once), once);
     }
 }
