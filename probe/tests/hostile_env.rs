@@ -102,38 +102,78 @@ async fn ca_files_that_never_end_block_or_are_too_large_are_refused_quickly() {
         (big_s.as_str(), "is larger than 8 MiB"),
     ] {
         let run = probe_bounded(
-            &["check", "--base-url", &base, "--model", "ok", "--ca-bundle", path],
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "ok",
+                "--ca-bundle",
+                path,
+            ],
             &[],
         );
-        assert_eq!(run.code, Some(2), "--ca-bundle {path}: {run:?}", run = run.stderr);
+        assert_eq!(
+            run.code,
+            Some(2),
+            "--ca-bundle {path}: {run:?}",
+            run = run.stderr
+        );
         let lines: Vec<&str> = run.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "one line: {}", run.stderr);
         assert!(
-            lines[0].starts_with("error: --ca-bundle: ") && lines[0].contains(path) && lines[0].contains(why),
+            lines[0].starts_with("error: --ca-bundle: ")
+                && lines[0].contains(path)
+                && lines[0].contains(why),
             "--ca-bundle {path}: {}",
             run.stderr
         );
-        assert!(run.elapsed < Duration::from_secs(5), "{path}: {:?}", run.elapsed);
+        assert!(
+            run.elapsed < Duration::from_secs(5),
+            "{path}: {:?}",
+            run.elapsed
+        );
     }
 
     // The env's CA files: a warning, as Node.js gives, and the check goes on without them.
     for (var, path, why) in [
-        ("NODE_EXTRA_CA_CERTS", "/dev/zero", "is not a regular file (a character device)"),
-        ("SSL_CERT_FILE", fifo_s.as_str(), "is not a regular file (a FIFO)"),
-        ("NODE_EXTRA_CA_CERTS", big_s.as_str(), "is larger than 8 MiB"),
+        (
+            "NODE_EXTRA_CA_CERTS",
+            "/dev/zero",
+            "is not a regular file (a character device)",
+        ),
+        (
+            "SSL_CERT_FILE",
+            fifo_s.as_str(),
+            "is not a regular file (a FIFO)",
+        ),
+        (
+            "NODE_EXTRA_CA_CERTS",
+            big_s.as_str(),
+            "is larger than 8 MiB",
+        ),
     ] {
-        let run = probe_bounded(&["check", "--base-url", &base, "--model", "ok"], &[(var, path)]);
+        let run = probe_bounded(
+            &["check", "--base-url", &base, "--model", "ok"],
+            &[(var, path)],
+        );
         assert_eq!(run.code, Some(0), "{var}={path}: {}", run.stderr);
         assert!(
-            run.stderr.lines().any(|l| l.starts_with("warning: provider: ")
-                && l.contains(var)
-                && l.contains(path)
-                && l.contains(why)
-                && l.ends_with("going on without it")),
+            run.stderr
+                .lines()
+                .any(|l| l.starts_with("warning: provider: ")
+                    && l.contains(var)
+                    && l.contains(path)
+                    && l.contains(why)
+                    && l.ends_with("going on without it")),
             "{var}={path}: {}",
             run.stderr
         );
-        assert!(run.elapsed < Duration::from_secs(5), "{var}={path}: {:?}", run.elapsed);
+        assert!(
+            run.elapsed < Duration::from_secs(5),
+            "{var}={path}: {:?}",
+            run.elapsed
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -144,10 +184,18 @@ async fn a_malformed_proxy_variable_is_a_warning_and_no_request_goes_direct() {
     let base = fake.base_url();
     for (var, value, why) in [
         ("HTTP_PROXY", "http://u:x@[::1", "invalid IPv6 address"),
-        ("http_proxy", "http://proxy.lan:99999", "invalid port number"),
+        (
+            "http_proxy",
+            "http://proxy.lan:99999",
+            "invalid port number",
+        ),
         // The target is plain HTTP, but the Harness fails on the HTTPS proxy all the same.
         ("HTTPS_PROXY", "http://u:x@[::1", "invalid IPv6 address"),
-        ("HTTPS_PROXY", "socks5://127.0.0.1:1080", "the scheme must be http or https"),
+        (
+            "HTTPS_PROXY",
+            "socks5://127.0.0.1:1080",
+            "the scheme must be http or https",
+        ),
     ] {
         let run = probe(
             &["check", "--base-url", &base, "--model", "ok", "-o", "json"],
@@ -165,15 +213,26 @@ async fn a_malformed_proxy_variable_is_a_warning_and_no_request_goes_direct() {
             warning.contains(var) && warning.contains(why) && warning.contains("the Harness"),
             "{scenario}: {warning}"
         );
-        assert!(!run.stderr.contains("u:x@"), "{scenario}: the credentials are shown: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("u:x@"),
+            "{scenario}: the credentials are shown: {}",
+            run.stderr
+        );
         let v = run.verdict();
         let m = &v.models[0];
         assert_eq!(m.outcome.as_str(), "unreachable", "{scenario}: {m:?}");
         assert_eq!(m.code.as_str(), "PROVIDER_UNREACHABLE");
         let error = m.error.as_deref().unwrap_or("");
-        assert!(error.starts_with(&format!("{var} is not a proxy URL")), "{scenario}: {error}");
+        assert!(
+            error.starts_with(&format!("{var} is not a proxy URL")),
+            "{scenario}: {error}"
+        );
     }
-    assert!(fake.requests().is_empty(), "a request went direct: {:?}", fake.requests());
+    assert!(
+        fake.requests().is_empty(),
+        "a request went direct: {:?}",
+        fake.requests()
+    );
     // A well-formed one that is empty, or a NO_PROXY alone, changes nothing.
     let run = probe(
         &["check", "--base-url", &base, "--model", "ok"],
@@ -181,5 +240,9 @@ async fn a_malformed_proxy_variable_is_a_warning_and_no_request_goes_direct() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(!run.stderr.contains("warning: provider: HTTPS_PROXY"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("warning: provider: HTTPS_PROXY"),
+        "{}",
+        run.stderr
+    );
 }

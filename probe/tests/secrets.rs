@@ -539,18 +539,53 @@ struct KeyRun {
 }
 
 const KEY_RUNS: &[KeyRun] = &[
-    KeyRun { header: "authorization", api: "openai-completions", catalog: None },
-    KeyRun { header: "x-api-key", api: "anthropic-messages", catalog: None },
-    KeyRun { header: "authorization", api: "openai-responses", catalog: None },
-    KeyRun { header: "api-key", api: "azure-openai-responses", catalog: None },
-    KeyRun { header: "x-goog-api-key", api: "google-generative-ai", catalog: None },
-    KeyRun { header: "x-goog-api-key", api: "google-vertex", catalog: None },
-    KeyRun { header: "authorization", api: "mistral-conversations", catalog: None },
-    KeyRun { header: "authorization", api: "bedrock-converse-stream", catalog: None },
+    KeyRun {
+        header: "authorization",
+        api: "openai-completions",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-api-key",
+        api: "anthropic-messages",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "openai-responses",
+        catalog: None,
+    },
+    KeyRun {
+        header: "api-key",
+        api: "azure-openai-responses",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-goog-api-key",
+        api: "google-generative-ai",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-goog-api-key",
+        api: "google-vertex",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "mistral-conversations",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "bedrock-converse-stream",
+        catalog: None,
+    },
     KeyRun {
         header: "cf-aig-authorization",
         api: "anthropic-messages",
-        catalog: Some(("cloudflare-ai-gateway/claude-3-5-haiku", "CLOUDFLARE_API_KEY")),
+        catalog: Some((
+            "cloudflare-ai-gateway/claude-3-5-haiku",
+            "CLOUDFLARE_API_KEY",
+        )),
     },
     KeyRun {
         header: "cf-aig-authorization",
@@ -560,7 +595,10 @@ const KEY_RUNS: &[KeyRun] = &[
     KeyRun {
         header: "cf-aig-authorization",
         api: "openai-completions",
-        catalog: Some(("cloudflare-ai-gateway/workers-ai/@cf/moonshotai/kimi-k2.5", "CLOUDFLARE_API_KEY")),
+        catalog: Some((
+            "cloudflare-ai-gateway/workers-ai/@cf/moonshotai/kimi-k2.5",
+            "CLOUDFLARE_API_KEY",
+        )),
     },
 ];
 
@@ -591,20 +629,34 @@ fn redirector(b: std::net::SocketAddr) -> Handler {
                 "userinfo" => format!("http://u:{REDIRECT_PASS}@{host}/userinfo/{status}/{rest}"),
                 _ => return json_error(StatusCode::NOT_FOUND, json!({"detail": "Not Found"})),
             };
-            let mut r = full(StatusCode::from_u16(status).expect("a status"), "text/plain", "");
-            r.headers_mut().insert("location", location.parse().expect("a header value"));
+            let mut r = full(
+                StatusCode::from_u16(status).expect("a status"),
+                "text/plain",
+                "",
+            );
+            r.headers_mut()
+                .insert("location", location.parse().expect("a header value"));
             r
         })
     })
 }
 
 /// The args and env of a run of `key_run` against `base`.
-fn key_run_args(key_run: &KeyRun, base: &str, ca_file: &str) -> (Vec<String>, Vec<(String, String)>) {
+fn key_run_args(
+    key_run: &KeyRun,
+    base: &str,
+    ca_file: &str,
+) -> (Vec<String>, Vec<(String, String)>) {
     let mut args: Vec<String> = vec!["check".into()];
     let mut envs = vec![("RUST_LOG".to_owned(), "trace".to_owned())];
     match key_run.catalog {
         Some((model, env)) => {
-            args.extend(["--model".into(), model.into(), "--gateway".into(), base.into()]);
+            args.extend([
+                "--model".into(),
+                model.into(),
+                "--gateway".into(),
+                base.into(),
+            ]);
             envs.push((env.to_owned(), KEY.to_owned()));
         }
         None => {
@@ -622,7 +674,17 @@ fn key_run_args(key_run: &KeyRun, base: &str, ca_file: &str) -> (Vec<String>, Ve
         }
     }
     args.extend(
-        ["--ca-bundle", ca_file, "--timeout", "5s", "--max-tries", "1", "-o", "json"].map(String::from),
+        [
+            "--ca-bundle",
+            ca_file,
+            "--timeout",
+            "5s",
+            "--max-tries",
+            "1",
+            "-o",
+            "json",
+        ]
+        .map(String::from),
     );
     (args, envs)
 }
@@ -643,25 +705,41 @@ async fn a_redirect_to_another_origin_never_carries_a_key_header() {
     let statuses = [301u16, 302, 303, 307, 308];
     let mut runs = 0;
     for (i, key_run) in KEY_RUNS.iter().enumerate() {
-        for (j, script) in ["to-b-https", "to-b-http", "downgrade"].into_iter().enumerate() {
+        for (j, script) in ["to-b-https", "to-b-http", "downgrade"]
+            .into_iter()
+            .enumerate()
+        {
             let status = statuses[(i + j) % statuses.len()];
             let base = format!("https://{}/{script}/{status}/v1", a.addr());
             let (args, envs) = key_run_args(key_run, &base, &ca_file);
             let before = a.arrivals().len();
             let run = probe_owned(&args, &envs).await;
             runs += 1;
-            let scenario = format!("{} ({}) redirected by {status} ({script})", key_run.api, key_run.header);
-            assert_clean(&scenario, &[("stdout", &run.stdout), ("stderr", &run.stderr)]);
+            let scenario = format!(
+                "{} ({}) redirected by {status} ({script})",
+                key_run.api, key_run.header
+            );
+            assert_clean(
+                &scenario,
+                &[("stdout", &run.stdout), ("stderr", &run.stderr)],
+            );
             assert_eq!(run.code, 1, "{scenario}: {}", run.stderr);
             // The gateway got the key in the header under test: the test had something to catch.
             let sent = &a.arrivals()[before..];
             assert!(
-                sent.iter().any(|r| r.scheme == "https" && r.request.header(key_run.header).is_some_and(|v| v.contains(KEY))),
+                sent.iter().any(|r| r.scheme == "https"
+                    && r.request
+                        .header(key_run.header)
+                        .is_some_and(|v| v.contains(KEY))),
                 "{scenario}: the gateway never got the key in {}: {sent:?}",
                 key_run.header
             );
             // The other origin got nothing at all; the gateway's port got nothing in plain HTTP.
-            assert!(b.arrivals().is_empty(), "{scenario}: reached the other origin: {:?}", b.arrivals());
+            assert!(
+                b.arrivals().is_empty(),
+                "{scenario}: reached the other origin: {:?}",
+                b.arrivals()
+            );
             assert!(
                 a.arrivals().iter().all(|r| r.scheme == "https"),
                 "{scenario}: a request in plain HTTP: {:?}",
@@ -674,9 +752,17 @@ async fn a_redirect_to_another_origin_never_carries_a_key_header() {
                 _ => b.addr().to_string(),
             };
             assert_eq!(m.outcome.as_str(), "http", "{scenario}: {m:?}");
-            assert_eq!(m.code.as_str(), "PROVIDER_CROSS_ORIGIN_REDIRECT", "{scenario}");
+            assert_eq!(
+                m.code.as_str(),
+                "PROVIDER_CROSS_ORIGIN_REDIRECT",
+                "{scenario}"
+            );
             assert_eq!(m.http_status, Some(status), "{scenario}");
-            assert_eq!(m.error.as_deref(), Some(format!("HTTP {status}: redirected to {to}").as_str()), "{scenario}");
+            assert_eq!(
+                m.error.as_deref(),
+                Some(format!("HTTP {status}: redirected to {to}").as_str()),
+                "{scenario}"
+            );
         }
     }
     assert_eq!(runs, KEY_RUNS.len() * 3);
@@ -691,16 +777,36 @@ async fn a_same_origin_redirect_is_still_followed() {
     for status in [307, 308] {
         let base = format!("https://{}/same/{status}/v1", a.addr());
         let run = probe(
-            &["check", "--base-url", &base, "--model", "ok", "--api-key-env", KEY_ENV, "--ca-bundle", &ca_file, "-o", "json"],
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "ok",
+                "--api-key-env",
+                KEY_ENV,
+                "--ca-bundle",
+                &ca_file,
+                "-o",
+                "json",
+            ],
             &[(KEY_ENV, KEY)],
         )
         .await;
         assert_eq!(run.code, 0, "{status}: {}", run.stderr);
         assert_eq!(run.verdict().models[0].outcome.as_str(), "ok");
     }
-    let landed: Vec<_> = a.arrivals().into_iter().filter(|r| r.request.path.starts_with("/landed/")).collect();
+    let landed: Vec<_> = a
+        .arrivals()
+        .into_iter()
+        .filter(|r| r.request.path.starts_with("/landed/"))
+        .collect();
     assert_eq!(landed.len(), 2, "{landed:?}");
-    assert!(landed.iter().all(|r| r.request.header("authorization") == Some(&format!("Bearer {KEY}"))));
+    assert!(
+        landed
+            .iter()
+            .all(|r| r.request.header("authorization") == Some(&format!("Bearer {KEY}")))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -711,17 +817,33 @@ async fn a_redirect_target_s_password_reaches_no_line_and_no_trace() {
     let base = format!("http://{}/userinfo/307/v1", a.addr());
     for output in ["human", "json"] {
         let run = probe(
-            &["check", "--base-url", &base, "--model", "m", "--api-key-env", KEY_ENV, "--timeout", "5s", "-o", output],
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--api-key-env",
+                KEY_ENV,
+                "--timeout",
+                "5s",
+                "-o",
+                output,
+            ],
             &[(KEY_ENV, KEY), ("RUST_LOG", "trace")],
         )
         .await;
         assert_eq!(run.code, 1, "{}", run.stderr);
         for text in [&run.stdout, &run.stderr] {
-            assert!(!text.contains(REDIRECT_PASS), "the redirect's password is out:\n{text}");
+            assert!(
+                !text.contains(REDIRECT_PASS),
+                "the redirect's password is out:\n{text}"
+            );
             assert!(!text.contains(KEY), "the key is out:\n{text}");
         }
         assert!(
-            run.stderr.contains(&format!("HTTP 307: redirected to {}", a.addr())),
+            run.stderr
+                .contains(&format!("HTTP 307: redirected to {}", a.addr())),
             "{}",
             run.stderr
         );
@@ -735,7 +857,9 @@ fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
         for i in 0..4 {
             if i <= c.len() {
                 out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -770,19 +894,55 @@ async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
     let proxy_url = format!("http://user:{PROXY_PASS}@{}", proxy.addr());
     for (output, log) in [("human", "trace"), ("json", "trace")] {
         let run = probe(
-            &["check", "--base-url", "http://10.255.255.1:8000/v1", "--model", "m", "--api-key-env", KEY_ENV, "--timeout", "5s", "--max-tries", "1", "-o", output],
-            &[(KEY_ENV, KEY), ("HTTP_PROXY", &proxy_url), ("NO_PROXY", ""), ("RUST_LOG", log)],
+            &[
+                "check",
+                "--base-url",
+                "http://10.255.255.1:8000/v1",
+                "--model",
+                "m",
+                "--api-key-env",
+                KEY_ENV,
+                "--timeout",
+                "5s",
+                "--max-tries",
+                "1",
+                "-o",
+                output,
+            ],
+            &[
+                (KEY_ENV, KEY),
+                ("HTTP_PROXY", &proxy_url),
+                ("NO_PROXY", ""),
+                ("RUST_LOG", log),
+            ],
         )
         .await;
         assert_eq!(run.code, 1, "{}", run.stderr);
         for (what, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
-            assert!(!text.contains(PROXY_PASS), "the proxy's password is in {what}:\n{text}");
-            assert!(!text.contains(&token), "the proxy's Basic token is in {what}:\n{text}");
+            assert!(
+                !text.contains(PROXY_PASS),
+                "the proxy's password is in {what}:\n{text}"
+            );
+            assert!(
+                !text.contains(&token),
+                "the proxy's Basic token is in {what}:\n{text}"
+            );
             assert!(!text.contains(KEY), "the key is in {what}:\n{text}");
         }
-        assert!(run.stderr.contains("HTTP 407: proxy authentication failed: Basic [redacted] (user:[redacted])"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains(
+                "HTTP 407: proxy authentication failed: Basic [redacted] (user:[redacted])"
+            ),
+            "{}",
+            run.stderr
+        );
     }
     // The proxy did get the token: the test had something to catch.
-    assert!(proxy.requests().iter().all(|r| r.header("proxy-authorization") == Some(&format!("Basic {token}"))));
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .all(|r| r.header("proxy-authorization") == Some(&format!("Basic {token}")))
+    );
     assert_eq!(proxy.requests().len(), 2);
 }
