@@ -496,4 +496,111 @@ mod tests {
         let once = mask_url("http://a:b@h/x?q#f");
         assert_eq!(mask_url(&once), once);
     }
+
+    /// The `url_display` fuzz target's invariants (`fuzz/src/lib.rs`), over text built from the pieces that matter,
+    /// so that `cargo test` checks them too: the display holds no control or invisible character and no held value;
+    /// masking twice changes nothing; read back by a URL parser, the display has no credentials and no query or
+    /// fragment of its own; credentials the parser finds in the input are masked.
+    #[test]
+    fn display_url_never_shows_what_a_parser_reads_as_credentials() {
+        const HELD: &str = "held-key-123456";
+        const PIECES: &[&str] = &[
+            "http",
+            "https",
+            "HTTP",
+            "foo",
+            "file",
+            ":",
+            "//",
+            "/",
+            "\\",
+            "u",
+            "pw",
+            "@",
+            "host",
+            "[::1]",
+            ":8080",
+            "?",
+            "q=1",
+            "#",
+            "f",
+            "\t",
+            "\n",
+            " ",
+            "\u{1}",
+            "\u{200b}",
+            "%40",
+            "sk-abcdefgh12345678",
+            HELD,
+            ".",
+            "ws",
+        ];
+        let r = Redactor::new([HELD]);
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as usize
+        };
+        let mut parsed_with_credentials = 0;
+        for _ in 0..30_000 {
+            let pick = |r: usize, pieces: &[&'static str]| pieces[r % pieces.len()];
+            let text: String = if next() % 2 == 0 {
+                let n = next() % 12 + 1;
+                (0..n).map(|_| pick(next(), PIECES)).collect()
+            } else {
+                // A URL's slots, each with a few odd choices.
+                [
+                    pick(next(), &["", "", " ", "\t", "\u{1}"]),
+                    pick(next(), &["http", "https", "HTTP", "ws", "foo", "file", ""]),
+                    pick(next(), &[":", ":", ""]),
+                    pick(next(), &["//", "//", "/", "\\\\", "/\\", "", "///"]),
+                    pick(
+                        next(),
+                        &["u", "", "u:pw", "u:p\tw", "u:%40", "a@b:c", "\u{200b}u"],
+                    ),
+                    pick(next(), &["@", "@", "", "@@"]),
+                    pick(
+                        next(),
+                        &["host", "[::1]", "h\\x", HELD, "sk-abcdefgh12345678"],
+                    ),
+                    pick(next(), &["", ":8080", ":99999", ":"]),
+                    pick(next(), &["", "/", "/p@q", "/v1/", "\\p"]),
+                    pick(next(), &["", "?q=1", "?", "?a@b"]),
+                    pick(next(), &["", "#f", "#", "#x@y"]),
+                ]
+                .concat()
+            };
+            let shown = r.display_url(&text);
+            assert!(shown.chars().count() <= MAX_URL_CHARS);
+            assert!(!shown.chars().any(needs_escape), "{text:?} -> {shown:?}");
+            assert!(!shown.contains(HELD), "{text:?} -> {shown:?}");
+            let masked = mask_url(&text);
+            assert_eq!(mask_url(&masked), masked, "{text:?}");
+            let whole = escape(&r.redact(&masked));
+            if let Ok(url) = url::Url::parse(&whole) {
+                assert!(
+                    matches!(url.username(), "" | "%5Bredacted%5D"),
+                    "{text:?} -> {whole:?}"
+                );
+                assert_eq!(url.password(), None, "{text:?} -> {whole:?}");
+                assert!(
+                    matches!(url.query(), None | Some("[redacted]" | "%5Bredacted%5D")),
+                    "{text:?} -> {whole:?}"
+                );
+                assert!(
+                    matches!(url.fragment(), None | Some("[redacted]" | "%5Bredacted%5D")),
+                    "{text:?} -> {whole:?}"
+                );
+            }
+            if let Ok(url) = url::Url::parse(&text)
+                && (!url.username().is_empty() || url.password().is_some())
+            {
+                parsed_with_credentials += 1;
+                assert!(masked.contains("[redacted]@"), "{text:?} -> {masked:?}");
+            }
+        }
+        assert!(parsed_with_credentials > 100, "{parsed_with_credentials}");
+    }
 }
