@@ -10,6 +10,7 @@
 #   error_body                  every provider's error body, retry-after headers, the classification, the cleaning
 #   run_spec                    the run spec (serde_json), spec::resolve, and the request of each resolved target
 #   plan                        the driver's plan: parse + validate, the check pods, their dry-run YAML read back
+#   url_display                 a URL as the probe shows it: no userinfo, query or held value, escaped, bounded
 #
 # Usage:
 #   fuzz/run.sh [SECONDS]      each target for SECONDS of fuzzing (default 60)

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use jr2_probe::api::{self, ApiKind, StreamEvent};
 use jr2_probe::check::stream::{StreamEnd, StreamJudge};
 use jr2_probe::framing::{self, Framing, aws_event_stream, sse};
-use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
+use jr2_probe::sanitize::{MAX_ERROR_CHARS, MAX_URL_CHARS, Redactor};
 use reqwest::header::{HeaderMap, HeaderValue};
 
 /// A key the redactor holds; the seeds echo it in their bodies and streams.
@@ -205,16 +205,30 @@ pub fn replay(kind: ApiKind, data: &[u8]) {
     }
 }
 
-/// A cleaned line: at most `max` characters, no control or bidi character, never the held key.
+/// A character no cleaned line may hold as it is: controls, bidi formatting, the line and paragraph separators, and
+/// the invisible ones (zero-width space and joiners, word joiner, BOM, Mongolian vowel separator, soft hyphen, tag
+/// characters). Written out here, not taken from the probe, so the target checks the sanitizer against the list.
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{200b}'..='\u{200f}'
+            | '\u{061c}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}'
+            | '\u{feff}' | '\u{180e}' | '\u{ad}'
+            | '\u{e0000}'..='\u{e007f}')
+}
+
+/// A cleaned line: at most `max` characters, no control, bidi or invisible character, never the held key.
 pub fn check_clean(line: &str, max: usize) {
     assert!(
         line.chars().count() <= max,
         "a cleaned line past {max} chars: {line:?}"
     );
     assert!(
-        !line.chars().any(|c| c.is_control()
-            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
-        "a control character in a cleaned line: {line:?}"
+        !line.chars().any(unsafe_char),
+        "a control or invisible character in a cleaned line: {line:?}"
     );
     assert!(
         !line.contains(HELD_KEY),
@@ -334,4 +348,51 @@ pub fn plan(data: &[u8]) {
         .map(|p| serde_json::to_value(p).expect("a Pod serializes"))
         .collect();
     assert_eq!(back, sent, "the YAML reads back as the pods:\n{yaml}");
+}
+
+/// A URL, or what was meant to be one, as the probe shows it (`sanitize::display_url`): whatever the text, the line
+/// is bounded, holds no control or invisible character and never the held key; read back as a URL (by the `url`
+/// crate, the WHATWG parser Node's `new URL` also follows) it carries no credentials and no query or fragment of its
+/// own; a URL the parser finds credentials in shows them masked; and masking twice changes nothing.
+pub fn url_display(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let redactor = Redactor::new([HELD_KEY]);
+    check_clean(&redactor.display_url(text), MAX_URL_CHARS);
+    check_clean(&jr2_probe::sanitize::display_url(text), MAX_URL_CHARS);
+    let masked = jr2_probe::sanitize::mask_url(text);
+    assert_eq!(
+        jr2_probe::sanitize::mask_url(&masked),
+        masked,
+        "masking twice changes nothing: {text:?}"
+    );
+    // The whole display, uncut: what a reader would take for the URL.
+    let shown = jr2_probe::sanitize::escape(&redactor.redact(&masked));
+    if let Ok(url) = reqwest::Url::parse(&shown) {
+        assert!(
+            matches!(url.username(), "" | "%5Bredacted%5D" | "[redacted]"),
+            "a user name shown: {text:?} -> {shown:?}"
+        );
+        assert!(
+            url.password().is_none(),
+            "a password shown: {text:?} -> {shown:?}"
+        );
+        assert!(
+            matches!(url.query(), None | Some("[redacted]" | "%5Bredacted%5D")),
+            "a query shown: {text:?} -> {shown:?}"
+        );
+        assert!(
+            matches!(url.fragment(), None | Some("[redacted]" | "%5Bredacted%5D")),
+            "a fragment shown: {text:?} -> {shown:?}"
+        );
+    }
+    if let Ok(url) = reqwest::Url::parse(text)
+        && (!url.username().is_empty() || url.password().is_some())
+    {
+        assert!(
+            masked.contains("[redacted]@"),
+            "credentials the parser finds are masked: {text:?} -> {masked:?}"
+        );
+    }
 }

@@ -278,6 +278,9 @@ async fn check(args: CheckArgs) -> ExitCode {
     {
         emit(render::loopback_warning(&first.host()), &mut lines);
     }
+    for proxy in checker.factory().proxy().unusable() {
+        emit(proxy.warning_line(), &mut lines);
+    }
     // Lines come out in the order the models were given, whatever the completion order: a result waits until
     // every model before it has printed.
     let mut pending: BTreeMap<usize, Vec<String>> = BTreeMap::new();
@@ -550,6 +553,9 @@ async fn run(args: RunArgs) -> ExitCode {
         Redactor::new(keys),
         settings,
     );
+    for proxy in checker.factory().proxy().unusable() {
+        eprintln!("{}", proxy.warning_line());
+    }
     let deadline = std::env::var("JR2_PROBE_DEADLINE")
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())

@@ -1,25 +1,39 @@
-//! Untrusted text (a provider's error body, a pod's message) on its way to a terminal or a log.
+//! Untrusted text (a provider's error body, a pod's message, a URL) on its way to a terminal or a log.
 //!
 //! Provider bodies are written by someone else's server: they can carry escape sequences that repaint a terminal,
-//! bidi controls that make a line read differently than it is, newlines that forge an extra `error:` line, and,
-//! worst, the key the probe just sent (several providers echo it in their 401 bodies). Everything that reaches a
-//! human line or the JSON verdict passes through [`Redactor::clean`] first.
+//! bidi controls that make a line read differently than it is, invisible characters (zero-width spaces, tag
+//! characters that carry text a terminal does not show), newlines that forge an extra `error:` line, and, worst, the
+//! key the probe just sent (several providers echo it in their 401 bodies). Everything that reaches a human line or
+//! the JSON verdict passes through [`Redactor::clean`] first. A URL is shown through [`display_url`] (or
+//! [`Redactor::display_url`]): its userinfo, query and fragment masked, held values redacted, escaped, bounded.
+
+use std::ops::Range;
 
 /// The longest `<error>` the contract allows, in characters.
 pub const MAX_ERROR_CHARS: usize = 300;
+
+/// The longest URL [`display_url`] shows, in characters.
+pub const MAX_URL_CHARS: usize = 200;
 
 /// What replaces a secret value.
 pub const REDACTED: &str = "[redacted]";
 
 /// Removes secret values from text and escapes what a terminal must not interpret.
+///
+/// A held value is found even when invisible characters (see [`is_invisible`]) were slipped into it, in the text or
+/// in the value itself: both are compared with their invisible characters left out, and the match is replaced with
+/// the invisible characters inside it. This only ever redacts more than an exact match would: it never lets an exact
+/// match through, and a text that shows the value once its invisible characters are dropped (which is what a
+/// terminal shows) is redacted.
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
+    /// The held values without their invisible characters, longest first.
     secrets: Vec<String>,
 }
 
 impl Redactor {
-    /// A redactor that knows the values the probe holds. Values shorter than 4 characters are ignored: redacting
-    /// them would shred ordinary text, and no real key is that short.
+    /// A redactor that knows the values the probe holds. Values shorter than 4 characters (not counting invisible
+    /// ones) are ignored: redacting them would shred ordinary text, and no real key is that short.
     pub fn new<I, S>(secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -27,13 +41,26 @@ impl Redactor {
     {
         let mut secrets: Vec<String> = secrets
             .into_iter()
-            .map(Into::into)
+            .map(|s| fold(&s.into()))
             .filter(|s| s.chars().count() >= 4)
             .collect();
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
         Self { secrets }
+    }
+
+    /// This redactor, holding `more` values too (a proxy's password and its `Basic` token).
+    pub fn holding<I, S>(self, more: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::new(
+            self.secrets
+                .into_iter()
+                .chain(more.into_iter().map(Into::into)),
+        )
     }
 
     /// Redacts, escapes and truncates to [`MAX_ERROR_CHARS`]: the form of every `<error>`.
@@ -50,23 +77,158 @@ impl Redactor {
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
+            out = replace_folded(&out, |view| {
+                view.match_indices(secret.as_str())
+                    .map(|(at, s)| at..at + s.len())
+                    .collect()
+            });
+        }
+        replace_folded(&out, sk_tokens)
+    }
+
+    /// `text`, a URL or what was meant to be one, as a line may show it: [`mask_url`], then the held values
+    /// redacted, escaped, at most [`MAX_URL_CHARS`] characters.
+    pub fn display_url(&self, text: &str) -> String {
+        escape_truncate(&self.redact(&mask_url(text)), MAX_URL_CHARS)
+    }
+}
+
+/// `text` as a line may show a URL, knowing no held value: [`Redactor::display_url`] with none (`sk-…` tokens are
+/// still redacted).
+pub fn display_url(text: &str) -> String {
+    Redactor::default().display_url(text)
+}
+
+/// The schemes whose authority a URL parser (WHATWG, the `url` crate, Node's `new URL`) finds even without `//`.
+const SPECIAL_SCHEMES: [&str; 6] = ["http", "https", "ws", "wss", "ftp", "file"];
+
+/// `text` with its userinfo, query and fragment replaced by [`REDACTED`]; nothing escaped, nothing cut (that is
+/// [`display_url`]'s part). It works on any text, a URL or not, so an unparseable one (`http://u:pw@host:80800`)
+/// is masked as well as a good one, and it masks at least what a URL parser would read as userinfo:
+///
+/// - tabs and newlines are dropped and leading and trailing spaces and C0 controls trimmed, as a parser does;
+/// - after a scheme (`http:`), every `/` and `\` is skipped; the authority runs to the first `/`, `?` or `#` (a
+///   parser that also stops at `\` finds a shorter one, inside this); without a scheme, from the start;
+/// - everything up to the authority's last `@` is the userinfo: `http://[redacted]@host/`;
+/// - from the first `?` on, the query: `?[redacted]`, and from the first `#` after it, the fragment: `#[redacted]`.
+///
+/// Masking a masked URL changes nothing.
+pub fn mask_url(text: &str) -> String {
+    let trimmed = text.trim_matches(|c: char| c <= ' ');
+    let s: String = trimmed
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let start = match scheme_end(&s) {
+        Some(colon) => {
+            let after = &s[colon + 1..];
+            let slashes = after.len() - after.trim_start_matches(['/', '\\']).len();
+            let scheme = &s[..colon];
+            let has_authority = slashes > 0
+                || SPECIAL_SCHEMES
+                    .iter()
+                    .any(|k| scheme.eq_ignore_ascii_case(k));
+            if has_authority {
+                colon + 1 + slashes
+            } else {
+                // `mailto:a@b`, `u:pw@host` (a user name read as a scheme): mask from the start, to be sure.
+                0
             }
         }
-        redact_sk_tokens(&out)
+        None => 0,
+    };
+    let rest = &s[start..];
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_len];
+    let mut out = String::with_capacity(s.len());
+    out.push_str(&s[..start]);
+    match authority.rfind('@') {
+        Some(at) => {
+            out.push_str(REDACTED);
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
     }
+    let tail = &rest[authority_len..];
+    let path_len = tail.find(['?', '#']).unwrap_or(tail.len());
+    out.push_str(&tail[..path_len]);
+    let tail = &tail[path_len..];
+    if tail.starts_with('?') {
+        out.push('?');
+        out.push_str(REDACTED);
+    }
+    if tail.contains('#') {
+        out.push('#');
+        out.push_str(REDACTED);
+    }
+    out
+}
+
+/// Where a URL's scheme ends (the byte index of its `:`), as a parser reads one: an ASCII letter, then letters,
+/// digits, `+`, `-` or `.`.
+fn scheme_end(s: &str) -> Option<usize> {
+    let colon = s.find(':')?;
+    let scheme = &s[..colon];
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(colon)
+}
+
+/// `text` without its invisible characters.
+fn fold(text: &str) -> String {
+    text.chars().filter(|c| !is_invisible(*c)).collect()
+}
+
+/// Replaces with [`REDACTED`] the ranges that `find` names in `text` with its invisible characters left out
+/// (non-overlapping, in order), mapped back onto `text`: a range covers the invisible characters inside it.
+fn replace_folded(text: &str, find: impl Fn(&str) -> Vec<Range<usize>>) -> String {
+    if !text.chars().any(is_invisible) {
+        return replace_ranges(text, &find(text));
+    }
+    // For each byte of the folded text, the byte of `text` it came from.
+    let mut folded = String::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len());
+    for (at, c) in text.char_indices() {
+        if !is_invisible(c) {
+            folded.push(c);
+            from.extend(at..at + c.len_utf8());
+        }
+    }
+    let ranges: Vec<Range<usize>> = find(&folded)
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| from[r.start]..from[r.end - 1] + 1)
+        .collect();
+    replace_ranges(text, &ranges)
+}
+
+fn replace_ranges(text: &str, ranges: &[Range<usize>]) -> String {
+    if ranges.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in ranges {
+        out.push_str(&text[at..r.start]);
+        out.push_str(REDACTED);
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// `sk-` followed by at least 8 token characters: the shape of OpenAI, Anthropic (`sk-ant-…`), LiteLLM and most
 /// gateway keys. Providers echo such keys in 401 bodies, sometimes keys the probe never held.
-fn redact_sk_tokens(text: &str) -> String {
+fn sk_tokens(text: &str) -> Vec<Range<usize>> {
     let is_token = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("sk-") {
-        let starts_word = rest[..at].chars().next_back().is_none_or(|c| !is_token(c));
-        let tail = &rest[at + 3..];
+    let mut found = Vec::new();
+    let mut pos = 0;
+    while let Some(rel) = text[pos..].find("sk-") {
+        let at = pos + rel;
+        let starts_word = text[..at].chars().next_back().is_none_or(|c| !is_token(c));
+        let tail = &text[at + 3..];
         let len = tail.find(|c: char| !is_token(c)).unwrap_or(tail.len());
         // Count only the characters that carry entropy: a masked echo like `sk-...abcd` is left alone.
         if starts_word
@@ -76,23 +238,45 @@ fn redact_sk_tokens(text: &str) -> String {
                 .count()
                 >= 8
         {
-            out.push_str(&rest[..at]);
-            out.push_str(REDACTED);
-            rest = &tail[len..];
+            found.push(at..at + 3 + len);
+            pos = at + 3 + len;
         } else {
-            out.push_str(&rest[..at + 3]);
-            rest = tail;
+            pos = at + 3;
         }
     }
-    out.push_str(rest);
-    out
+    found
+}
+
+/// True for the characters a terminal shows as nothing: Unicode's `Default_Ignorable_Code_Point` (zero-width space,
+/// joiners, U+2060 word joiner and the invisible operators, U+FEFF, U+180E and the Mongolian selectors, the soft
+/// hyphen U+00AD, variation selectors, the Hangul fillers, the tag characters U+E0000–E007F and the rest of that
+/// plane's block), which includes the bidirectional formatting characters (Trojan Source, CVE-2021-42574).
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}'
+        | '\u{34f}'
+        | '\u{61c}'
+        | '\u{115f}'..='\u{1160}'
+        | '\u{17b4}'..='\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{3164}'
+        | '\u{fe00}'..='\u{fe0f}'
+        | '\u{feff}'
+        | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fff8}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e0fff}')
 }
 
 /// True for characters that must not reach a terminal as they are: C0 and C1 controls (newlines included, since
-/// an `<error>` is one line), DEL, and the bidirectional formatting characters (Trojan Source, CVE-2021-42574).
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// an `<error>` is one line), DEL, the line and paragraph separators U+2028/2029, and every [`is_invisible`]
+/// character.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control() || is_invisible(c) || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
 fn escape_char(c: char) -> String {
@@ -199,5 +383,224 @@ mod tests {
     fn short_values_are_not_secrets() {
         let r = Redactor::new(["ab", ""]);
         assert_eq!(r.clean("ab cd"), "ab cd");
+    }
+
+    #[test]
+    fn escapes_invisible_characters() {
+        for c in [
+            '\u{200b}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{2060}',
+            '\u{feff}',
+            '\u{180e}',
+            '\u{ad}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{e0000}',
+            '\u{e0041}',
+            '\u{e007f}',
+        ] {
+            assert_eq!(
+                escape(&format!("a{c}b")),
+                format!("a\\u{{{:x}}}b", c as u32),
+                "U+{:04X}",
+                c as u32
+            );
+        }
+        // Tag characters spell text a terminal does not show: each is escaped.
+        let hidden: String = "hi"
+            .chars()
+            .map(|c| char::from_u32(0xe0000 + c as u32).unwrap())
+            .collect();
+        assert_eq!(escape(&format!("ok{hidden}")), "ok\\u{e0068}\\u{e0069}");
+        // Ordinary text stays as it is.
+        assert_eq!(escape("café 東京 ü — ok"), "café 東京 ü — ok");
+    }
+
+    #[test]
+    fn a_held_key_with_invisible_characters_inside_is_still_the_key() {
+        let r = Redactor::new(["jr2-held-key-0123456789"]);
+        assert_eq!(
+            r.clean("key jr2-held\u{200b}-key-0123\u{2060}456789 refused"),
+            "key [redacted] refused"
+        );
+        assert_eq!(
+            r.clean("key j\u{e0041}r2-held-key-0123456789\u{feff}."),
+            "key [redacted]\\u{feff}."
+        );
+        // Invisible characters around the key are not part of it: they stay, escaped.
+        assert_eq!(
+            r.clean("\u{200b}jr2-held-key-0123456789\u{200b}"),
+            "\\u{200b}[redacted]\\u{200b}"
+        );
+        // A key that holds one itself (pasted with it) is seen with it and without it.
+        let r = Redactor::new(["abcd\u{200b}efgh"]);
+        assert_eq!(r.clean("x abcdefgh y"), "x [redacted] y");
+        assert_eq!(r.clean("x abcd\u{200b}efgh y"), "x [redacted] y");
+        // An `sk-` token split by one is still a token.
+        assert_eq!(
+            Redactor::default().clean("key sk-proj\u{200b}-abcdefgh12345678 refused"),
+            "key [redacted] refused"
+        );
+        // Only invisible characters are looked through, not text.
+        let r = Redactor::new(["abcdefgh"]);
+        assert_eq!(r.clean("abcd efgh"), "abcd efgh");
+    }
+
+    #[test]
+    fn a_url_is_shown_without_userinfo_query_fragment_or_held_values() {
+        for (url, shown) in [
+            ("https://api.example.com/v1", "https://api.example.com/v1"),
+            ("http://vllm.lan:8000/v1/", "http://vllm.lan:8000/v1/"),
+            (
+                "http://u:SECRET@h.example:8080/v1?key=abc#frag",
+                "http://[redacted]@h.example:8080/v1?[redacted]#[redacted]",
+            ),
+            ("https://h/v1#token=abc", "https://h/v1#[redacted]"),
+            // Unparseable: a port out of range, an open IPv6 bracket.
+            (
+                "http://u:SECRET@host:80800/v1",
+                "http://[redacted]@host:80800/v1",
+            ),
+            ("http://u:x@[::1", "http://[redacted]@[::1"),
+            // No scheme, or one a URL parser reads past.
+            ("u:SECRET@host:80800/v1", "[redacted]@host:80800/v1"),
+            ("HTTP:\\\\u:SECRET@host/v1", "HTTP:\\\\[redacted]@host/v1"),
+            ("http:u:SECRET@host/v1", "http:[redacted]@host/v1"),
+            // The userinfo ends at the last `@` of the authority; an `@` in the path is not one.
+            ("http://a@b:c@host/p@q", "http://[redacted]@host/p@q"),
+            ("http://host/p@q?x", "http://host/p@q?[redacted]"),
+            // Tabs and newlines are dropped, and leading spaces, as a URL parser drops them.
+            (" ht\ttp://u:SEC\nRET@host/", "http://[redacted]@host/"),
+            // Other controls escaped.
+            ("http://h/\u{1b}[31m", "http://h/\\u{1b}[31m"),
+            ("", ""),
+        ] {
+            assert_eq!(display_url(url), shown, "{url:?}");
+        }
+        let r = Redactor::new(["held-key-123456"]);
+        assert_eq!(
+            r.display_url("https://h/v1/held-key-123456/x"),
+            "https://h/v1/[redacted]/x"
+        );
+        assert_eq!(
+            r.display_url("https://held-key-123456.example/v1"),
+            "https://[redacted].example/v1"
+        );
+        let long = format!("https://h/{}", "p".repeat(1000));
+        let shown = display_url(&long);
+        assert_eq!(shown.chars().count(), MAX_URL_CHARS);
+        assert!(shown.ends_with('…'));
+        // Masking twice changes nothing.
+        let once = mask_url("http://a:b@h/x?q#f");
+        assert_eq!(mask_url(&once), once);
+    }
+
+    /// The `url_display` fuzz target's invariants (`fuzz/src/lib.rs`), over text built from the pieces that matter,
+    /// so that `cargo test` checks them too: the display holds no control or invisible character and no held value;
+    /// masking twice changes nothing; read back by a URL parser, the display has no credentials and no query or
+    /// fragment of its own; credentials the parser finds in the input are masked.
+    #[test]
+    fn display_url_never_shows_what_a_parser_reads_as_credentials() {
+        const HELD: &str = "held-key-123456";
+        const PIECES: &[&str] = &[
+            "http",
+            "https",
+            "HTTP",
+            "foo",
+            "file",
+            ":",
+            "//",
+            "/",
+            "\\",
+            "u",
+            "pw",
+            "@",
+            "host",
+            "[::1]",
+            ":8080",
+            "?",
+            "q=1",
+            "#",
+            "f",
+            "\t",
+            "\n",
+            " ",
+            "\u{1}",
+            "\u{200b}",
+            "%40",
+            "sk-abcdefgh12345678",
+            HELD,
+            ".",
+            "ws",
+        ];
+        let r = Redactor::new([HELD]);
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as usize
+        };
+        let mut parsed_with_credentials = 0;
+        for _ in 0..30_000 {
+            let pick = |r: usize, pieces: &[&'static str]| pieces[r % pieces.len()];
+            let text: String = if next() % 2 == 0 {
+                let n = next() % 12 + 1;
+                (0..n).map(|_| pick(next(), PIECES)).collect()
+            } else {
+                // A URL's slots, each with a few odd choices.
+                [
+                    pick(next(), &["", "", " ", "\t", "\u{1}"]),
+                    pick(next(), &["http", "https", "HTTP", "ws", "foo", "file", ""]),
+                    pick(next(), &[":", ":", ""]),
+                    pick(next(), &["//", "//", "/", "\\\\", "/\\", "", "///"]),
+                    pick(
+                        next(),
+                        &["u", "", "u:pw", "u:p\tw", "u:%40", "a@b:c", "\u{200b}u"],
+                    ),
+                    pick(next(), &["@", "@", "", "@@"]),
+                    pick(
+                        next(),
+                        &["host", "[::1]", "h\\x", HELD, "sk-abcdefgh12345678"],
+                    ),
+                    pick(next(), &["", ":8080", ":99999", ":"]),
+                    pick(next(), &["", "/", "/p@q", "/v1/", "\\p"]),
+                    pick(next(), &["", "?q=1", "?", "?a@b"]),
+                    pick(next(), &["", "#f", "#", "#x@y"]),
+                ]
+                .concat()
+            };
+            let shown = r.display_url(&text);
+            assert!(shown.chars().count() <= MAX_URL_CHARS);
+            assert!(!shown.chars().any(needs_escape), "{text:?} -> {shown:?}");
+            assert!(!shown.contains(HELD), "{text:?} -> {shown:?}");
+            let masked = mask_url(&text);
+            assert_eq!(mask_url(&masked), masked, "{text:?}");
+            let whole = escape(&r.redact(&masked));
+            if let Ok(url) = url::Url::parse(&whole) {
+                assert!(
+                    matches!(url.username(), "" | "%5Bredacted%5D"),
+                    "{text:?} -> {whole:?}"
+                );
+                assert_eq!(url.password(), None, "{text:?} -> {whole:?}");
+                assert!(
+                    matches!(url.query(), None | Some("[redacted]" | "%5Bredacted%5D")),
+                    "{text:?} -> {whole:?}"
+                );
+                assert!(
+                    matches!(url.fragment(), None | Some("[redacted]" | "%5Bredacted%5D")),
+                    "{text:?} -> {whole:?}"
+                );
+            }
+            if let Ok(url) = url::Url::parse(&text)
+                && (!url.username().is_empty() || url.password().is_some())
+            {
+                parsed_with_credentials += 1;
+                assert!(masked.contains("[redacted]@"), "{text:?} -> {masked:?}");
+            }
+        }
+        assert!(parsed_with_credentials > 100, "{parsed_with_credentials}");
     }
 }

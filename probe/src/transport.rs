@@ -3,13 +3,24 @@
 //! - Trust: Mozilla's roots compiled in (`webpki-root-certs`: a `FROM scratch` image has no system store), plus the
 //!   CA files the Harness env names (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`) and `--ca-bundle`. rustls with `ring`:
 //!   smaller than aws-lc-rs and a much faster first handshake for a process that makes one or two connections.
-//! - Proxy: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` from the environment, as the Harness honours them (the Custodian
-//!   listens at `http://127.0.0.1:15001` and takes CONNECT only).
+//!   A CA file must be a regular file of at most [`MAX_CA_FILE_BYTES`]: `/dev/zero` or a FIFO is refused before it
+//!   is opened, never read until memory runs out or waited on forever.
+//! - Proxy: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (upper case first, then lower case) from the environment, as the
+//!   Harness honours them (the Custodian listens at `http://127.0.0.1:15001` and takes CONNECT only); `ALL_PROXY`
+//!   is not read, as the Harness does not read it. The probe reads them itself ([`ProxyEnv`]) rather than letting
+//!   reqwest do it, which would silently go direct on a value it cannot parse: a malformed one is a warning line and
+//!   every connection fails with it ([`ProxyUnusable`]), since the Harness (Node's fetch) fails every request with it.
+//!   A proxy's password and its `Basic` token are held values ([`ProxyEnv::held_values`]) for the redactor.
+//! - Redirects: followed only to the same origin (scheme, host and port), without userinfo, at most
+//!   [`MAX_REDIRECTS`]. reqwest drops `Authorization` on a cross-origin redirect but not the providers' own key
+//!   headers (`x-api-key`, `x-goog-api-key`, `api-key`, `cf-aig-authorization`), so any other redirect ends the try
+//!   ([`RedirectRefused`]: `HTTP 307: redirected to <host>`) before a byte goes to the other origin.
 //! - HTTP/1.1, as pi's Node fetch speaks it.
 //! - Timing: a resolver, a connector layer and a certificate-verifier wrapper note when DNS, TLS and the
 //!   connection finished, so each try can report where its time went.
 //! - Failures: [`describe`] walks a request error's causes to the one a person can act on (`connection refused`,
-//!   `cannot resolve <host>`, `certificate not trusted: ...`).
+//!   `cannot resolve <host>`, `certificate not trusted: ...`); [`log_text`] is an error's debug form for the log,
+//!   with its URL shown through [`sanitize::display_url`](crate::sanitize::display_url) (no userinfo, no query).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,7 +36,15 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use thiserror::Error;
 
-use crate::contract::outcome::Outcome;
+use crate::contract::outcome::{Code, Outcome};
+use crate::sanitize;
+
+/// The largest CA file the probe reads. Mozilla's whole bundle is about 220 KB; a corporate one with every
+/// intermediate is a few MB.
+pub const MAX_CA_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The most redirects one request follows (all to the same origin).
+pub const MAX_REDIRECTS: usize = 5;
 
 /// A CA file that cannot be used.
 #[derive(Debug, Error)]
@@ -40,6 +59,24 @@ pub enum TrustError {
         /// The cause.
         #[source]
         source: std::io::Error,
+    },
+    /// The path names something else than a regular file: a device (`/dev/zero`), a FIFO, a directory.
+    #[error("the CA file {path} named by {source_name} is not a regular file ({kind})")]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What named it.
+        source_name: String,
+        /// What it is: `a character device`, `a FIFO`...
+        kind: &'static str,
+    },
+    /// The file is larger than [`MAX_CA_FILE_BYTES`].
+    #[error("the CA file {path} named by {source_name} is larger than 8 MiB")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What named it.
+        source_name: String,
     },
     /// The file holds no PEM certificate.
     #[error("the CA file {path} named by {source_name} holds no PEM certificate")]
@@ -96,12 +133,69 @@ impl Trust {
     }
 }
 
-fn add_pem_file(roots: &mut RootCertStore, file: &CaFile) -> Result<usize, TrustError> {
-    let bytes = std::fs::read(&file.path).map_err(|source| TrustError::Read {
+/// What a path that is not a regular file names, in words.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a file"
+}
+
+/// The bytes of a CA file: a regular file (checked before it is opened, so a FIFO never blocks the open) of at most
+/// [`MAX_CA_FILE_BYTES`] (checked before, and while reading, for a file that grows).
+fn read_ca_file(file: &CaFile) -> Result<Vec<u8>, TrustError> {
+    use std::io::Read;
+    let read_error = |source| TrustError::Read {
         path: file.path.clone(),
         source_name: file.source_name.clone(),
         source,
-    })?;
+    };
+    let too_large = || TrustError::TooLarge {
+        path: file.path.clone(),
+        source_name: file.source_name.clone(),
+    };
+    let meta = std::fs::metadata(&file.path).map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(TrustError::NotAFile {
+            path: file.path.clone(),
+            source_name: file.source_name.clone(),
+            kind: file_kind(&meta),
+        });
+    }
+    if meta.len() > MAX_CA_FILE_BYTES {
+        return Err(too_large());
+    }
+    let opened = std::fs::File::open(&file.path).map_err(read_error)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    opened
+        .take(MAX_CA_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+fn add_pem_file(roots: &mut RootCertStore, file: &CaFile) -> Result<usize, TrustError> {
+    let bytes = read_ca_file(file)?;
     let mut added = 0;
     for cert in CertificateDer::pem_slice_iter(&bytes) {
         let cert = cert.map_err(|e| TrustError::BadCertificate {
@@ -202,20 +296,279 @@ impl ClockHandle {
     }
 }
 
+/// A proxy variable that is set but cannot be used: a value that is not a URL, or not an `http`/`https` one.
+///
+/// The Harness (Node's fetch, undici's `EnvHttpProxyAgent` under `NODE_USE_ENV_PROXY`) builds its proxy agents from
+/// both variables with `new URL()`, which throws on such a value: every request of a Turn fails. So the probe does
+/// not go direct either: every connection it would make fails with this error, and the warning line says why.
+#[derive(Clone, Debug, Error)]
+#[error("{var} is not a proxy URL ({reason}): the Harness fails every request with it")]
+pub struct ProxyUnusable {
+    /// The variable: `HTTPS_PROXY`, `http_proxy`...
+    pub var: String,
+    /// Its value as [`sanitize::display_url`] shows it (no userinfo, no query).
+    pub shown: String,
+    /// Why it cannot be used: the URL parser's words, or the scheme.
+    pub reason: String,
+}
+
+impl ProxyUnusable {
+    /// The warning line a run prints before its checks.
+    pub fn warning_line(&self) -> String {
+        format!(
+            "warning: provider: {} \"{}\" is not a proxy URL ({}): the Harness (Node's fetch) fails every request with \
+             it, so every check fails too instead of going direct; fix the variable or unset it",
+            self.var, self.shown, self.reason
+        )
+    }
+}
+
+/// The proxy variables of a run, read once, as the Harness reads them.
+#[derive(Clone, Debug, Default)]
+pub struct ProxyEnv {
+    /// The proxies, the HTTPS one first.
+    proxies: Vec<reqwest::Proxy>,
+    /// The variables that are set but unusable.
+    unusable: Vec<ProxyUnusable>,
+    /// The proxies' passwords (or user names without one), as given and percent-decoded, and their `Basic` tokens.
+    held: Vec<String>,
+}
+
+impl ProxyEnv {
+    /// The process environment's proxy variables.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The proxy variables `env` gives: `HTTPS_PROXY` (else `https_proxy`) for https targets, `HTTP_PROXY` (else
+    /// `http_proxy`) for http ones, `NO_PROXY` (else `no_proxy`) for both; the first of each pair that is set counts,
+    /// empty meaning none. A value without `://` is taken as `http://<value>`, as reqwest and curl take it. Nothing
+    /// at all under CGI (`REQUEST_METHOD` set: a request's `Proxy:` header would arrive as `HTTP_PROXY`, "httpoxy").
+    pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Self {
+        let mut out = Self::default();
+        if env("REQUEST_METHOD").is_some() {
+            return out;
+        }
+        let first = |names: [&'static str; 2]| {
+            names
+                .into_iter()
+                .find_map(|name| env(name).map(|value| (name, value)))
+        };
+        let no_proxy = first(["NO_PROXY", "no_proxy"])
+            .map(|(_, v)| v)
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| reqwest::NoProxy::from_string(&v));
+        for (names, https) in [
+            (["HTTPS_PROXY", "https_proxy"], true),
+            (["HTTP_PROXY", "http_proxy"], false),
+        ] {
+            let Some((var, value)) = first(names) else {
+                continue;
+            };
+            if value.trim().is_empty() {
+                continue;
+            }
+            let unusable = |reason: String| ProxyUnusable {
+                var: var.to_owned(),
+                shown: sanitize::display_url(&value),
+                reason,
+            };
+            let text = if value.contains("://") {
+                value.trim().to_owned()
+            } else {
+                format!("http://{}", value.trim())
+            };
+            let url = match url::Url::parse(&text) {
+                Ok(url) => url,
+                Err(e) => {
+                    out.unusable.push(unusable(e.to_string()));
+                    continue;
+                }
+            };
+            if !matches!(url.scheme(), "http" | "https") {
+                out.unusable
+                    .push(unusable("the scheme must be http or https".to_owned()));
+                continue;
+            }
+            if url.host_str().is_none_or(str::is_empty) {
+                out.unusable.push(unusable("it names no host".to_owned()));
+                continue;
+            }
+            out.held.extend(credentials(&url));
+            let proxy = if https {
+                reqwest::Proxy::https(url.as_str())
+            } else {
+                reqwest::Proxy::http(url.as_str())
+            };
+            match proxy {
+                Ok(p) => out.proxies.push(p.no_proxy(no_proxy.clone())),
+                Err(e) => out.unusable.push(unusable(e.to_string())),
+            }
+        }
+        out
+    }
+
+    /// The proxies' secrets, for the redactor: each password as given and percent-decoded (the user name instead
+    /// when there is no password), and the base64 token of `Proxy-Authorization: Basic <token>`.
+    pub fn held_values(&self) -> &[String] {
+        &self.held
+    }
+
+    /// The variables that are set but unusable.
+    pub fn unusable(&self) -> &[ProxyUnusable] {
+        &self.unusable
+    }
+}
+
+/// What a proxy URL's userinfo holds that must not be shown: see [`ProxyEnv::held_values`].
+fn credentials(url: &url::Url) -> Vec<String> {
+    if url.username().is_empty() && url.password().is_none() {
+        return Vec::new();
+    }
+    let user = percent_decode(url.username());
+    let mut held = Vec::new();
+    match url.password() {
+        Some(pass) => {
+            held.push(pass.to_owned());
+            held.push(percent_decode(pass));
+        }
+        None => {
+            held.push(url.username().to_owned());
+            held.push(user.clone());
+        }
+    }
+    // As hyper-util encodes it: `user:` and the password, if any.
+    let pair = format!(
+        "{user}:{}",
+        url.password().map(percent_decode).unwrap_or_default()
+    );
+    held.push(base64(pair.as_bytes()));
+    held
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// RFC 4648 base64 with padding: the form of a `Basic` token.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (b(0) << 16) | (b(1) << 8) | b(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A redirect the probe does not follow: to another origin (scheme, host or port), or to a URL with userinfo.
+#[derive(Clone, Debug, Error)]
+#[error("HTTP {status}: redirected to {to}")]
+pub struct RedirectRefused {
+    /// The redirect's status.
+    pub status: u16,
+    /// Where it pointed: [`redirect_target`].
+    pub to: String,
+}
+
+/// More than [`MAX_REDIRECTS`] redirects.
+#[derive(Clone, Copy, Debug, Error)]
+#[error("too many redirects")]
+pub struct TooManyRedirects;
+
+/// Same scheme, host and port (the scheme's default port when none is written).
+pub fn same_origin(a: &url::Url, b: &url::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host() == b.host()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// Where a redirect points, as its line says it: the host, with the port when the URL names one; no userinfo, no
+/// path, no query. A URL without a host (`data:`) says its scheme.
+pub fn redirect_target(url: &url::Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_owned(),
+        (None, _) => format!("a {}: URL", url.scheme()),
+    }
+}
+
+/// Follows a redirect only to the same origin, without userinfo, at most [`MAX_REDIRECTS`] times.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let next = attempt.url();
+        let allowed = attempt
+            .previous()
+            .last()
+            .is_some_and(|from| same_origin(from, next))
+            && next.username().is_empty()
+            && next.password().is_none();
+        if !allowed {
+            let refused = RedirectRefused {
+                status: attempt.status().as_u16(),
+                to: redirect_target(next),
+            };
+            attempt.error(refused)
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(TooManyRedirects)
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// Builds one client per model, so its connection timings belong to that model alone.
 #[derive(Clone, Debug)]
 pub struct ClientFactory {
     trust: Trust,
     connect_timeout: Duration,
+    proxy: ProxyEnv,
 }
 
 impl ClientFactory {
-    /// A factory with these trust anchors and this limit on connecting (TCP, proxy tunnel and TLS).
+    /// A factory with these trust anchors and this limit on connecting (TCP, proxy tunnel and TLS), and the
+    /// environment's proxy variables ([`ProxyEnv::from_env`]).
     pub fn new(trust: Trust, connect_timeout: Duration) -> Self {
+        Self::with_proxy(trust, connect_timeout, ProxyEnv::from_env())
+    }
+
+    /// A factory with these proxy settings instead of the environment's.
+    pub fn with_proxy(trust: Trust, connect_timeout: Duration, proxy: ProxyEnv) -> Self {
         Self {
             trust,
             connect_timeout,
+            proxy,
         }
+    }
+
+    /// The proxy settings.
+    pub fn proxy(&self) -> &ProxyEnv {
+        &self.proxy
     }
 
     /// The limit on connecting.
@@ -243,7 +596,11 @@ impl ClientFactory {
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder().no_proxy();
+        for proxy in &self.proxy.proxies {
+            builder = builder.proxy(proxy.clone());
+        }
+        let client = builder
             .tls_backend_preconfigured(tls)
             .http1_only()
             .user_agent(concat!("jr2-probe/", env!("CARGO_PKG_VERSION")))
@@ -252,9 +609,10 @@ impl ClientFactory {
             }))
             .connector_layer(TimedLayer {
                 clock: clock.clone(),
+                refuse: self.proxy.unusable.first().cloned(),
             })
             .connect_timeout(self.connect_timeout)
-            .redirect(reqwest::redirect::Policy::limited(10))
+            .redirect(redirect_policy())
             .pool_max_idle_per_host(1)
             .build()?;
         Ok((client, clock))
@@ -349,9 +707,14 @@ impl reqwest::dns::Resolve for TimedResolver {
     }
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Notes when connections start and finish; with `refuse`, fails every one with that error instead (an unusable
+/// proxy variable: nothing goes direct).
 #[derive(Clone)]
 struct TimedLayer {
     clock: ClockHandle,
+    refuse: Option<ProxyUnusable>,
 }
 
 impl<S> tower_layer::Layer<S> for TimedLayer {
@@ -361,6 +724,7 @@ impl<S> tower_layer::Layer<S> for TimedLayer {
         Timed {
             inner,
             clock: self.clock.clone(),
+            refuse: self.refuse.clone(),
         }
     }
 }
@@ -369,11 +733,12 @@ impl<S> tower_layer::Layer<S> for TimedLayer {
 struct Timed<S> {
     inner: S,
     clock: ClockHandle,
+    refuse: Option<ProxyUnusable>,
 }
 
 impl<S, R> tower_service::Service<R> for Timed<S>
 where
-    S: tower_service::Service<R>,
+    S: tower_service::Service<R, Error = BoxError>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
@@ -385,6 +750,9 @@ where
     }
 
     fn call(&mut self, req: R) -> Self::Future {
+        if let Some(refuse) = self.refuse.clone() {
+            return Box::pin(async move { Err(Box::new(refuse) as BoxError) });
+        }
         let clock = self.clock.clone();
         clock.mark(|c, _| c.connect_started = true);
         let fut = self.inner.call(req);
@@ -403,8 +771,12 @@ where
 /// A transport failure as the lines say it, and its outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    /// Unreachable, TLS or timeout.
+    /// Unreachable, TLS, protocol, or http (a redirect the probe does not follow).
     pub outcome: Outcome,
+    /// The code: the outcome's default, or [`Code::CrossOriginRedirect`].
+    pub code: Code,
+    /// The HTTP status that ended the try, if one did (a refused redirect's).
+    pub status: Option<u16>,
     /// The plain words.
     pub text: String,
 }
@@ -427,6 +799,20 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
     let mut fallback = None;
     while let Some(e) = cause {
+        if let Some(refused) = e.downcast_ref::<RedirectRefused>() {
+            return Failure {
+                outcome: Outcome::Http,
+                code: Code::CrossOriginRedirect,
+                status: Some(refused.status),
+                text: refused.to_string(),
+            };
+        }
+        if let Some(too_many) = e.downcast_ref::<TooManyRedirects>() {
+            return failure(Outcome::Http, too_many.to_string());
+        }
+        if let Some(proxy) = e.downcast_ref::<ProxyUnusable>() {
+            return unreachable(proxy.to_string());
+        }
         if let Some(dns) = e.downcast_ref::<DnsError>() {
             return unreachable(format!("cannot resolve {}", dns.host));
         }
@@ -470,10 +856,10 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
         }
         let text = e.to_string();
         if NOT_HTTP.contains(&text.as_str()) {
-            return Failure {
-                outcome: Outcome::Protocol,
-                text: format!("the answer is not HTTP/1.1 the probe can read: {text}"),
-            };
+            return failure(
+                Outcome::Protocol,
+                format!("the answer is not HTTP/1.1 the probe can read: {text}"),
+            );
         }
         if text.contains("tunnel") || text.contains("proxy") {
             fallback.get_or_insert_with(|| format!("the proxy refused the tunnel: {text}"));
@@ -487,10 +873,7 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
         ));
     }
     if err.is_redirect() {
-        return Failure {
-            outcome: Outcome::Http,
-            text: "too many redirects".to_owned(),
-        };
+        return failure(Outcome::Http, "too many redirects".to_owned());
     }
     if let Some(text) = fallback {
         return unreachable(text);
@@ -501,14 +884,36 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
         text = format!("{text}: {s}");
         source = s.source();
     }
-    unreachable(text)
+    unreachable(mask_url_in(err, text))
+}
+
+/// An error's debug form for the log (`RUST_LOG=debug`), its URL (a redirect's target, which a server chose) shown
+/// through [`sanitize::display_url`]: no userinfo, no query. The caller still redacts held values.
+pub fn log_text(err: &reqwest::Error) -> String {
+    mask_url_in(err, format!("{err:?}"))
+}
+
+/// `text` with `err`'s URL, wherever it appears, shown as [`sanitize::display_url`] shows it.
+fn mask_url_in(err: &reqwest::Error, text: String) -> String {
+    match err.url() {
+        Some(url) if !url.as_str().is_empty() => {
+            text.replace(url.as_str(), &sanitize::display_url(url.as_str()))
+        }
+        _ => text,
+    }
+}
+
+fn failure(outcome: Outcome, text: String) -> Failure {
+    Failure {
+        outcome,
+        code: outcome.default_code(),
+        status: None,
+        text,
+    }
 }
 
 fn unreachable(text: String) -> Failure {
-    Failure {
-        outcome: Outcome::Unreachable,
-        text,
-    }
+    failure(Outcome::Unreachable, text)
 }
 
 fn tls_failure(err: &rustls::Error) -> Failure {
@@ -529,8 +934,166 @@ fn tls_failure(err: &rustls::Error) -> Failure {
         rustls::Error::InvalidCertificate(other) => format!("certificate not trusted: {other:?}"),
         other => format!("TLS handshake failed: {other}"),
     };
-    Failure {
-        outcome: Outcome::Tls,
-        text,
+    failure(Outcome::Tls, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> url::Url {
+        url::Url::parse(s).unwrap()
+    }
+
+    fn ca(path: &Path) -> CaFile {
+        CaFile {
+            source_name: "--ca-bundle".to_owned(),
+            path: path.to_path_buf(),
+        }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("jr2-transport-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        p
+    }
+
+    #[test]
+    fn same_origin_is_the_scheme_host_and_port() {
+        let a = url("https://api.example.com/v1/messages");
+        assert!(same_origin(&a, &url("https://api.example.com:443/v2?x")));
+        assert!(same_origin(&a, &url("HTTPS://API.example.com/other")));
+        assert!(
+            !same_origin(&a, &url("http://api.example.com/v1/messages")),
+            "a downgrade"
+        );
+        assert!(!same_origin(&a, &url("https://api.example.com:8443/v1")));
+        assert!(!same_origin(&a, &url("https://evil.example.com/v1")));
+        assert!(!same_origin(
+            &url("http://127.0.0.1:8000/v1"),
+            &url("http://127.0.0.1:8001/v1")
+        ));
+    }
+
+    #[test]
+    fn a_redirect_target_is_its_host_and_port_only() {
+        for (target, shown) in [
+            (
+                "http://u:pw@other.example:8080/p?key=x",
+                "other.example:8080",
+            ),
+            ("https://other.example/p", "other.example"),
+            ("https://other.example:443/p", "other.example"),
+            ("http://[::1]:9/", "[::1]:9"),
+            ("data:text/plain,hi", "a data: URL"),
+        ] {
+            assert_eq!(redirect_target(&url(target)), shown, "{target}");
+        }
+    }
+
+    #[test]
+    fn a_ca_file_over_the_limit_is_refused_unread() {
+        let p = temp("big");
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(MAX_CA_FILE_BYTES + 1)
+            .unwrap();
+        let e = Trust::load(&[ca(&p)]).unwrap_err();
+        let _ = std::fs::remove_file(&p);
+        assert!(matches!(e, TrustError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().ends_with("is larger than 8 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_writer() {
+        let p = temp("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let file = ca(&p);
+        std::thread::spawn(move || {
+            let _ = tx.send(Trust::load(&[file]).map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(5));
+        let _ = std::fs::remove_file(&p);
+        let e = got
+            .expect("Trust::load returns, not blocked on the FIFO")
+            .unwrap_err();
+        assert!(e.ends_with("is not a regular file (a FIFO)"), "{e}");
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused_unread() {
+        for (path, kind) in [("/dev/zero", "a character device"), ("/", "a directory")] {
+            let e = Trust::load(&[ca(Path::new(path))]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("the CA file {path} named by --ca-bundle is not a regular file ({kind})")
+            );
+        }
+    }
+
+    fn env(vars: &'static [(&'static str, &'static str)]) -> ProxyEnv {
+        ProxyEnv::from_lookup(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn proxy_variables_that_are_not_urls_are_unusable_and_say_why() {
+        let e = env(&[
+            ("HTTPS_PROXY", "http://u:x@[::1"),
+            ("HTTP_PROXY", "proxy.lan:3128"),
+        ]);
+        assert_eq!(e.unusable().len(), 1);
+        let u = &e.unusable()[0];
+        assert_eq!(u.var, "HTTPS_PROXY");
+        assert_eq!(u.reason, "invalid IPv6 address");
+        assert_eq!(u.shown, "http://[redacted]@[::1");
+        assert_eq!(e.proxies.len(), 1, "HTTP_PROXY without a scheme is http://");
+        insta::assert_snapshot!("proxy_unusable_warning", u.warning_line());
+        insta::assert_snapshot!("proxy_unusable_error", u.to_string());
+        let e = env(&[("http_proxy", "socks5://127.0.0.1:1080")]);
+        assert_eq!(e.unusable()[0].var, "http_proxy");
+        assert_eq!(e.unusable()[0].reason, "the scheme must be http or https");
+        // Upper case first; an empty value is no proxy; nothing under CGI; ALL_PROXY is not read.
+        let e = env(&[("HTTPS_PROXY", ""), ("https_proxy", "http://[")]);
+        assert!(e.unusable().is_empty() && e.proxies.is_empty());
+        let e = env(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://[")]);
+        assert!(e.unusable().is_empty() && e.proxies.is_empty());
+        let e = env(&[("ALL_PROXY", "http://127.0.0.1:3128")]);
+        assert!(e.proxies.is_empty());
+    }
+
+    #[test]
+    fn a_proxy_s_password_and_basic_token_are_held() {
+        let e = env(&[("HTTPS_PROXY", "http://user:p%40ss-w0rd@127.0.0.1:3128")]);
+        assert!(e.unusable().is_empty());
+        let held = e.held_values();
+        assert!(held.contains(&"p%40ss-w0rd".to_owned()), "{held:?}");
+        assert!(held.contains(&"p@ss-w0rd".to_owned()), "{held:?}");
+        // base64("user:p@ss-w0rd")
+        assert!(
+            held.contains(&"dXNlcjpwQHNzLXcwcmQ=".to_owned()),
+            "{held:?}"
+        );
+        // A token as the user name, no password.
+        let e = env(&[("HTTP_PROXY", "http://tok-0123456789@127.0.0.1:3128")]);
+        assert!(e.held_values().contains(&"tok-0123456789".to_owned()));
+        assert!(e.held_values().contains(&base64(b"tok-0123456789:")));
+        assert!(
+            env(&[("HTTP_PROXY", "http://127.0.0.1:3128")])
+                .held_values()
+                .is_empty()
+        );
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
     }
 }

@@ -4,8 +4,10 @@
 //!
 //! The servers try hard to make it leak: the fakes echo the key in 401 bodies, an echoing handler puts every request
 //! header (and the path) in its 401, its 429 and an error event inside a 200 stream, for every API kind; the chaos
-//! server echoes it in a redirect's `Location` and a garbage stream. The key is not `sk-`-shaped, so only the probe's
-//! knowledge of the key it holds can hide it.
+//! server echoes it in a redirect's `Location` and a garbage stream; a gateway redirects to another origin (another
+//! port, plain HTTP, the same port in plain HTTP) to catch the key header there; a proxy echoes its own password and
+//! `Proxy-Authorization` token in its 407. The key is not `sk-`-shaped, so only the probe's knowledge of the key it
+//! holds can hide it.
 //!
 //! Every connection goes to 127.0.0.1.
 
@@ -16,7 +18,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::probe;
 use jr2_testkit::chaos::{Chaos, ChaosServer};
-use jr2_testkit::fake_provider::{FakeProvider, Handler, Recorded, TestCa, json_error, stream};
+use jr2_testkit::fake_provider::{
+    FakeProvider, Handler, Recorded, TestCa, full, json_error, openai_handler, stream,
+};
+use jr2_testkit::redirect::RedirectServer;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -522,4 +527,422 @@ async fn hostile_framing_proxies_and_bad_input_write_no_key() {
             ("the termination message", &message),
         ],
     );
+}
+
+/// Every key header the probe sends, and a run that sends it: the API kind's flags (a custom endpoint with
+/// `--api-key-env`, or a catalog model through `--gateway` with its provider's variable).
+struct KeyRun {
+    header: &'static str,
+    api: &'static str,
+    /// A catalog model through `--gateway`, and its key variable; None: `--base-url` with `--api` and `KEY_ENV`.
+    catalog: Option<(&'static str, &'static str)>,
+}
+
+const KEY_RUNS: &[KeyRun] = &[
+    KeyRun {
+        header: "authorization",
+        api: "openai-completions",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-api-key",
+        api: "anthropic-messages",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "openai-responses",
+        catalog: None,
+    },
+    KeyRun {
+        header: "api-key",
+        api: "azure-openai-responses",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-goog-api-key",
+        api: "google-generative-ai",
+        catalog: None,
+    },
+    KeyRun {
+        header: "x-goog-api-key",
+        api: "google-vertex",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "mistral-conversations",
+        catalog: None,
+    },
+    KeyRun {
+        header: "authorization",
+        api: "bedrock-converse-stream",
+        catalog: None,
+    },
+    KeyRun {
+        header: "cf-aig-authorization",
+        api: "anthropic-messages",
+        catalog: Some((
+            "cloudflare-ai-gateway/claude-3-5-haiku",
+            "CLOUDFLARE_API_KEY",
+        )),
+    },
+    KeyRun {
+        header: "cf-aig-authorization",
+        api: "openai-responses",
+        catalog: Some(("cloudflare-ai-gateway/gpt-4o-mini", "CLOUDFLARE_API_KEY")),
+    },
+    KeyRun {
+        header: "cf-aig-authorization",
+        api: "openai-completions",
+        catalog: Some((
+            "cloudflare-ai-gateway/workers-ai/@cf/moonshotai/kimi-k2.5",
+            "CLOUDFLARE_API_KEY",
+        )),
+    },
+];
+
+/// The password of the redirect target that carries userinfo, and of the proxy.
+const REDIRECT_PASS: &str = "jr2-redirect-pass-91c04e7a";
+const PROXY_PASS: &str = "jr2-proxy-pass-4c1e9b70d2";
+
+/// The gateway's redirects, chosen by the base URL's first two path segments, `/<script>/<status>/...`:
+/// `to-b-https` and `to-b-http` send to the other server `b` (another port), `downgrade` to the same host and port in
+/// plain HTTP, `same` to a path of its own (relative), `userinfo` to itself with a password in the URL; `/landed/...`
+/// answers as the OpenAI-compatible fake.
+fn redirector(b: std::net::SocketAddr) -> Handler {
+    let landed = openai_handler();
+    Arc::new(move |req: Recorded, n: u32| {
+        let landed = landed.clone();
+        Box::pin(async move {
+            let mut parts = req.path.splitn(4, '/').skip(1);
+            let script = parts.next().unwrap_or("").to_owned();
+            let status: u16 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(307);
+            let rest = parts.next().unwrap_or("").to_owned();
+            let host = req.header("host").unwrap_or("").to_owned();
+            let location = match script.as_str() {
+                "landed" => return landed(req, n).await,
+                "to-b-https" => format!("https://{b}/landed/{rest}"),
+                "to-b-http" => format!("http://{b}/landed/{rest}"),
+                "downgrade" => format!("http://{host}/landed/{rest}"),
+                "same" => format!("/landed/{rest}"),
+                "userinfo" => format!("http://u:{REDIRECT_PASS}@{host}/userinfo/{status}/{rest}"),
+                _ => return json_error(StatusCode::NOT_FOUND, json!({"detail": "Not Found"})),
+            };
+            let mut r = full(
+                StatusCode::from_u16(status).expect("a status"),
+                "text/plain",
+                "",
+            );
+            r.headers_mut()
+                .insert("location", location.parse().expect("a header value"));
+            r
+        })
+    })
+}
+
+/// The args and env of a run of `key_run` against `base`.
+fn key_run_args(
+    key_run: &KeyRun,
+    base: &str,
+    ca_file: &str,
+) -> (Vec<String>, Vec<(String, String)>) {
+    let mut args: Vec<String> = vec!["check".into()];
+    let mut envs = vec![("RUST_LOG".to_owned(), "trace".to_owned())];
+    match key_run.catalog {
+        Some((model, env)) => {
+            args.extend([
+                "--model".into(),
+                model.into(),
+                "--gateway".into(),
+                base.into(),
+            ]);
+            envs.push((env.to_owned(), KEY.to_owned()));
+        }
+        None => {
+            args.extend([
+                "--base-url".into(),
+                base.into(),
+                "--api".into(),
+                key_run.api.into(),
+                "--model".into(),
+                "m".into(),
+                "--api-key-env".into(),
+                KEY_ENV.into(),
+            ]);
+            envs.push((KEY_ENV.to_owned(), KEY.to_owned()));
+        }
+    }
+    args.extend(
+        [
+            "--ca-bundle",
+            ca_file,
+            "--timeout",
+            "5s",
+            "--max-tries",
+            "1",
+            "-o",
+            "json",
+        ]
+        .map(String::from),
+    );
+    (args, envs)
+}
+
+async fn probe_owned(args: &[String], envs: &[(String, String)]) -> common::Run {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    probe(&args, &envs).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_to_another_origin_never_carries_a_key_header() {
+    let ca = TestCa::new(&["127.0.0.1"]);
+    let ca_file = ca.ca_file.to_str().unwrap().to_owned();
+    // `b` records whatever reaches it, in TLS or in plain HTTP.
+    let b = RedirectServer::start(Some(&ca), openai_handler()).await;
+    let a = RedirectServer::start(Some(&ca), redirector(b.addr())).await;
+    let statuses = [301u16, 302, 303, 307, 308];
+    let mut runs = 0;
+    for (i, key_run) in KEY_RUNS.iter().enumerate() {
+        for (j, script) in ["to-b-https", "to-b-http", "downgrade"]
+            .into_iter()
+            .enumerate()
+        {
+            let status = statuses[(i + j) % statuses.len()];
+            let base = format!("https://{}/{script}/{status}/v1", a.addr());
+            let (args, envs) = key_run_args(key_run, &base, &ca_file);
+            let before = a.arrivals().len();
+            let run = probe_owned(&args, &envs).await;
+            runs += 1;
+            let scenario = format!(
+                "{} ({}) redirected by {status} ({script})",
+                key_run.api, key_run.header
+            );
+            assert_clean(
+                &scenario,
+                &[("stdout", &run.stdout), ("stderr", &run.stderr)],
+            );
+            assert_eq!(run.code, 1, "{scenario}: {}", run.stderr);
+            // The gateway got the key in the header under test: the test had something to catch.
+            let sent = &a.arrivals()[before..];
+            assert!(
+                sent.iter().any(|r| r.scheme == "https"
+                    && r.request
+                        .header(key_run.header)
+                        .is_some_and(|v| v.contains(KEY))),
+                "{scenario}: the gateway never got the key in {}: {sent:?}",
+                key_run.header
+            );
+            // The other origin got nothing at all; the gateway's port got nothing in plain HTTP.
+            assert!(
+                b.arrivals().is_empty(),
+                "{scenario}: reached the other origin: {:?}",
+                b.arrivals()
+            );
+            assert!(
+                a.arrivals().iter().all(|r| r.scheme == "https"),
+                "{scenario}: a request in plain HTTP: {:?}",
+                a.arrivals()
+            );
+            let v = run.verdict();
+            let m = &v.models[0];
+            let to = match script {
+                "downgrade" => a.addr().to_string(),
+                _ => b.addr().to_string(),
+            };
+            assert_eq!(m.outcome.as_str(), "http", "{scenario}: {m:?}");
+            assert_eq!(
+                m.code.as_str(),
+                "PROVIDER_CROSS_ORIGIN_REDIRECT",
+                "{scenario}"
+            );
+            assert_eq!(m.http_status, Some(status), "{scenario}");
+            assert_eq!(
+                m.error.as_deref(),
+                Some(format!("HTTP {status}: redirected to {to}").as_str()),
+                "{scenario}"
+            );
+        }
+    }
+    assert_eq!(runs, KEY_RUNS.len() * 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_same_origin_redirect_is_still_followed() {
+    let ca = TestCa::new(&["127.0.0.1"]);
+    let ca_file = ca.ca_file.to_str().unwrap().to_owned();
+    let b = RedirectServer::start(None, openai_handler()).await;
+    let a = RedirectServer::start(Some(&ca), redirector(b.addr())).await;
+    for status in [307, 308] {
+        let base = format!("https://{}/same/{status}/v1", a.addr());
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "ok",
+                "--api-key-env",
+                KEY_ENV,
+                "--ca-bundle",
+                &ca_file,
+                "-o",
+                "json",
+            ],
+            &[(KEY_ENV, KEY)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{status}: {}", run.stderr);
+        assert_eq!(run.verdict().models[0].outcome.as_str(), "ok");
+    }
+    let landed: Vec<_> = a
+        .arrivals()
+        .into_iter()
+        .filter(|r| r.request.path.starts_with("/landed/"))
+        .collect();
+    assert_eq!(landed.len(), 2, "{landed:?}");
+    assert!(
+        landed
+            .iter()
+            .all(|r| r.request.header("authorization") == Some(&format!("Bearer {KEY}")))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_target_s_password_reaches_no_line_and_no_trace() {
+    // Plain HTTP, so the redirect goes to the same origin but for the password it puts in the URL.
+    let b = RedirectServer::start(None, openai_handler()).await;
+    let a = RedirectServer::start(None, redirector(b.addr())).await;
+    let base = format!("http://{}/userinfo/307/v1", a.addr());
+    for output in ["human", "json"] {
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--api-key-env",
+                KEY_ENV,
+                "--timeout",
+                "5s",
+                "-o",
+                output,
+            ],
+            &[(KEY_ENV, KEY), ("RUST_LOG", "trace")],
+        )
+        .await;
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        for text in [&run.stdout, &run.stderr] {
+            assert!(
+                !text.contains(REDIRECT_PASS),
+                "the redirect's password is out:\n{text}"
+            );
+            assert!(!text.contains(KEY), "the key is out:\n{text}");
+        }
+        assert!(
+            run.stderr
+                .contains(&format!("HTTP 307: redirected to {}", a.addr())),
+            "{}",
+            run.stderr
+        );
+    }
+    // Never followed: the URL with the password was not requested.
+    assert_eq!(a.arrivals().len(), 2, "{:?}", a.arrivals());
+}
+
+/// RFC 4648 base64, for the `Basic` token a proxy gets.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
+    let token = base64(format!("user:{PROXY_PASS}").as_bytes());
+    // A forward proxy (the target is plain HTTP, so the request itself goes to the proxy) that refuses with a 407
+    // repeating the `Proxy-Authorization` it got and the credentials it decoded.
+    let proxy = FakeProvider::start_with(
+        Arc::new(|req: Recorded, _| {
+            Box::pin(async move {
+                let auth = req.header("proxy-authorization").unwrap_or("none").to_owned();
+                let mut r = json_error(
+                    StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+                    json!({"error": {"message": format!("proxy authentication failed: {auth} (user:{PROXY_PASS})")}}),
+                );
+                r.headers_mut().insert("proxy-authenticate", "Basic realm=\"jr2\"".parse().expect("a header value"));
+                r
+            })
+        }),
+        None,
+    )
+    .await;
+    let proxy_url = format!("http://user:{PROXY_PASS}@{}", proxy.addr());
+    for (output, log) in [("human", "trace"), ("json", "trace")] {
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                "http://10.255.255.1:8000/v1",
+                "--model",
+                "m",
+                "--api-key-env",
+                KEY_ENV,
+                "--timeout",
+                "5s",
+                "--max-tries",
+                "1",
+                "-o",
+                output,
+            ],
+            &[
+                (KEY_ENV, KEY),
+                ("HTTP_PROXY", &proxy_url),
+                ("NO_PROXY", ""),
+                ("RUST_LOG", log),
+            ],
+        )
+        .await;
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        for (what, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !text.contains(PROXY_PASS),
+                "the proxy's password is in {what}:\n{text}"
+            );
+            assert!(
+                !text.contains(&token),
+                "the proxy's Basic token is in {what}:\n{text}"
+            );
+            assert!(!text.contains(KEY), "the key is in {what}:\n{text}");
+        }
+        assert!(
+            run.stderr.contains(
+                "HTTP 407: proxy authentication failed: Basic [redacted] (user:[redacted])"
+            ),
+            "{}",
+            run.stderr
+        );
+    }
+    // The proxy did get the token: the test had something to catch.
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .all(|r| r.header("proxy-authorization") == Some(&format!("Basic {token}")))
+    );
+    assert_eq!(proxy.requests().len(), 2);
 }

@@ -12,6 +12,8 @@
 //!   loops, proxies that refuse or stall CONNECT), for the reliability tests.
 //! - [`fake_kube`]: a fake Kubernetes API server (Pods, Events, watches, logs) with a kubelet stand-in that runs the
 //!   real `jr2-probe` as a process, for the driver's end-to-end tests.
+//! - [`redirect`]: one port that speaks TLS and plain HTTP both and records each request's scheme, for the
+//!   redirect tests (a key sent in clear after an https → http downgrade is seen, not lost in a handshake).
 //! - [`peers`]: launchers for the real third-party servers (llama-cpp-python, LiteLLM) that `.ci/run` installs.
 //!
 //! Everything binds 127.0.0.1: tests connect to loopback only.
@@ -25,3 +27,4 @@ pub mod fake_mistral;
 pub mod fake_provider;
 pub mod fake_responses;
 pub mod peers;
+pub mod redirect;

@@ -126,11 +126,18 @@ impl Attempt {
 impl Checker {
     /// A checker with these clients, this redactor (it knows every key the run holds) and these limits.
     pub fn new(factory: ClientFactory, redactor: Redactor, settings: Settings) -> Self {
+        // A proxy's password and its `Basic` token are held values too: a 407 can echo them.
+        let redactor = redactor.holding(factory.proxy().held_values().iter().cloned());
         Self {
             factory,
             redactor: Arc::new(redactor),
             settings,
         }
+    }
+
+    /// The clients' factory (its proxy settings, for the warning lines).
+    pub fn factory(&self) -> &ClientFactory {
+        &self.factory
     }
 
     /// The limits.
@@ -483,14 +490,13 @@ impl Checker {
             Ok(r) => r,
             Err(e) => {
                 // Through the redactor: a server can put the key in a URL (a redirect's Location), which the
-                // error's Debug form shows.
-                tracing::debug!(error = %self.redactor.redact(&format!("{e:?}")), "the request failed");
+                // error's Debug form shows; the URL itself without userinfo or query.
+                tracing::debug!(error = %self.redactor.redact(&crate::transport::log_text(&e)), "the request failed");
                 let failure = crate::transport::describe(&e, self.factory.connect_timeout());
-                let code = failure.outcome.default_code();
                 return Attempt::fail(
-                    None,
+                    failure.status,
                     failure.outcome,
-                    code,
+                    failure.code,
                     self.redactor.clean(&failure.text),
                 );
             }
@@ -594,7 +600,7 @@ impl Checker {
             let chunk = match response.chunk().await {
                 Ok(chunk) => chunk,
                 Err(e) => {
-                    tracing::debug!(error = %self.redactor.redact(&format!("{e:?}")), "the stream broke off");
+                    tracing::debug!(error = %self.redactor.redact(&crate::transport::log_text(&e)), "the stream broke off");
                     let failure = crate::transport::describe(&e, self.factory.connect_timeout());
                     return self.protocol(format!("the stream broke off: {}", failure.text));
                 }

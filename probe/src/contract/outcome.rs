@@ -142,6 +142,8 @@ pub enum Code {
     QuotaExhausted,
     #[serde(rename = "PROVIDER_STREAM_ERROR")]
     StreamError,
+    #[serde(rename = "PROVIDER_CROSS_ORIGIN_REDIRECT")]
+    CrossOriginRedirect,
     #[serde(rename = "PROVIDER_PROTOCOL_ERROR")]
     ProtocolError,
     #[serde(rename = "PROVIDER_NOT_CHECKED")]
@@ -152,7 +154,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: [Code; 18] = [
+    pub const ALL: [Code; 19] = [
         Code::Ok,
         Code::TextAnswer,
         Code::Busy,
@@ -168,6 +170,7 @@ impl Code {
         Code::ToolsNotEnabled,
         Code::QuotaExhausted,
         Code::StreamError,
+        Code::CrossOriginRedirect,
         Code::ProtocolError,
         Code::NotChecked,
         Code::Unsupported,
@@ -191,6 +194,7 @@ impl Code {
             Code::ToolsNotEnabled => "PROVIDER_TOOLS_NOT_ENABLED",
             Code::QuotaExhausted => "PROVIDER_QUOTA_EXHAUSTED",
             Code::StreamError => "PROVIDER_STREAM_ERROR",
+            Code::CrossOriginRedirect => "PROVIDER_CROSS_ORIGIN_REDIRECT",
             Code::ProtocolError => "PROVIDER_PROTOCOL_ERROR",
             Code::NotChecked => "PROVIDER_NOT_CHECKED",
             Code::Unsupported => "PROVIDER_UNSUPPORTED",
@@ -243,6 +247,10 @@ impl Code {
             }
             Code::StreamError => {
                 "read the provider's message in the error; run jr2 up again if it was transient"
+            }
+            Code::CrossOriginRedirect => {
+                "set the base URL to where the endpoint redirects (the error names the host), or fix its redirect: \
+                 the probe sends the key to no other origin"
             }
             Code::ProtocolError => {
                 "check that the base URL points at the API itself (not a web page or another service)"
