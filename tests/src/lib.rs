@@ -20,8 +20,12 @@ pub mod chaos;
 pub mod fake_anthropic;
 pub mod fake_bedrock;
 pub mod fake_google;
-pub mod fake_kube;
 pub mod fake_mistral;
 pub mod fake_provider;
 pub mod fake_responses;
+pub mod http;
+pub mod kube;
 pub mod peers;
+
+/// The fake API server's old name.
+pub use kube as fake_kube;
