@@ -1,21 +1,17 @@
 //! Test peers for jr2-preflight: the servers the end-to-end tests run the real binaries against. The tests
 //! themselves live in each crate's `tests/` folder (`probe/tests/`, `orchestrate/tests/`); this crate holds only the
-//! peers they use, one job to a room:
+//! peers they use, each job in a room of its own:
 //!
-//! - [`provider`]: the fake providers, one per wire the probe speaks (`openai_completions`, `anthropic_messages`,
-//!   `openai_responses`, `google`, `mistral`, `bedrock`), and the server that serves them and records each request.
-//! - [`kube`]: a fake Kubernetes API server (Pods, Events, watches, logs) with a kubelet stand-in that runs the
-//!   real `jr2-probe` as a process, for the driver's end-to-end tests.
-//! - [`chaos`]: a raw TCP server whose HTTP framing misbehaves (stalls, slowloris, resets, endless lines, redirect
-//!   loops, proxies that refuse or stall CONNECT), for the reliability tests.
-//! - [`peers`]: launchers for the real third-party servers (llama-cpp-python, LiteLLM, mitmproxy as the Custodian) that
-//!   `.ci/run` installs.
-//! - [`http`]: the HTTP pieces the fakes share (the body type, whole and streamed responses, the recorded request).
-//! - [`tls`]: a throwaway CA and a server certificate it signed.
+//! - [`provider`]: the fake providers, one per wire of the probe, and the server that serves and records them.
+//! - [`kube`]: a fake Kubernetes API server whose kubelet stand-in runs the real `jr2-probe`, for the driver.
+//! - [`chaos`]: a raw TCP server whose HTTP framing misbehaves (stalls, resets, endless lines), for reliability.
+//! - [`peers`]: launchers for the real third-party servers (llama-cpp-python, LiteLLM, mitmproxy) `.ci/run` installs.
+//! - [`http`]: what the fakes share of HTTP: the body type, whole and streamed answers, the recorded request.
+//! - [`tls`]: a throwaway CA and a server certificate it signed, for the TLS tests.
 //!
-//! The `jr2-fake-provider` binary serves the OpenAI-compatible fake as a process (benchmarks, a real gateway in
-//! front of it, the network-namespace tests). The modules' old names (`fake_provider`, `fake_kube`,
-//! `fake_anthropic`...) are kept as re-exports, so the tests written against them need no change.
+//! The `jr2-fake-provider` binary (`src/bin/fake_provider.rs`) serves the OpenAI-compatible fake as a process, for
+//! the benchmark, a real gateway in front of it and the network-namespace tests. The old module names
+//! (`fake_provider`, `fake_kube`, `fake_anthropic`...) stay as re-exports, so the tests that use them need no change.
 //!
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
@@ -26,6 +22,7 @@ pub mod peers;
 pub mod provider;
 pub mod tls;
 
+// The old names.
 pub use kube as fake_kube;
 pub use provider::anthropic_messages as fake_anthropic;
 pub use provider::bedrock as fake_bedrock;

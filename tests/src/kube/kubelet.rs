@@ -39,8 +39,8 @@ pub struct ProbeExit {
     pub oom_killed: bool,
 }
 
-/// A handle on one pod, as the kubelet stand-in (or a test's [`Script`](super::Script)) drives it: every method writes the pod's
-/// status or an Event as a 1.35 kubelet would, and wakes the watchers.
+/// A handle on one pod, as the kubelet stand-in (or a test's [`Script`](super::Script)) drives it: every method
+/// writes the pod's status or an Event as a 1.35 kubelet would, and wakes the watchers.
 #[derive(Clone)]
 pub struct PodCtl {
     inner: Arc<Inner>,

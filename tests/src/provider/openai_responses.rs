@@ -20,7 +20,7 @@
 //! n tries, then ok), `quota` (429 `insufficient_quota`), `server-error` (500), `failed-after-200`
 //! (`response.failed` with `server_error` after the 200), `overloaded-after-200` (an `error` event with
 //! `server_is_overloaded` after the 200), `stall` (never answers), `stall-mid-stream` (`response.created`, then
-//! nothing); any other model is a 400 `model_not_found` ("The requested model '<id>' does not exist.").
+//! nothing); any other model is a 400 `model_not_found` (`The requested model '<id>' does not exist.`).
 
 use std::sync::Arc;
 use std::time::Duration;
