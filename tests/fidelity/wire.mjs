@@ -1,6 +1,6 @@
 // The recorder's answers, per API kind, in each API's own wire format: a tool call, a text answer, a length stop, the
 // provider's error bodies, an error event after a 200, the first event of a stream (for the stall), and garbage.
-// Shapes follow the providers' documented streams (and the fakes in tests/src/fake_*.rs).
+// Shapes follow the providers' documented streams (and the fakes in tests/src/provider/).
 
 const sse = (data, event) => (event ? `event: ${event}\n` : "") + `data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`;
 

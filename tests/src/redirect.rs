@@ -17,7 +17,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
-use crate::fake_provider::{Handler, Recorded, TestCa};
+use crate::http::Recorded;
+use crate::provider::Handler;
+use crate::tls::TestCa;
 
 /// One request the server received, and the scheme it came in on.
 #[derive(Clone, Debug)]

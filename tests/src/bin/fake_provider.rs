@@ -12,7 +12,7 @@ async fn main() {
         && flag == "--bind"
     {
         let addr: std::net::SocketAddr = addr.parse().expect("--bind takes ADDR:PORT");
-        let fake = jr2_testkit::fake_provider::FakeProvider::start().await;
+        let fake = jr2_testkit::provider::FakeProvider::start().await;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .expect("bind the --bind address");
@@ -35,7 +35,7 @@ async fn main() {
         return;
     }
     let port = args.first().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let fake = jr2_testkit::fake_provider::FakeProvider::start_on(port)
+    let fake = jr2_testkit::provider::FakeProvider::start_on(port)
         .await
         .expect("bind 127.0.0.1");
     println!("listening on {}", fake.base_url());

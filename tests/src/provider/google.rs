@@ -7,7 +7,7 @@
 //! `{"error":{"code","message","status","details":[...]}}`. Like the real API it refuses a request without
 //! `x-goog-api-key` (403 `PERMISSION_DENIED`, unregistered callers) and one whose key is not [`GOOD_KEY`] (400
 //! `INVALID_ARGUMENT` with `ErrorInfo.reason` `API_KEY_INVALID`), whatever the model; without `alt=sse` it answers
-//! the whole JSON array of the non-SSE stream. Serve it with [`crate::fake_provider::FakeProvider::start_with`];
+//! the whole JSON array of the non-SSE stream. Serve it with [`super::FakeProvider::start_with`];
 //! every request is recorded there. The body carries no model, so the try counter is keyed by the path.
 //!
 //! Models (the part before an optional `@` suffix picks the behaviour):
@@ -28,7 +28,8 @@ use std::time::Duration;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::fake_provider::{Body, Handler, Recorded, full, json_error, stream};
+use super::{Handler, json_error, stream};
+use crate::http::{Body, Recorded, full};
 
 /// The key the fake accepts.
 pub const GOOD_KEY: &str = "AIzaSyFakeGoodKey-0123456789abcdefghij";
@@ -42,7 +43,7 @@ pub const RESPONSE_ID: &str = "fakeRespId0123456789AB";
 /// The message of a 429 for a per-day quota.
 pub const PER_DAY_MESSAGE: &str = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_requests_per_model_per_day, limit: 0";
 
-/// The Gemini (and Vertex express) behaviour, for [`crate::fake_provider::FakeProvider::start_with`].
+/// The Gemini (and Vertex express) behaviour, for [`super::FakeProvider::start_with`].
 pub fn handler() -> Handler {
     Arc::new(|req: Recorded, try_n: u32| Box::pin(async move { respond(&req, try_n).await }))
 }

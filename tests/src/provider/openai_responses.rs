@@ -11,7 +11,7 @@
 //! `api-version` (400 `MissingApiVersionParameter` otherwise), and a refused key gets Azure's 401 body
 //! (`{"error":{"code":"401","message":"Access denied ..."}}`).
 //!
-//! Serve it with [`crate::fake_provider::FakeProvider::start_with`]; every request is recorded there.
+//! Serve it with [`super::FakeProvider::start_with`]; every request is recorded there.
 //!
 //! Models (the part before an optional `@` suffix picks the behaviour):
 //! `ok` and `gpt-5-mini` (a reasoning item, then a `function_call` item named `probe`), `text` (a message item,
@@ -20,7 +20,7 @@
 //! n tries, then ok), `quota` (429 `insufficient_quota`), `server-error` (500), `failed-after-200`
 //! (`response.failed` with `server_error` after the 200), `overloaded-after-200` (an `error` event with
 //! `server_is_overloaded` after the 200), `stall` (never answers), `stall-mid-stream` (`response.created`, then
-//! nothing); any other model is a 400 `model_not_found` ("The requested model '<id>' does not exist.").
+//! nothing); any other model is a 400 `model_not_found` (`The requested model '<id>' does not exist.`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +30,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::fake_provider::{Body, Handler, Recorded, json_error, stream};
+use super::{Handler, json_error, stream};
+use crate::http::{Body, Recorded};
 
 /// The key the fake accepts.
 pub const GOOD_KEY: &str = "sk-proj-fake-good-key-0123456789abcdef";
@@ -47,7 +48,7 @@ pub const TEXT_ANSWER: &str = "I would call the probe tool, but here is some tex
 /// The `retry-after-ms` of a 429.
 pub const RETRY_AFTER_MS: u64 = 20;
 
-/// The Responses behaviour, for [`crate::fake_provider::FakeProvider::start_with`].
+/// The Responses behaviour, for [`super::FakeProvider::start_with`].
 pub fn handler() -> Handler {
     Arc::new(|req: Recorded, try_n: u32| Box::pin(async move { respond(&req, try_n).await }))
 }

@@ -7,7 +7,7 @@
 //! 429 `rate_limit_error`, 529 `overloaded_error`, and `event: error` after a 200). Like the real API it refuses a
 //! request without `anthropic-version` (400) and one whose key is not [`GOOD_KEY`] (401), whatever the model.
 //! The key is read from `x-api-key`, or from `authorization: Bearer` (how an `ANTHROPIC_AUTH_TOKEN` travels).
-//! Serve it with [`crate::fake_provider::FakeProvider::start_with`]; every request is recorded there.
+//! Serve it with [`super::FakeProvider::start_with`]; every request is recorded there.
 //!
 //! Models (the part before an optional `@` suffix picks the behaviour):
 //! `ok` and `claude-haiku-4-5` (a `tool_use` block), `text-then-tool` (a text block, then the `tool_use` block),
@@ -24,7 +24,8 @@ use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::fake_provider::{Body, Handler, Recorded, json_error, stream};
+use super::{Handler, json_error, stream};
+use crate::http::{Body, Recorded};
 
 /// The key the fake accepts.
 pub const GOOD_KEY: &str = "sk-ant-api03-fake-good-key-0123456789";
@@ -38,7 +39,7 @@ pub const TOOL_USE_ID: &str = "toolu_01FakeToolUse000000001";
 /// The text the `text` model answers.
 pub const TEXT_ANSWER: &str = "I would call the probe tool, but here is some text instead.";
 
-/// The Anthropic behaviour, for [`crate::fake_provider::FakeProvider::start_with`].
+/// The Anthropic behaviour, for [`super::FakeProvider::start_with`].
 pub fn handler() -> Handler {
     Arc::new(|req: Recorded, try_n: u32| Box::pin(async move { respond(&req, try_n).await }))
 }

@@ -5,7 +5,7 @@
 //! real frames with both CRC32s, each event's JSON carrying Bedrock's `p` padding), and errors as
 //! `{"message": "..."}` with the exception named by `x-amzn-errortype` (`ThrottlingException:http://...`). A request
 //! whose `authorization` is not `Bearer` [`GOOD_TOKEN`] gets a 403 `UnrecognizedClientException`, whatever the model.
-//! Serve it with [`crate::fake_provider::FakeProvider::start_with`]; every request is recorded there, and tries are
+//! Serve it with [`super::FakeProvider::start_with`]; every request is recorded there, and tries are
 //! counted per path.
 //!
 //! Models: [`HAIKU`] and `fake.ok-v1:0` (a `toolUse` block; the body is cut into 13-byte pieces, so frames straddle
@@ -24,7 +24,8 @@ use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::fake_provider::{Body, Handler, Recorded, json_error, stream_bytes};
+use super::{Handler, json_error, stream_bytes};
+use crate::http::{Body, Recorded, percent_decode};
 
 /// The bearer token the fake accepts.
 pub const GOOD_TOKEN: &str = "ABSKQmVkcm9ja0FQSUtleS1mYWtlLWdvb2QtdG9rZW4=";
@@ -41,7 +42,7 @@ pub const REQUEST_ID: &str = "5c1f0e2a-8d9b-4c3e-9f7a-6b5d4c3b2a10";
 /// The content type of the event stream.
 pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
-/// The Bedrock behaviour, for [`crate::fake_provider::FakeProvider::start_with`].
+/// The Bedrock behaviour, for [`super::FakeProvider::start_with`].
 pub fn handler() -> Handler {
     Arc::new(|req: Recorded, try_n: u32| Box::pin(async move { respond(&req, try_n).await }))
 }
@@ -187,27 +188,6 @@ fn throttled() -> Response<Body> {
         "ThrottlingException",
         "Too many requests, please wait before trying again.",
     )
-}
-
-/// Percent-decodes a path segment.
-pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%'
-            && let (Some(Some(h)), Some(Some(l))) =
-                (b.get(i + 1).map(|c| hex(*c)), b.get(i + 2).map(|c| hex(*c)))
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn respond(req: &Recorded, try_n: u32) -> Response<Body> {

@@ -5,7 +5,7 @@
 //! `finish_reason`, and Mistral's error bodies: 401 `{"message":"Unauthorized","request_id":...}`, 429
 //! `{"object":"error","message":"Rate limit exceeded","type":"rate_limited","param":null,"code":"1300"}`, 400
 //! `invalid_model` (code `1500`); the 503's body is modelled on those (no capture of one was found). Every request whose key is not [`GOOD_KEY`] gets the 401, whatever the model.
-//! Serve it with [`crate::fake_provider::FakeProvider::start_with`]; every request is recorded there.
+//! Serve it with [`super::FakeProvider::start_with`]; every request is recorded there.
 //!
 //! Models (the part before an optional `@` suffix picks the behaviour):
 //! `mistral-small-latest` and `ok` (a tool call), `text` (`stop`), `length` (`length`), `model-length`
@@ -18,7 +18,8 @@ use std::time::Duration;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::fake_provider::{Body, Handler, Recorded, full, json_error, stream};
+use super::{Handler, json_error, stream};
+use crate::http::{Body, Recorded, full};
 
 /// The key the fake accepts.
 pub const GOOD_KEY: &str = "fake-mistral-key-0123456789abcdef";
@@ -26,7 +27,7 @@ pub const GOOD_KEY: &str = "fake-mistral-key-0123456789abcdef";
 /// The text the `text` model answers.
 pub const TEXT_ANSWER: &str = "I would call the probe tool, but here is some text instead.";
 
-/// The Mistral behaviour, for [`crate::fake_provider::FakeProvider::start_with`].
+/// The Mistral behaviour, for [`super::FakeProvider::start_with`].
 pub fn handler() -> Handler {
     Arc::new(|req: Recorded, try_n: u32| Box::pin(async move { respond(&req, try_n).await }))
 }

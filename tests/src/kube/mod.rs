@@ -1,0 +1,430 @@
+//! A fake Kubernetes API server on 127.0.0.1, with a kubelet stand-in that runs the real `jr2-probe` as a process.
+//!
+//! There is no real kube-apiserver on these machines (`../shared/research/test-peers.md` §B), and kmock answers
+//! its error paths with a 500 and a Python traceback, so this is our own: plain HTTP/1.1 (the real `kube` client
+//! reaches it through a kubeconfig that names `http://127.0.0.1:<port>`), in-memory Pods and Events, and the part of
+//! the API a check pod's driver uses, with the API server's semantics:
+//!
+//! - Pods: `POST` (409 `AlreadyExists`, 422 without a name, or a scripted refusal such as a quota's 403), `GET`, list
+//!   and watch by `labelSelector` / `fieldSelector`, `DELETE` (the `uid` and `resourceVersion` preconditions are
+//!   honoured: 409 `Conflict`; 404 `NotFound` when missing; `gracePeriodSeconds: 0` removes at once, a grace period
+//!   marks it `deletionTimestamp` first).
+//! - Events (`core/v1`): list and watch by `fieldSelector` (`involvedObject.name=<pod>`...); the kubelet stand-in
+//!   writes them as a 1.35 kubelet and scheduler do, a repeated one counting up.
+//! - Watches: newline-delimited `WatchEvent` JSON from a `resourceVersion` (`""`/`"0"`: the current objects as
+//!   `ADDED` first), `allowWatchBookmarks` (a `BOOKMARK` every [`FakeKube::set_bookmark_interval`]),
+//!   `sendInitialEvents` with its `k8s.io/initial-events-end` bookmark, `timeoutSeconds` (the stream ends), and a
+//!   `410 Expired` `ERROR` event for a version older than [`FakeKube::compact`]'s.
+//! - The log of a container: `GET .../pods/<pod>/log?container=<c>` with `follow` (lines as the kubelet stand-in
+//!   writes them; the stream ends when the container terminates or the pod goes), `previous`, `tailLines`,
+//!   `limitBytes`, and the API server's 400 for a container that has not started.
+//! - NetworkPolicies (`networking.k8s.io/v1`): list and watch, none unless a test adds them.
+//! - Deployments (`apps/v1`): `GET` by name (404 `deployments.apps "<name>" not found`), none unless a test adds them.
+//! - Secrets: held for the kubelet stand-in only ([`FakeKube::add_secret`]); no route serves them.
+//! - `/version`, `/api`, `/api/v1`, `/apis` and `/apis/networking.k8s.io/v1` for discovery.
+//!
+//! Every request is recorded ([`FakeKube::requests`]), with when it came.
+//!
+//! **The kubelet stand-in**: when a pod is created it plays the [`Scenario`] set for the fake: it schedules the pod
+//! (`spec.nodeName`, `PodScheduled`), starts the Custodian (the `initContainers` sidecar) as running, then runs the
+//! real `jr2-probe` binary as a child process with the probe container's `args` (its `--termination-log` pointed
+//! at a temporary file) and `env` (`envFrom` Secrets, then `env`: a `fieldRef` to `spec.nodeName` resolved to the
+//! node, literal values as given, `secretKeyRef` from the Secrets a test added and skipped when there is none,
+//! ConfigMap references skipped), publishes its stdout and stderr lines
+//! as the container's log as they come, and on exit sets the container `terminated` with its exit code and the
+//! termination message (the file's content, at most 4096 bytes). Deleting the pod kills the process. The moments
+//! that matter are kept per pod ([`FakeKube::pod_times`]): created, the probe started, exited, its `terminated`
+//! status recorded, deleted.
+//!
+//! Not emulated: `activeDeadlineSeconds`, restarts, admission defaults (the stored pod is the posted one plus
+//! metadata and status), pagination (`limit` is ignored: one page), `PATCH`/`PUT`.
+//!
+//! Dropping the fake stops the server, ends its streams and kills the probe processes.
+//!
+//! The rooms: `store` (the objects, their versions and history, and the moments of each pod), `selector` (label
+//! and field selectors), `routes` (the HTTP API surface: discovery, dispatch, the `Status` answers), `pods` (create,
+//! delete and the container log), `watch` (list and watch), `kubelet` (the kubelet stand-in and its [`PodCtl`]); this
+//! file holds the server, its [`Scenario`] and the handle a test holds ([`FakeKube`]).
+
+mod kubelet;
+mod pods;
+mod routes;
+mod selector;
+mod store;
+mod watch;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+pub use kubelet::{PodCtl, ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
+pub use routes::ApiRequest;
+pub use store::{PodTimes, rfc3339};
+
+use selector::Selector;
+use store::{Kind, State, next_uid};
+
+/// The node the kubelet stand-in schedules every pod on.
+pub const NODE: &str = "kind-worker2";
+
+/// The scheduler's message for a pod no node can take (1.35's wording, from `FitError`).
+pub const UNSCHEDULABLE_TAINT_MEMORY: &str = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient memory. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
+
+/// The same pod a moment later, once an autoscaler added a node that is still too small.
+pub const UNSCHEDULABLE_MEMORY: &str = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient memory. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
+
+/// A scripted kubelet: what happens to one pod, given its handle. Return when the pod's containers are done.
+pub type Script = Arc<dyn ScriptFn>;
+
+/// What a [`Script`] is: any such closure. A trait of its own only so that `Script`, and so [`Scenario`], is `Debug`.
+pub trait ScriptFn: Fn(PodCtl) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync {}
+
+impl<F> ScriptFn for F where F: Fn(PodCtl) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync {}
+
+impl std::fmt::Debug for dyn ScriptFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("..")
+    }
+}
+
+/// What the kubelet stand-in (and scheduler) do with each pod created.
+#[derive(Clone, Debug)]
+pub enum Scenario {
+    /// Scheduled at once, the Custodian started, the probe run to its end.
+    AllOk,
+    /// `PodScheduled=False`, `Unschedulable`, with each message in turn for `each` (a `FailedScheduling` Event each
+    /// time; a message repeated is the same status written again), then scheduled and run as [`Scenario::AllOk`].
+    UnschedulableThenScheduled {
+        /// The scheduler's messages, in order.
+        messages: Vec<String>,
+        /// How long each stands.
+        each: Duration,
+    },
+    /// Scheduled; the Custodian runs; the probe's image never pulls: `ErrImagePull`, then `ImagePullBackOff` (the
+    /// kubelet's messages and Events), until the pod is deleted.
+    ImagePullBackOff,
+    /// Scheduled; the Custodian runs; the probe waits in `CreateContainerConfigError` with this message (the
+    /// kubelet's, e.g. `secret "x" not found`), with its `Failed` Event, until the pod is deleted.
+    CreateContainerConfigError {
+        /// The waiting message.
+        message: String,
+    },
+    /// Scheduled; a volume of the Custodian does not mount: the Custodian stays `ContainerCreating` and the probe
+    /// `PodInitializing`, and only a `FailedMount` Event (repeated, counting up) says why.
+    FailedMount {
+        /// The volume.
+        volume: String,
+        /// The Secret that is missing.
+        secret: String,
+    },
+    /// Run as [`Scenario::AllOk`], but the probe process is killed (SIGKILL) right after its first `result` line, and
+    /// its status is `terminated`, `OOMKilled`, exit code 137.
+    OomKilledAfterFirstResult,
+    /// Created, then nothing: never scheduled (no status beyond `Pending`).
+    Nothing,
+    /// A script of the test's own.
+    Script(Script),
+}
+
+/// What the server, its routes and the kubelet stand-ins share.
+struct Inner {
+    state: Mutex<State>,
+    /// Bumped on every change: wakes the watches, the log streams and [`FakeKube::wait_for`].
+    changed: tokio::sync::watch::Sender<u64>,
+    scenario: Mutex<Scenario>,
+    probe_bin: PathBuf,
+    bookmark_every: Mutex<Duration>,
+    /// Makes the uids of two fakes in one test process differ (their port).
+    uid_base: u64,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Changes the state, then wakes every watch and log stream.
+    fn mutate<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let r = f(&mut self.lock());
+        self.changed.send_modify(|g| *g = g.wrapping_add(1));
+        r
+    }
+}
+
+/// A running fake API server. Dropping it stops it.
+pub struct FakeKube {
+    addr: SocketAddr,
+    inner: Arc<Inner>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl FakeKube {
+    /// Starts on a free loopback port; each pod created plays `scenario`, running `probe_bin` (the `jr2-probe`
+    /// binary) where it runs the probe.
+    pub async fn start(probe_bin: impl Into<PathBuf>, scenario: Scenario) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("a local address");
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State {
+                rv: 1000,
+                ..State::default()
+            }),
+            changed: tokio::sync::watch::channel(0).0,
+            scenario: Mutex::new(scenario),
+            probe_bin: probe_bin.into(),
+            bookmark_every: Mutex::new(Duration::from_secs(5)),
+            uid_base: u64::from(addr.port()),
+        });
+        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let served = inner.clone();
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    _ = &mut stop_rx => return,
+                };
+                let Ok((stream, _)) = accepted else { continue };
+                // As Go's net package does for the real API server: no Nagle delay on the small watch and log writes.
+                let _ = stream.set_nodelay(true);
+                let inner = served.clone();
+                tokio::spawn(async move {
+                    let service =
+                        hyper::service::service_fn(move |req| routes::handle(req, inner.clone()));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self {
+            addr,
+            inner,
+            stop: Some(stop_tx),
+        }
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`
+    pub fn server_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Writes a kubeconfig whose current context (`fake`, namespace `default`) reaches this server.
+    pub fn kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        self.kubeconfig_in(path, "default")
+    }
+
+    /// Writes a kubeconfig whose current context (`fake`) reaches this server, in `namespace`.
+    pub fn kubeconfig_in(&self, path: &Path, namespace: &str) -> std::io::Result<()> {
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: {namespace}\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: fake-token-not-a-secret\npreferences: {{}}\n",
+            server = self.server_url()
+        );
+        std::fs::write(path, text)
+    }
+
+    /// What pods created from now on play.
+    pub fn set_scenario(&self, scenario: Scenario) {
+        *self
+            .inner
+            .scenario
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = scenario;
+    }
+
+    /// How often a watch that allows bookmarks gets one (5 s by default).
+    pub fn set_bookmark_interval(&self, every: Duration) {
+        *self
+            .inner
+            .bookmark_every
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = every;
+    }
+
+    /// Every pod create from now on is refused with this status (`None`: created again), as a quota, Pod Security
+    /// or a webhook refuses one.
+    pub fn refuse_creates(&self, refusal: Option<(u16, &str, &str)>) {
+        self.inner.lock().refusal =
+            refusal.map(|(code, reason, message)| (code, reason.to_owned(), message.to_owned()));
+    }
+
+    /// Forgets the history so far: a watch from an older `resourceVersion` gets `410 Expired`.
+    pub fn compact(&self) {
+        let mut st = self.inner.lock();
+        st.compacted = st.rv;
+        st.history.clear();
+    }
+
+    /// Adds a NetworkPolicy to `namespace`.
+    pub fn add_network_policy(&self, namespace: &str, mut policy: Value) {
+        policy["metadata"]["namespace"] = json!(namespace);
+        self.inner.mutate(|st| {
+            let uid = next_uid(st, self.inner.uid_base);
+            policy["metadata"]["uid"] = json!(uid);
+            policy["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+            st.put(Kind::NetworkPolicy, policy, "ADDED");
+        });
+    }
+
+    /// Adds a Deployment to `namespace` (served by `GET /apis/apps/v1/namespaces/<ns>/deployments/<name>`).
+    pub fn add_deployment(&self, namespace: &str, mut deployment: Value) {
+        deployment["metadata"]["namespace"] = json!(namespace);
+        self.inner.mutate(|st| {
+            let uid = next_uid(st, self.inner.uid_base);
+            deployment["metadata"]["uid"] = json!(uid);
+            deployment["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+            deployment["metadata"]["generation"] = json!(1);
+            st.put(Kind::Deployment, deployment, "ADDED");
+        });
+    }
+
+    /// Adds a Secret to `namespace`: the kubelet stand-in resolves the probe container's `secretKeyRef` and
+    /// `envFrom.secretRef` from it, as a kubelet does, so the probe process holds its values.
+    pub fn add_secret(&self, namespace: &str, name: &str, data: &[(&str, &str)]) {
+        let data = data
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.inner.mutate(|st| {
+            st.secrets
+                .insert((namespace.to_owned(), name.to_owned()), data);
+        });
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<ApiRequest> {
+        self.inner.lock().requests.clone()
+    }
+
+    /// The pods it holds now.
+    pub fn pods(&self) -> Vec<Value> {
+        self.inner
+            .lock()
+            .objects
+            .iter()
+            .filter(|((k, _, _), _)| *k == Kind::Pod)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// The pods it holds now that match a label selector (`a=b,c!=d,e in (f,g)`).
+    pub fn pods_matching(&self, label_selector: &str) -> Vec<Value> {
+        let sel = Selector::parse(label_selector).expect("a valid label selector");
+        self.pods()
+            .into_iter()
+            .filter(|p| sel.matches_labels(p))
+            .collect()
+    }
+
+    /// One pod as it is now.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.inner.lock().get(Kind::Pod, namespace, name).cloned()
+    }
+
+    /// Every version of every object it stored since the last [`FakeKube::compact`], in order: each pod's statuses
+    /// (termination messages included) and Events, also of those deleted since.
+    pub fn history(&self) -> Vec<Value> {
+        self.inner
+            .lock()
+            .history
+            .iter()
+            .map(|ch| ch.object.clone())
+            .collect()
+    }
+
+    /// The Events it holds now.
+    pub fn events(&self) -> Vec<Value> {
+        self.inner
+            .lock()
+            .objects
+            .iter()
+            .filter(|((k, _, _), _)| *k == Kind::Event)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// The names of the pods created (answered 201), in order.
+    pub fn created(&self) -> Vec<String> {
+        self.inner.lock().created.clone()
+    }
+
+    /// The names of the pods deleted by a `DELETE` that succeeded, in order.
+    pub fn deleted(&self) -> Vec<String> {
+        self.inner.lock().deleted.clone()
+    }
+
+    /// The moments of one pod's life.
+    pub fn pod_times(&self, name: &str) -> PodTimes {
+        self.inner
+            .lock()
+            .times
+            .get(name)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The log lines of a container so far.
+    pub fn log(&self, namespace: &str, pod: &str, container: &str) -> Vec<String> {
+        self.inner
+            .lock()
+            .logs
+            .get(&(
+                namespace.to_owned(),
+                pod.to_owned(),
+                container.to_owned(),
+                false,
+            ))
+            .map(|b| b.lines.clone())
+            .unwrap_or_default()
+    }
+
+    /// A handle on a pod for a test's own scripting (as the kubelet stand-in has), while it exists.
+    pub fn pod_ctl(&self, namespace: &str, name: &str) -> Option<PodCtl> {
+        let pod = self.pod(namespace, name)?;
+        Some(PodCtl::new(self.inner.clone(), &pod))
+    }
+
+    /// Waits until `pred` holds of the fake (checked on every change), at most `within`; whether it held.
+    pub async fn wait_for(&self, within: Duration, pred: impl Fn(&FakeKube) -> bool) -> bool {
+        let mut rx = self.inner.changed.subscribe();
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            rx.borrow_and_update();
+            if pred(self) {
+                return true;
+            }
+            if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                return pred(self);
+            }
+        }
+    }
+}
+
+impl Drop for FakeKube {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.inner.mutate(|st| {
+            st.closed = true;
+            for (_, k) in st.kubelets.drain() {
+                k.abort();
+            }
+        });
+    }
+}

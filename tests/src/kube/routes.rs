@@ -1,0 +1,198 @@
+//! The HTTP API surface of the fake API server: each request recorded, then routed by method and path to the
+//! discovery documents, the pod verbs (`pods`), list and watch (`watch`) or a Deployment's `GET`; and the
+//! `Status` bodies the API server answers with (`NotFound`, `BadRequest`, `Conflict`...).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::Inner;
+use super::pods::{create_pod, delete_pod, pod_log};
+use super::store::Kind;
+use super::watch::collection;
+use crate::http::{Body, json, json_body, parse_query};
+
+/// One request the fake API server received, as it routes it.
+#[derive(Clone, Debug)]
+pub struct ApiRequest {
+    /// The method.
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The query, decoded.
+    pub query: BTreeMap<String, String>,
+    /// The JSON body (Null when empty or not JSON).
+    pub body: Value,
+    /// When it came.
+    pub at: Instant,
+}
+
+impl ApiRequest {
+    /// A query parameter.
+    pub fn q(&self, key: &str) -> Option<&str> {
+        self.query.get(key).map(String::as_str)
+    }
+
+    /// A watch (`?watch=true`).
+    pub fn is_watch(&self) -> bool {
+        matches!(self.q("watch"), Some("true" | "1"))
+    }
+}
+
+/// The API server's `Status` answer.
+pub(super) fn status(
+    code: u16,
+    reason: &str,
+    message: &str,
+    details: Option<Value>,
+) -> Response<Body> {
+    let mut v = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                       "message": message, "reason": reason, "code": code});
+    if let Some(d) = details {
+        v["details"] = d;
+    }
+    json(
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &v,
+    )
+}
+
+/// The API server's 404 for an object that is not there (`pods "x" not found`).
+pub(super) fn not_found(kind: Kind, name: &str) -> Response<Body> {
+    status(
+        404,
+        "NotFound",
+        &format!("{} \"{name}\" not found", kind.qualified()),
+        Some(match kind.api_version().split_once('/') {
+            Some((group, _)) => json!({"name": name, "group": group, "kind": kind.plural()}),
+            None => json!({"name": name, "kind": kind.plural()}),
+        }),
+    )
+}
+
+/// Records a request, then answers it.
+pub(super) async fn handle(
+    req: Request<Incoming>,
+    inner: Arc<Inner>,
+) -> Result<Response<Body>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let query = parse_query(req.uri().query().unwrap_or(""));
+    let body = json_body(req.into_body()).await;
+    let recorded = ApiRequest {
+        method: method.to_string(),
+        path: path.clone(),
+        query,
+        body,
+        at: Instant::now(),
+    };
+    inner.lock().requests.push(recorded.clone());
+    Ok(route(&inner, &method, &recorded).await)
+}
+
+async fn route(inner: &Arc<Inner>, method: &Method, req: &ApiRequest) -> Response<Body> {
+    let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    match (method.as_str(), segs.as_slice()) {
+        ("GET", ["version"]) => json(
+            StatusCode::OK,
+            &json!({"major": "1", "minor": "35", "gitVersion": "v1.35.0", "gitCommit": "fake",
+                    "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0",
+                    "compiler": "gc", "platform": "linux/amd64"}),
+        ),
+        ("GET", ["api"]) => json(
+            StatusCode::OK,
+            &json!({"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}),
+        ),
+        ("GET", ["api", "v1"]) => json(StatusCode::OK, &core_resources()),
+        ("GET", ["apis"]) => json(
+            StatusCode::OK,
+            &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
+                "name": "networking.k8s.io",
+                "versions": [{"groupVersion": "networking.k8s.io/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "networking.k8s.io/v1", "version": "v1"}}, {
+                "name": "apps",
+                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]}),
+        ),
+        ("GET", ["apis", "apps", "v1"]) => json(
+            StatusCode::OK,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
+                    "resources": [{"name": "deployments", "singularName": "deployment", "namespaced": true,
+                                   "kind": "Deployment", "shortNames": ["deploy"], "categories": ["all"],
+                                   "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]}),
+        ),
+        ("GET", ["apis", "apps", "v1", "namespaces", ns, "deployments", name]) => {
+            match inner.lock().get(Kind::Deployment, ns, name) {
+                Some(d) => json(StatusCode::OK, d),
+                None => not_found(Kind::Deployment, name),
+            }
+        }
+        ("GET", ["apis", "networking.k8s.io", "v1"]) => json(
+            StatusCode::OK,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "networking.k8s.io/v1",
+                    "resources": [{"name": "networkpolicies", "singularName": "networkpolicy", "namespaced": true,
+                                   "kind": "NetworkPolicy", "shortNames": ["netpol"],
+                                   "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]}),
+        ),
+        ("GET", ["api", "v1", "pods"]) => collection(inner, Kind::Pod, None, req),
+        ("GET", ["api", "v1", "events"]) => collection(inner, Kind::Event, None, req),
+        ("GET", ["apis", "networking.k8s.io", "v1", "networkpolicies"]) => {
+            collection(inner, Kind::NetworkPolicy, None, req)
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "pods"]) => {
+            collection(inner, Kind::Pod, Some(ns), req)
+        }
+        ("POST", ["api", "v1", "namespaces", ns, "pods"]) => create_pod(inner, ns, req),
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name])
+        | ("GET", ["api", "v1", "namespaces", ns, "pods", name, "status"]) => {
+            match inner.lock().get(Kind::Pod, ns, name) {
+                Some(p) => json(StatusCode::OK, p),
+                None => not_found(Kind::Pod, name),
+            }
+        }
+        ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
+            delete_pod(inner, ns, name, req)
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => {
+            pod_log(inner, ns, name, req)
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "events"]) => {
+            collection(inner, Kind::Event, Some(ns), req)
+        }
+        (
+            "GET",
+            [
+                "apis",
+                "networking.k8s.io",
+                "v1",
+                "namespaces",
+                ns,
+                "networkpolicies",
+            ],
+        ) => collection(inner, Kind::NetworkPolicy, Some(ns), req),
+        _ => status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+            Some(
+                json!({"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]}),
+            ),
+        ),
+    }
+}
+
+fn core_resources() -> Value {
+    let r = |name: &str, kind: &str, verbs: &[&str]| json!({"name": name, "singularName": "", "namespaced": true, "kind": kind, "verbs": verbs});
+    json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+        r("pods", "Pod", &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+        r("pods/log", "Pod", &["get"]),
+        r("pods/status", "Pod", &["get", "patch", "update"]),
+        r("events", "Event", &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+    ]})
+}
