@@ -636,30 +636,13 @@ fn deadline(pod: &Pod) -> Option<SystemTime> {
     })
 }
 
-/// The models of a check pod, in its run spec's order: from the probe container's `--spec-json` argument.
-pub fn models_of(pod: &Pod) -> Vec<String> {
-    let Some(args) = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.containers.iter().find(|c| c.name == PROBE_CONTAINER))
-        .and_then(|c| c.args.as_ref())
-    else {
-        return Vec::new();
-    };
-    let spec = args
-        .iter()
-        .position(|a| a == "--spec-json")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| serde_json::from_str::<Value>(s).ok());
-    spec.as_ref()
-        .and_then(|s| s.get("models"))
-        .and_then(Value::as_array)
-        .map(|ms| {
-            ms.iter()
-                .filter_map(|m| m.get("model").and_then(Value::as_str).map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+/// A pod to create and run, and the models its probe checks, in its run spec's order (the probe's `index`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodToRun {
+    /// The pod, with a name and the `jr2.dev/preflight-run` label (as `pod::check_pod` builds it).
+    pub pod: Pod,
+    /// Its models' names, in its run spec's order.
+    pub models: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -715,10 +698,10 @@ struct PodState {
 }
 
 impl PodState {
-    fn new(pod: &Pod) -> Self {
-        let models = models_of(pod);
+    fn new(to_run: &PodToRun) -> Self {
+        let models = to_run.models.clone();
         Self {
-            name: pod.name_any(),
+            name: to_run.pod.name_any(),
             results: vec![None; models.len()],
             models,
             uid: None,
@@ -1613,16 +1596,16 @@ impl Run {
 /// it created is deleted on every path (not awaited: see [`Cleanup::wait`]), but a failed one when
 /// [`RunOptions::keep_failed`] says so.
 ///
-/// Each pod must have a name and the `jr2.dev/preflight-run` label (as `pod::check_pod` builds it); its models are
-/// read from the probe container's `--spec-json` argument.
+/// Each pod must have a name and the `jr2.dev/preflight-run` label (as `pod::check_pod` builds it).
 pub async fn run_pods(
     client: Client,
     namespace: &str,
-    pods: Vec<Pod>,
+    to_run: Vec<PodToRun>,
     opts: RunOptions,
 ) -> RunResult {
     let start = Instant::now();
     let deadline = start + opts.timeout;
+    let pods: Vec<Pod> = to_run.iter().map(|p| p.pod.clone()).collect();
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let cleanup = opts
         .cleanup
@@ -1633,7 +1616,7 @@ pub async fn run_pods(
         api: api.clone(),
         client: client.clone(),
         namespace: namespace.to_owned(),
-        pods: pods.iter().map(PodState::new).collect(),
+        pods: to_run.iter().map(PodState::new).collect(),
         by_name: pods
             .iter()
             .enumerate()

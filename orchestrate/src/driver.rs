@@ -13,14 +13,14 @@ use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::render;
 use jr2_probe::run::SummaryModel;
 use jr2_probe::verdict::{ModelResult, Origin, Route, rfc3339_utc};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{PodOutcome, PodRun, RunResult};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanModel};
+use crate::pod::CheckPod;
 
 /// The driver verdict's schema identifier.
 pub const DRIVER_VERDICT_SCHEMA: &str = "jr2.dev/provider-preflight-driver-verdict/v1";
@@ -153,10 +153,10 @@ fn selects(
 }
 
 /// Puts a run's results back in plan order and writes the final lines (warnings and errors; passes were written as
-/// they came).
+/// they came). `checks` are the pods the run was given, in its order.
 pub fn assemble(
     plan: &Plan,
-    pods: &[Pod],
+    checks: &[CheckPod],
     run: &RunResult,
     run_id: &str,
     started_at: SystemTime,
@@ -166,31 +166,24 @@ pub fn assemble(
     let mut models = Vec::with_capacity(plan.models.len());
     let mut final_lines = Vec::new();
     let mut failed_pods_printed = std::collections::BTreeSet::new();
-    for plan_model in &plan.models {
-        let placement = &plan_model.placement;
-        let pod_index = pods.iter().position(|p| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(crate::pod::LABEL_PLACEMENT))
-                == Some(placement)
-        });
-        let Some(pod_run) = pod_index.and_then(|i| run.pods.get(i)) else {
+    for (plan_index, plan_model) in plan.models.iter().enumerate() {
+        // The pod that checks it, and its index in that pod's run spec.
+        let Some((pod_index, index)) = checks.iter().enumerate().find_map(|(p, c)| {
+            let index = c.models.iter().position(|&m| m == plan_index)?;
+            Some((p, index))
+        }) else {
             continue;
         };
-        let index = plan
-            .models
-            .iter()
-            .filter(|m| &m.placement == placement)
-            .position(|m| std::ptr::eq(m, plan_model));
-        let Some(index) = index else { continue };
+        let Some(pod_run) = run.pods.get(pod_index) else {
+            continue;
+        };
         let origin = Origin::Node {
             name: pod_run
                 .node
                 .clone()
                 .unwrap_or_else(|| "an unscheduled node".to_owned()),
         };
-        let result = result_of(pod_run, index, plan, plan_model);
+        let result = result_of(pod_run, index, plan_model);
         match &pod_run.outcome {
             PodOutcome::Finished(_) => {
                 if let Some(r) = &result
@@ -205,7 +198,7 @@ pub fn assemble(
                 }
             }
         }
-        models.push(result.unwrap_or_else(|| not_checked(plan, plan_model, pod_run)));
+        models.push(result.unwrap_or_else(|| not_checked(plan_model, pod_run)));
     }
     lines.extend(final_lines.iter().cloned());
     for pod_run in run.pods.iter().filter(|p| p.kept) {
@@ -225,16 +218,10 @@ pub fn assemble(
         pods: run
             .pods
             .iter()
-            .zip(pods)
-            .map(|(r, p)| PodVerdict {
+            .zip(checks)
+            .map(|(r, c)| PodVerdict {
                 name: r.name.clone(),
-                placement: p
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(crate::pod::LABEL_PLACEMENT))
-                    .cloned()
-                    .unwrap_or_default(),
+                placement: c.placement.clone(),
                 node: r.node.clone(),
                 outcome: match r.outcome {
                     PodOutcome::Finished(_) => "finished",
@@ -250,12 +237,7 @@ pub fn assemble(
 }
 
 /// A model's result: its `result` line, else the probe's verdict, else its entry in the termination message.
-fn result_of(
-    pod: &PodRun,
-    index: usize,
-    plan: &Plan,
-    model: &crate::plan::PlanModel,
-) -> Option<ModelResult> {
+fn result_of(pod: &PodRun, index: usize, model: &PlanModel) -> Option<ModelResult> {
     if let Some(Some(r)) = pod.results.get(index) {
         return Some(r.clone());
     }
@@ -268,25 +250,21 @@ fn result_of(
         return Some(r.clone());
     }
     let entry = report.summary.as_ref()?.models.get(index)?;
-    Some(from_summary(plan, model, entry))
+    Some(from_summary(model, entry))
 }
 
-fn base(plan: &Plan, model: &crate::plan::PlanModel) -> ModelResult {
-    let via = plan
-        .placement(&model.placement)
-        .is_some_and(crate::plan::Placement::via_custodian);
-    let spec = model.spec(via);
-    let env = |name: &str| Some(crate::plan::stand_in(name));
-    let target = jr2_probe::spec::resolve(&spec, "model", &env, "");
-    let (id, api, base_url, host, route) = match target {
-        Ok(t) => (
-            t.id.clone(),
-            t.api,
-            t.base_url.to_string(),
-            t.host(),
-            t.route,
+/// A result the probe did not give: the model's facts as the plan's validation resolved them, not checked.
+fn base(model: &PlanModel) -> ModelResult {
+    let (id, api, base_url, host, route) = match model.resolved() {
+        Some(r) => (
+            r.id.clone(),
+            r.api,
+            r.base_url.clone(),
+            r.host.clone(),
+            r.route.clone(),
         ),
-        Err(_) => (
+        // A plan not validated: what the plan itself says.
+        None => (
             model.model.clone(),
             model
                 .api
@@ -320,8 +298,8 @@ fn base(plan: &Plan, model: &crate::plan::PlanModel) -> ModelResult {
     }
 }
 
-fn from_summary(plan: &Plan, model: &crate::plan::PlanModel, entry: &SummaryModel) -> ModelResult {
-    let mut r = base(plan, model);
+fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
+    let mut r = base(model);
     r.outcome = entry.outcome;
     r.code = entry.code;
     r.level = entry.outcome.level(r.api);
@@ -332,8 +310,8 @@ fn from_summary(plan: &Plan, model: &crate::plan::PlanModel, entry: &SummaryMode
     r
 }
 
-fn not_checked(plan: &Plan, model: &crate::plan::PlanModel, pod: &PodRun) -> ModelResult {
-    let mut r = base(plan, model);
+fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
+    let mut r = base(model);
     r.error = Some(format!(
         "not checked: the check pod {} did not finish",
         pod.name
@@ -346,7 +324,7 @@ fn not_checked(plan: &Plan, model: &crate::plan::PlanModel, pod: &PodRun) -> Mod
 /// references and Stand-ins, and the probe's output is redacted at the source.
 pub fn write_evidence(
     dir: &Path,
-    created: &[Pod],
+    created: &[CheckPod],
     run: &RunResult,
     verdict: &DriverVerdict,
 ) -> std::io::Result<()> {
@@ -354,7 +332,7 @@ pub fn write_evidence(
     let yaml = |v: &dyn erased::Yaml| v.to_yaml();
     std::fs::write(
         dir.join("pods-as-created.yaml"),
-        crate::pod::to_yaml(created),
+        crate::pod::to_yaml(created.iter().map(|c| &c.pod)),
     )?;
     for pod in &run.pods {
         let d = dir.join(&pod.name);

@@ -14,16 +14,15 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures_util::FutureExt;
 use jr2_preflight::cluster::{
-    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, RunOptions, RunResult,
-    models_of, run_pods, sweep_stale,
+    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, PodToRun, RunOptions,
+    RunResult, run_pods, sweep_stale,
 };
 use jr2_preflight::driver::{self, DriverVerdict};
 use jr2_preflight::plan::Plan;
-use jr2_preflight::pod;
+use jr2_preflight::pod::{self, CheckPod};
 use jr2_preflight::workload;
 use jr2_probe::render;
 use jr2_probe::sanitize::{self, Redactor};
-use k8s_openapi::api::core::v1::Pod;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 const EXIT_OK: u8 = 0;
@@ -187,7 +186,8 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     let now = SystemTime::now();
     if args.dry_run {
-        print!("{}", pod::to_yaml(&pod::check_pods(&plan, &run_id, now)));
+        let checks = pod::check_pods(&plan, &run_id, now);
+        print!("{}", pod::to_yaml(checks.iter().map(|c| &c.pod)));
         return match signals.received() {
             Some(code) => interrupted(code),
             None => ExitCode::from(EXIT_OK),
@@ -205,7 +205,7 @@ async fn run(args: RunArgs) -> ExitCode {
             None
         }
     };
-    let pods = pod::check_pods(&plan, &run_id, now);
+    let checks = pod::check_pods(&plan, &run_id, now);
     let started_at = SystemTime::now();
     let start = Instant::now();
     let mut lines = Lines(Vec::new());
@@ -227,13 +227,14 @@ async fn run(args: RunArgs) -> ExitCode {
     let (result, cleanup, interrupted_by) = match (client, stopped) {
         (Some(client), None) => {
             let (result, cleanup, code) =
-                run_checks(client, &args, &plan, &pods, &mut signals, &mut lines).await;
+                run_checks(client, &args, &plan, &checks, &mut signals, &mut lines).await;
             (result, Some(cleanup), code)
         }
-        (_, code) => (not_run(&pods), None, code),
+        (_, code) => (not_run(&plan, &checks), None, code),
     };
     let before = lines.0.len();
-    let mut verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
+    let mut verdict =
+        driver::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
     if let Some(code) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
@@ -244,7 +245,7 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     print_verdict(&args, &verdict);
     if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
-        && let Err(e) = driver::write_evidence(dir, &pods, &result, &verdict)
+        && let Err(e) = driver::write_evidence(dir, &checks, &result, &verdict)
     {
         eprintln!(
             "{}",
@@ -370,7 +371,7 @@ async fn run_checks(
     client: kube::Client,
     args: &RunArgs,
     plan: &Plan,
-    pods: &[Pod],
+    checks: &[CheckPod],
     signals: &mut Signals,
     lines: &mut Lines,
 ) -> (RunResult, Cleanup, Option<u8>) {
@@ -389,7 +390,14 @@ async fn run_checks(
         cancel: Some(cancel.clone()),
         ..RunOptions::default()
     };
-    let running = run_pods(client, &plan.namespace, pods.to_vec(), options);
+    let to_run = checks
+        .iter()
+        .map(|c| PodToRun {
+            pod: c.pod.clone(),
+            models: model_names(plan, c),
+        })
+        .collect();
+    let running = run_pods(client, &plan.namespace, to_run, options);
     tokio::pin!(running);
     let mut interrupted: Option<u8> = None;
     let result = loop {
@@ -416,14 +424,14 @@ async fn run_checks(
 
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
 /// cancelled before its creates were answered.
-fn not_run(pods: &[Pod]) -> RunResult {
+fn not_run(plan: &Plan, checks: &[CheckPod]) -> RunResult {
     RunResult {
-        pods: pods
+        pods: checks
             .iter()
-            .map(|p| {
-                let models = models_of(p);
+            .map(|c| {
+                let models = model_names(plan, c);
                 PodRun {
-                    name: p.metadata.name.clone().unwrap_or_default(),
+                    name: c.pod.metadata.name.clone().unwrap_or_default(),
                     uid: None,
                     node: None,
                     results: models.iter().map(|_| None).collect(),
@@ -439,6 +447,15 @@ fn not_run(pods: &[Pod]) -> RunResult {
             .collect(),
         warnings: Vec::new(),
     }
+}
+
+/// The names of a check pod's models, in its run spec's order.
+fn model_names(plan: &Plan, check: &CheckPod) -> Vec<String> {
+    check
+        .models
+        .iter()
+        .map(|&i| plan.models[i].model.clone())
+        .collect()
 }
 
 fn print_verdict(args: &RunArgs, verdict: &DriverVerdict) {

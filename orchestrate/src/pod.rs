@@ -166,10 +166,29 @@ pub fn deadline_of(pod: &Pod) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// A check pod, with what it was built from: the driver keeps it for the whole run and reads these facts here,
+/// never back from the pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckPod {
+    /// The name of the placement it stands in for (its `jr2.dev/placement` label).
+    pub placement: String,
+    /// The models its probe checks, as indices into `plan.models`, in its run spec's order (the probe's `index`).
+    pub models: Vec<usize>,
+    /// The pod, as it is created.
+    pub pod: Pod,
+}
+
 /// The check pods of a plan: one per placement that has a model, in plan order.
-pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<Pod> {
+pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<CheckPod> {
     plan.placements_with_models()
-        .map(|p| check_pod(plan, p, run_id, now))
+        .map(|p| CheckPod {
+            placement: p.name.clone(),
+            // The order of the placement's run spec (`Plan::run_spec_for`): plan order.
+            models: (0..plan.models.len())
+                .filter(|&i| plan.models[i].placement == p.name)
+                .collect(),
+            pod: check_pod(plan, p, run_id, now),
+        })
         .collect()
 }
 
@@ -443,7 +462,7 @@ fn under(path: &str, dir: &str) -> bool {
 /// Every string that a YAML 1.1 reader (kubectl's, PyYAML) could take for something else is quoted: `serde_yaml`
 /// writes YAML 1.2, where `on`, `yes` or `2026-01-01T00:05:00Z` are plain strings, and a 1.1 reader then sees a
 /// boolean or a timestamp where the API wants a string.
-pub fn to_yaml(pods: &[Pod]) -> String {
+pub fn to_yaml<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> String {
     let mut out = String::new();
     for pod in pods {
         out.push_str("---\n");

@@ -23,7 +23,7 @@ use tokio::time::timeout;
 use tower_test::mock::{self, SendResponse};
 
 use jr2_preflight::cluster::{
-    Cancel, Cleanup, FailureKind, PodOutcome, Progress, RunOptions, RunResult, run_pods,
+    Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, Progress, RunOptions, RunResult, run_pods,
     sweep_stale,
 };
 use jr2_probe::api::ApiKind;
@@ -51,7 +51,14 @@ const UNSCHEDULABLE: &str = "0/3 nodes are available: 1 node(s) had untolerated 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures: the check pod as `pod::check_pod` builds it, its states as a 1.35 kubelet writes them, the probe's lines.
 
-fn check_pod(name: &str) -> Pod {
+fn check_pod(name: &str) -> PodToRun {
+    PodToRun {
+        pod: check_pod_object(name),
+        models: MODELS.iter().map(|m| (*m).to_owned()).collect(),
+    }
+}
+
+fn check_pod_object(name: &str) -> Pod {
     let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1",
         "models": MODELS.iter().map(|m| json!({"model": m, "source": "catalog"})).collect::<Vec<_>>()});
     serde_json::from_value(json!({
@@ -971,7 +978,7 @@ impl ApiServerVerifier {
                     Some("app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/instance=demo")
                 );
                 let pod = |name: &str, uid: &str, deadline: &str, deleting: bool| {
-                    let mut p = serde_json::to_value(check_pod(name)).unwrap();
+                    let mut p = serde_json::to_value(check_pod_object(name)).unwrap();
                     p["metadata"]["uid"] = json!(uid);
                     p["metadata"]["resourceVersion"] = json!("7");
                     p["metadata"]["annotations"]["jr2.dev/preflight-deadline"] = json!(deadline);
@@ -1066,7 +1073,7 @@ fn options() -> RunOptions {
     }
 }
 
-async fn drive(scenario: Scenario, pods: Vec<Pod>, mut opts: RunOptions) -> Ran {
+async fn drive(scenario: Scenario, pods: Vec<PodToRun>, mut opts: RunOptions) -> Ran {
     let (client, server) = client_and_server();
     let script = server.run(scenario);
     let cleanup = Cleanup::new(client.clone(), NS);
