@@ -1,7 +1,7 @@
 //! From a plan to a verdict: what `jr2-preflight run` does between reading the plan and printing the last line.
 //!
 //! It sweeps stale check pods of the Instance, warns about NetworkPolicies the check pod escapes, runs the pods
-//! ([`crate::cluster::run_pods`]), and puts the results back in plan order: one result per model (from the probe's
+//! ([`crate::run::run_pods`]), and puts the results back in plan order: one result per model (from the probe's
 //! log, else its termination message, else `not checked`), the pods' own failure lines, the JSON verdict and the exit
 //! code. `--evidence` writes a secret-safe bundle of what the cluster showed.
 
@@ -18,9 +18,9 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{PodOutcome, PodRun, RunResult};
 use crate::plan::{Plan, PlanModel};
 use crate::pod::CheckPod;
+use crate::run::{PodOutcome, PodRun, RunResult};
 
 /// The driver verdict's schema identifier.
 pub const DRIVER_VERDICT_SCHEMA: &str = "jr2.dev/provider-preflight-driver-verdict/v1";

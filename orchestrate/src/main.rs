@@ -5,25 +5,23 @@
 //! allowed), 1 on an error, 2 on bad input or usage; nothing is created on bad input. The check pods are deleted on
 //! every path, Ctrl-C and SIGTERM included.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use futures_util::FutureExt;
-use jr2_preflight::cluster::{
-    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, PodToRun, RunOptions,
-    RunResult, run_pods, sweep_stale,
-};
 use jr2_preflight::driver::{self, DriverVerdict};
 use jr2_preflight::plan::Plan;
 use jr2_preflight::pod::{self, CheckPod};
+use jr2_preflight::run::{
+    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, PodToRun, RunOptions,
+    RunResult, run_pods, sweep_stale,
+};
+use jr2_preflight::signals::Signals;
 use jr2_preflight::workload;
 use jr2_probe::render;
 use jr2_probe::sanitize::{self, Redactor};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
 const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
@@ -272,53 +270,6 @@ async fn run(args: RunArgs) -> ExitCode {
 fn interrupted(code: u8) -> ExitCode {
     eprintln!("{}", render::interrupted());
     ExitCode::from(code)
-}
-
-/// SIGINT and SIGTERM, listened for from the start of the run.
-struct Signals {
-    interrupt: Option<Signal>,
-    terminate: Option<Signal>,
-}
-
-impl Signals {
-    /// Replaces the default action of both (the end of the process) with a notification to this value.
-    fn listen() -> Self {
-        Self {
-            interrupt: signal(SignalKind::interrupt()).ok(),
-            terminate: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// The next signal, as the exit code it asks for: 130 (SIGINT), 143 (SIGTERM). Cancel-safe.
-    async fn recv(&mut self) -> u8 {
-        // A stream that could not be set up, or that ended with the runtime, never resolves.
-        async fn next(s: Option<&mut Signal>) {
-            if let Some(s) = s
-                && s.recv().await.is_some()
-            {
-                return;
-            }
-            std::future::pending().await
-        }
-        tokio::select! {
-            () = next(self.interrupt.as_mut()) => 130,
-            () = next(self.terminate.as_mut()) => 143,
-        }
-    }
-
-    /// A signal already received, without waiting.
-    fn received(&mut self) -> Option<u8> {
-        self.recv().now_or_never()
-    }
-
-    /// `fut`, unless a signal comes first (`Err` with its exit code); one already received wins.
-    async fn until<T>(&mut self, fut: impl Future<Output = T>) -> Result<T, u8> {
-        tokio::select! {
-            biased;
-            code = self.recv() => Err(code),
-            v = fut => Ok(v),
-        }
-    }
 }
 
 /// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its

@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tower_test::mock::{self, SendResponse};
 
-use jr2_preflight::cluster::{
+use jr2_preflight::run::{
     Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, Progress, RunOptions, RunResult, run_pods,
     sweep_stale,
 };
