@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api::ApiKind;
+use crate::contract::api_kind::ApiKind;
 use crate::target::Facts;
 
 /// The committed catalog file.

@@ -14,13 +14,13 @@ use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
 
 use crate::api::{self, ProviderError, StreamEvent};
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
+use crate::contract::verdict::{ModelResult, Route, Timings, Try};
 use crate::retry::{self, RetryPolicy};
 use crate::sanitize::Redactor;
 use crate::sse;
 use crate::target::Target;
 use crate::transport::ClientFactory;
-use crate::verdict::{ModelResult, Route, Timings, Try};
 
 /// The most of an error body the probe reads.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -256,7 +256,9 @@ impl Checker {
                         };
                         let error = format!(
                             "connection timed out after {} s",
-                            crate::render::seconds(span.min(self.factory.connect_timeout()))
+                            crate::contract::render::seconds(
+                                span.min(self.factory.connect_timeout())
+                            )
                         );
                         Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
                     }
@@ -344,8 +346,10 @@ impl Checker {
             target.route,
             Route::Custom { .. } | Route::Catalog { gateway: true, .. }
         );
-        let error =
-            crate::render::timeout_error(&crate::render::seconds(self.settings.timeout), may_load);
+        let error = crate::contract::render::timeout_error(
+            &crate::contract::render::seconds(self.settings.timeout),
+            may_load,
+        );
         Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
     }
 

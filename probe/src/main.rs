@@ -2,7 +2,8 @@
 //!
 //! `jr2-probe check` is what an operator runs by hand against an endpoint (their vLLM, llama.cpp or gateway): the
 //! same request a Turn sends, the same lines `jr2 up` prints, with `(from this machine, ...)`. Exit codes: 0 when no
-//! model failed (warnings allowed), 1 when one did, 2 for bad input or usage, each with one `error:` line.
+//! model failed (warnings allowed), 1 when one did, 2 for bad input or usage, each with one `error:` line, 130 when
+//! interrupted by SIGINT ([`jr2_probe::contract::Exit`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,6 +15,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::catalog;
 use jr2_probe::check::{Checker, Settings};
+use jr2_probe::contract::Exit;
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
 use jr2_probe::run::RunOptions;
@@ -22,13 +24,6 @@ use jr2_probe::spec::{self, ModelSpec, RunSpec, Source};
 use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
-
-/// Exit code: no model failed.
-const EXIT_OK: u8 = 0;
-/// Exit code: a model failed.
-const EXIT_FAILED: u8 = 1;
-/// Exit code: bad input or usage.
-const EXIT_USAGE: u8 = 2;
 
 /// Asks each model for one tool call, as a Turn of pi-ai 0.82.1 asks it, and says whether it can call tools.
 #[derive(Debug, Parser)]
@@ -204,7 +199,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_FAILED);
+            return Exit::Failed.into();
         }
     };
     runtime.block_on(async {
@@ -218,7 +213,7 @@ fn main() -> ExitCode {
             code = work => code,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("error: interrupted; the models not finished were not checked");
-                ExitCode::from(130)
+                Exit::Interrupted.into()
             }
         }
     })
@@ -234,13 +229,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
         let _ = e.print();
-        return ExitCode::from(
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                EXIT_USAGE
-            } else {
-                EXIT_OK
-            },
-        );
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            Exit::Usage
+        } else {
+            Exit::Ok
+        }
+        .into();
     }
     let line = jr2_probe::cli::usage_line(&e);
     let command = std::env::args()
@@ -249,7 +243,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .map(|c| format!(" {c}"))
         .unwrap_or_default();
     eprintln!("error: {line} (see jr2-probe{command} --help)");
-    ExitCode::from(EXIT_USAGE)
+    Exit::Usage.into()
 }
 
 fn init_tracing() {
@@ -267,7 +261,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     let started_at = SystemTime::now();
@@ -305,7 +299,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         let _ = serde_json::to_writer_pretty(&mut out, &verdict);
         let _ = writeln!(out);
     }
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+    Exit::of_run(verdict.ok).into()
 }
 
 fn is_loopback(url: &reqwest::Url) -> bool {
@@ -504,7 +498,7 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     if spec.schema != jr2_probe::spec::RUN_SPEC_SCHEMA {
@@ -513,13 +507,13 @@ async fn run(args: RunArgs) -> ExitCode {
             sanitize::escape(&spec.schema),
             jr2_probe::spec::RUN_SPEC_SCHEMA
         );
-        return ExitCode::from(EXIT_USAGE);
+        return Exit::Usage.into();
     }
     let trust = match load_trust(&args.ca_bundle) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return Exit::Usage.into();
         }
     };
     let env = |name: &str| std::env::var(name).ok();
@@ -530,7 +524,7 @@ async fn run(args: RunArgs) -> ExitCode {
             Ok(t) => targets.push(t),
             Err(e) => {
                 eprintln!("error: {}", sanitize::escape(&e.to_string()));
-                return ExitCode::from(EXIT_USAGE);
+                return Exit::Usage.into();
             }
         }
     }
@@ -564,7 +558,7 @@ async fn run(args: RunArgs) -> ExitCode {
     };
     let verdict =
         jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+    Exit::of_run(verdict.ok).into()
 }
 
 fn parse_base_url(text: &str) -> Result<reqwest::Url, InputError> {

@@ -14,66 +14,20 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-
 use crate::check::{Checker, Progress};
-use crate::outcome::{Code, Outcome};
-use crate::render;
+use crate::contract::events::ProbeEvent;
+use crate::contract::outcome::Outcome;
+use crate::contract::render;
+use crate::contract::verdict::{ModelResult, Origin, Verdict};
 use crate::target::Target;
-use crate::verdict::{ModelResult, Origin, Verdict};
 
-/// The schema of the JSON lines.
-pub const EVENTS_SCHEMA: &str = "jr2.dev/provider-preflight-events/v1";
-/// The schema of the termination message.
-pub const SUMMARY_SCHEMA: &str = "jr2.dev/provider-preflight-summary/v1";
-/// The most the kubelet keeps of a termination message.
-pub const TERMINATION_LIMIT: usize = 4096;
+pub use crate::contract::events::EVENTS_SCHEMA;
+pub use crate::contract::summary::{SUMMARY_SCHEMA, Summary, SummaryModel, TERMINATION_LIMIT};
+
 /// How long before the pod's deadline the probe stops, to write its results.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 
-/// A model's entry in the termination message. Short keys: the message has 4096 bytes for every model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SummaryModel {
-    /// The model (dropped when room runs out; the driver knows the order).
-    #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The outcome.
-    #[serde(rename = "o")]
-    pub outcome: Outcome,
-    /// The code.
-    #[serde(rename = "c")]
-    pub code: Code,
-    /// The last HTTP status.
-    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    /// Tries.
-    #[serde(rename = "t")]
-    pub tries: usize,
-    /// Milliseconds.
-    #[serde(rename = "ms")]
-    pub elapsed_ms: u64,
-    /// The `<error>`, cut to fit.
-    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The termination message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
-    /// [`SUMMARY_SCHEMA`].
-    pub schema: String,
-    /// No model failed.
-    pub ok: bool,
-    /// Models in the run.
-    pub n: usize,
-    /// Per model, in plan order; empty when even the shortest form did not fit (then `truncated`).
-    pub models: Vec<SummaryModel>,
-    /// Some detail was left out to fit.
-    #[serde(default)]
-    pub truncated: bool,
-}
-
+/// The producer's half of the termination message: how much of a verdict fits (the shape is the contract's).
 impl Summary {
     /// The most detail of `verdict` that fits in `limit` bytes of JSON.
     pub fn fitting(verdict: &Verdict, limit: usize) -> String {
@@ -130,11 +84,12 @@ pub struct RunOptions {
     pub termination_log: Option<std::path::PathBuf>,
 }
 
-fn emit(out: &Mutex<Box<dyn Write + Send>>, value: serde_json::Value) {
+fn emit(out: &Mutex<Box<dyn Write + Send>>, event: &ProbeEvent) {
+    let line = event.to_line();
     let mut out = out
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let _ = serde_json::to_writer(&mut *out, &value);
+    let _ = out.write_all(line.as_bytes());
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
@@ -160,8 +115,11 @@ pub async fn run(
     });
     emit(
         &out,
-        json!({"event": "start", "schema": EVENTS_SCHEMA, "probeVersion": env!("CARGO_PKG_VERSION"),
-               "origin": origin, "models": targets.len(), "budgetMs": budget.map(|b| b.as_millis() as u64)}),
+        &ProbeEvent::start(
+            origin.clone(),
+            targets.len(),
+            budget.map(|b| b.as_millis() as u64),
+        ),
     );
     let results: Mutex<Vec<Option<ModelResult>>> = Mutex::new(vec![None; targets.len()]);
     let started: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
@@ -171,7 +129,10 @@ pub async fn run(
             .check_all_observed(targets, Some(tx), |i, result| {
                 emit(
                     &out,
-                    json!({"event": "result", "index": i, "result": result}),
+                    &ProbeEvent::Result {
+                        index: i,
+                        result: Box::new(result.clone()),
+                    },
                 );
                 results
                     .lock()
@@ -189,13 +150,20 @@ pub async fn run(
                         .insert(index);
                     emit(
                         &out,
-                        json!({"event": "modelStarted", "index": index, "model": targets[index].model}),
+                        &ProbeEvent::ModelStarted {
+                            index,
+                            model: targets[index].model.clone(),
+                        },
                     );
                 }
                 Progress::Try { index, attempt } => {
                     emit(
                         &out,
-                        json!({"event": "try", "index": index, "model": targets[index].model, "try": attempt}),
+                        &ProbeEvent::Try {
+                            index,
+                            model: targets[index].model.clone(),
+                            attempt,
+                        },
                     );
                 }
             }
@@ -227,8 +195,8 @@ pub async fn run(
                         &render::seconds(Duration::from_secs(waited.as_secs())),
                         matches!(
                             target.route,
-                            crate::verdict::Route::Custom { .. }
-                                | crate::verdict::Route::Catalog { gateway: true, .. }
+                            crate::contract::verdict::Route::Custom { .. }
+                                | crate::contract::verdict::Route::Catalog { gateway: true, .. }
                         ),
                     ),
                 )
@@ -241,7 +209,10 @@ pub async fn run(
             let result = checker.unfinished(target, outcome, error, waited);
             emit(
                 &out,
-                json!({"event": "result", "index": i, "result": &result}),
+                &ProbeEvent::Result {
+                    index: i,
+                    result: Box::new(result.clone()),
+                },
             );
             *slot = Some(result);
         }
@@ -255,7 +226,12 @@ pub async fn run(
         .flat_map(|m| render::model_lines(m, &origin))
         .collect();
     let verdict = Verdict::new(origin, started_at, start.elapsed(), models, lines);
-    emit(&out, json!({"event": "summary", "verdict": &verdict}));
+    emit(
+        &out,
+        &ProbeEvent::Summary {
+            verdict: Box::new(verdict.clone()),
+        },
+    );
     if let Some(path) = &options.termination_log {
         let summary = Summary::fitting(&verdict, TERMINATION_LIMIT);
         if let Err(e) = std::fs::write(path, summary) {
@@ -268,9 +244,9 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ApiKind;
-    use crate::outcome::Level;
-    use crate::verdict::Route;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::outcome::{Code, Level};
+    use crate::contract::verdict::Route;
 
     fn model(i: usize, error_len: usize) -> ModelResult {
         ModelResult {

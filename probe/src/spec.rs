@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::api::{ApiKind, ToolChoice};
 use crate::catalog;
+use crate::contract::api_kind::{ApiKind, ToolChoice};
+use crate::contract::verdict::Route;
 use crate::target::{Facts, Key, Secret, Target};
-use crate::verdict::Route;
 
 /// The run spec's schema identifier.
 pub const RUN_SPEC_SCHEMA: &str = "jr2.dev/provider-preflight-run/v1";

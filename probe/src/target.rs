@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use crate::api::{ApiKind, ToolChoice};
-use crate::verdict::Route;
+use crate::contract::api_kind::{ApiKind, ToolChoice};
+use crate::contract::verdict::Route;
 
 /// A key value. Its `Debug` never shows it.
 #[derive(Clone)]

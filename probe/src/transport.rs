@@ -25,7 +25,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use thiserror::Error;
 
-use crate::outcome::Outcome;
+use crate::contract::outcome::Outcome;
 
 /// A CA file that cannot be used.
 #[derive(Debug, Error)]
@@ -452,7 +452,7 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
                 // The connector's own timer (a SYN never answered): the same words as the client's connect timeout.
                 return unreachable(format!(
                     "connection timed out after {} s",
-                    crate::render::seconds(connect_timeout)
+                    crate::contract::render::seconds(connect_timeout)
                 ));
             }
             if let Some(words) = words {
@@ -483,7 +483,7 @@ pub fn describe(err: &reqwest::Error, connect_timeout: Duration) -> Failure {
     if err.is_timeout() && err.is_connect() {
         return unreachable(format!(
             "connection timed out after {} s",
-            crate::render::seconds(connect_timeout)
+            crate::contract::render::seconds(connect_timeout)
         ));
     }
     if err.is_redirect() {

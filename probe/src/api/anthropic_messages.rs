@@ -53,7 +53,7 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
 use crate::prompt;
 use crate::sse;
 use crate::target::Target;
@@ -485,14 +485,14 @@ impl Wire for AnthropicMessages {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::contract::verdict::Route;
     use crate::target::{Facts, Key, Secret};
-    use crate::verdict::Route;
 
     fn target(id: &str, facts: Facts, key: Option<(&str, &str)>) -> Target {
         Target {
             model: format!("anthropic/{id}"),
             id: id.to_owned(),
-            api: crate::api::ApiKind::AnthropicMessages,
+            api: crate::contract::api_kind::ApiKind::AnthropicMessages,
             base_url: reqwest::Url::parse("https://api.anthropic.com").unwrap(),
             route: Route::Catalog {
                 provider: "anthropic".into(),

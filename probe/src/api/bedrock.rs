@@ -32,7 +32,7 @@ use super::{
     Framing, HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent,
     StreamReader, ToolChoice, Wire,
 };
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
 use crate::prompt;
 use crate::sse;
 use crate::target::Target;
@@ -286,9 +286,9 @@ impl Wire for BedrockConverseStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ApiKind;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::verdict::Route;
     use crate::target::{Facts, Key, Secret};
-    use crate::verdict::Route;
 
     const HAIKU: &str = "anthropic.claude-haiku-4-5-20251001-v1:0";
 

@@ -33,7 +33,7 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
 use crate::prompt;
 use crate::sse;
 use crate::target::Target;
@@ -468,9 +468,9 @@ impl Wire for Google {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ApiKind;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::verdict::Route;
     use crate::target::{Facts, Key, Secret};
-    use crate::verdict::Route;
 
     fn read(data: &str) -> Result<Vec<StreamEvent>, ProtocolError> {
         let mut out = Vec::new();

@@ -22,10 +22,10 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValu
 use serde_json::{Value, json};
 
 use super::{HttpRequest, ProviderError, RequestError, StopKind, StreamReader, ToolChoice, Wire};
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
+use crate::contract::verdict::Route;
 use crate::prompt;
 use crate::target::Target;
-use crate::verdict::Route;
 
 /// The path appended to the base URL (`https://api.mistral.ai`).
 pub const PATH: &str = "/v1/chat/completions";

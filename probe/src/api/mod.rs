@@ -15,134 +15,13 @@ pub mod openai_completions;
 pub mod openai_responses;
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde::{Deserialize, Serialize};
 
-use crate::outcome::{Code, Outcome};
+pub use crate::contract::api_kind::{ApiKind, ToolChoice, UnknownApiKind};
+use crate::contract::outcome::{Code, Outcome};
 use crate::target::Target;
-
-/// pi's API kinds, by pi's names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ApiKind {
-    /// Chat Completions: custom endpoints (vLLM, llama.cpp, gateways) and most catalog providers.
-    #[serde(rename = "openai-completions")]
-    OpenAiCompletions,
-    /// Anthropic Messages.
-    #[serde(rename = "anthropic-messages")]
-    AnthropicMessages,
-    /// OpenAI Responses.
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-    /// Azure OpenAI Responses.
-    #[serde(rename = "azure-openai-responses")]
-    AzureOpenAiResponses,
-    /// ChatGPT/Codex Responses (needs an OAuth login file).
-    #[serde(rename = "openai-codex-responses")]
-    OpenAiCodexResponses,
-    /// The Gemini API.
-    #[serde(rename = "google-generative-ai")]
-    GoogleGenerativeAi,
-    /// Vertex AI.
-    #[serde(rename = "google-vertex")]
-    GoogleVertex,
-    /// Mistral (chat completions through Mistral's SDK).
-    #[serde(rename = "mistral-conversations")]
-    MistralConversations,
-    /// Bedrock ConverseStream.
-    #[serde(rename = "bedrock-converse-stream")]
-    BedrockConverseStream,
-}
-
-impl ApiKind {
-    /// Every kind, in pi's order of use.
-    pub const ALL: [ApiKind; 9] = [
-        ApiKind::OpenAiCompletions,
-        ApiKind::AnthropicMessages,
-        ApiKind::OpenAiResponses,
-        ApiKind::AzureOpenAiResponses,
-        ApiKind::OpenAiCodexResponses,
-        ApiKind::GoogleGenerativeAi,
-        ApiKind::GoogleVertex,
-        ApiKind::MistralConversations,
-        ApiKind::BedrockConverseStream,
-    ];
-
-    /// pi's name for the kind.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiKind::OpenAiCompletions => "openai-completions",
-            ApiKind::AnthropicMessages => "anthropic-messages",
-            ApiKind::OpenAiResponses => "openai-responses",
-            ApiKind::AzureOpenAiResponses => "azure-openai-responses",
-            ApiKind::OpenAiCodexResponses => "openai-codex-responses",
-            ApiKind::GoogleGenerativeAi => "google-generative-ai",
-            ApiKind::GoogleVertex => "google-vertex",
-            ApiKind::MistralConversations => "mistral-conversations",
-            ApiKind::BedrockConverseStream => "bedrock-converse-stream",
-        }
-    }
-
-    /// Gemini and Vertex: their retries are not seen, so busy is an error for them.
-    pub fn is_google(self) -> bool {
-        matches!(self, ApiKind::GoogleGenerativeAi | ApiKind::GoogleVertex)
-    }
-
-    /// Why the probe cannot send this kind's request yet, or `None` when it can.
-    pub fn unsupported_because(self) -> Option<&'static str> {
-        match self {
-            ApiKind::OpenAiCodexResponses => Some(
-                "openai-codex-responses needs the OAuth login file of a ChatGPT account, which a check pod does not hold",
-            ),
-            kind if wire(kind).is_none() => {
-                Some("this version of the probe does not speak this API kind yet")
-            }
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for ApiKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A name that is not one of pi's API kinds.
-#[derive(Debug, thiserror::Error)]
-#[error("unknown api kind \"{0}\" (pi's kinds: {kinds})", kinds = ApiKind::ALL.map(ApiKind::as_str).join(", "))]
-pub struct UnknownApiKind(pub String);
-
-impl FromStr for ApiKind {
-    type Err = UnknownApiKind;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ApiKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownApiKind(s.to_owned()))
-    }
-}
-
-/// The `tool_choice` of the request. A Turn sends none; the plan (by hand: `--tool-choice`) may set one, as
-/// pi's `toolChoice` option does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ToolChoice {
-    /// Send no `tool_choice`: what a Turn sends.
-    #[default]
-    Unset,
-    /// `"auto"`.
-    Auto,
-    /// `"none"`.
-    None,
-    /// `"required"`.
-    Required,
-    /// The probe's tool by name.
-    Named,
-}
 
 /// What the reader of a stream saw in one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -400,4 +279,21 @@ pub fn endpoint(base: &reqwest::Url, path: &str) -> reqwest::Url {
     let joined = format!("{}{}", base.path().trim_end_matches('/'), path);
     url.set_path(&joined);
     url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contract says which kinds the probe cannot send without asking the wires; the wires agree.
+    #[test]
+    fn a_kind_has_a_wire_exactly_when_the_contract_calls_it_supported() {
+        for kind in ApiKind::ALL {
+            assert_eq!(
+                wire(kind).is_some(),
+                kind.unsupported_because().is_none(),
+                "{kind}"
+            );
+        }
+    }
 }

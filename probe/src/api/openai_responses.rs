@@ -44,11 +44,11 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
-use crate::outcome::{Code, Outcome};
+use crate::contract::outcome::{Code, Outcome};
+use crate::contract::verdict::Route;
 use crate::prompt;
 use crate::sse;
 use crate::target::Target;
-use crate::verdict::Route;
 
 /// The path appended to the base URL.
 pub const PATH: &str = "/responses";
@@ -624,7 +624,7 @@ impl Wire for OpenAiResponses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::ApiKind;
+    use crate::contract::api_kind::ApiKind;
     use crate::target::{Facts, Key, Secret};
     use std::collections::HashMap;
 

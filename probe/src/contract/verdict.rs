@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::ApiKind;
-use crate::outcome::{Code, Level, Outcome};
+use crate::contract::api_kind::ApiKind;
+use crate::contract::exit::Exit;
+use crate::contract::outcome::{Code, Level, Outcome};
 
 /// The verdict's schema identifier; bumped on any incompatible change.
 pub const VERDICT_SCHEMA: &str = "jr2.dev/provider-preflight-verdict/v1";
@@ -150,7 +151,7 @@ pub struct Verdict {
     pub origin: Origin,
     /// No model failed (warnings allowed).
     pub ok: bool,
-    /// The process's exit code: 0 or 1.
+    /// The process's exit code: 0 or 1 ([`Exit::of_run`]).
     pub exit_code: i32,
     /// Models whose level is error.
     pub errors: usize,
@@ -182,7 +183,7 @@ impl Verdict {
             probe_version: env!("CARGO_PKG_VERSION").to_owned(),
             origin,
             ok: errors == 0,
-            exit_code: if errors == 0 { 0 } else { 1 },
+            exit_code: Exit::of_run(errors == 0).into(),
             errors,
             warnings,
             started_at: rfc3339_utc(started_at),

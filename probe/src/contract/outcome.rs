@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::ApiKind;
+use crate::contract::api_kind::ApiKind;
 
 /// The contract's outcomes, in the order they are decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 //! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
-use crate::outcome::{Level, Outcome};
-use crate::verdict::{ModelResult, Origin, Route};
+use crate::contract::outcome::{Level, Outcome};
+use crate::contract::verdict::{ModelResult, Origin, Route};
 
 /// The hint lines of the custom provider, in the contract's order.
 pub mod hint {
@@ -324,8 +324,8 @@ mod tests {
     //! Every line form of the contract, snapshotted: a changed byte fails here first.
 
     use super::*;
-    use crate::api::ApiKind;
-    use crate::outcome::Code;
+    use crate::contract::api_kind::ApiKind;
+    use crate::contract::outcome::Code;
     use std::time::Duration;
 
     fn result(
@@ -365,7 +365,7 @@ mod tests {
             max_tokens: 1024,
             elapsed_ms: 1234,
             tries: vec![
-                crate::verdict::Try {
+                crate::contract::verdict::Try {
                     n: 1,
                     status,
                     outcome,
