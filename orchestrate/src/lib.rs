@@ -5,9 +5,12 @@
 //! prints the contract's lines, and deletes the pods on every path.
 
 pub mod diagnose;
-pub mod driver;
+pub mod evidence;
+pub mod network_policy;
 pub mod plan;
 pub mod pod;
 pub mod run;
 pub mod signals;
+pub mod verdict;
 pub mod workload;
+pub mod yaml;

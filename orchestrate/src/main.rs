@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use jr2_preflight::driver::{self, DriverVerdict};
 use jr2_preflight::plan::Plan;
 use jr2_preflight::pod::{self, CheckPod};
 use jr2_preflight::run::{
@@ -19,7 +18,9 @@ use jr2_preflight::run::{
     RunResult, run_pods, sweep_stale,
 };
 use jr2_preflight::signals::Signals;
+use jr2_preflight::verdict::{self, DriverVerdict};
 use jr2_preflight::workload;
+use jr2_preflight::{evidence, network_policy};
 use jr2_probe::render;
 use jr2_probe::sanitize::{self, Redactor};
 
@@ -171,7 +172,7 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     let run_id = pod::new_run_id();
     if args.skip_provider_preflight {
-        let verdict = driver::skipped(&plan, &run_id);
+        let verdict = verdict::skipped(&plan, &run_id);
         for line in &verdict.lines {
             eprintln!("{line}");
         }
@@ -232,7 +233,7 @@ async fn run(args: RunArgs) -> ExitCode {
     };
     let before = lines.0.len();
     let mut verdict =
-        driver::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
+        verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
     if let Some(code) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
@@ -243,7 +244,7 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     print_verdict(&args, &verdict);
     if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
-        && let Err(e) = driver::write_evidence(dir, &checks, &result, &verdict)
+        && let Err(e) = evidence::write(dir, &checks, &result, &verdict)
     {
         eprintln!(
             "{}",
@@ -313,7 +314,7 @@ async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<Stri
         Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
         _ => {}
     }
-    driver::network_policy_warnings(client, plan).await
+    network_policy::warnings(client, plan).await
 }
 
 /// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are

@@ -1,21 +1,13 @@
-//! From a plan to a verdict: what `jr2-preflight run` does between reading the plan and printing the last line.
-//!
-//! It sweeps stale check pods of the Instance, warns about NetworkPolicies the check pod escapes, runs the pods
-//! ([`crate::run::run_pods`]), and puts the results back in plan order: one result per model (from the probe's
-//! log, else its termination message, else `not checked`), the pods' own failure lines, the JSON verdict and the exit
-//! code. `--evidence` writes a secret-safe bundle of what the cluster showed.
+//! The driver's verdict: its types (what `--output json` prints, `schemas/driver-verdict.v1.schema.json`) and its
+//! assembly from a run, one result per model in plan order (from the probe's log, else its termination message, else
+//! `not checked` from what the plan's validation resolved), the pods' own failure lines, and the exit code.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::render;
 use jr2_probe::run::SummaryModel;
 use jr2_probe::verdict::{ModelResult, Origin, Route, rfc3339_utc};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::Client;
-use kube::api::{Api, ListParams};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Plan, PlanModel};
@@ -87,69 +79,6 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
         pods: Vec::new(),
         lines: vec![render::skipped_warning(&models)],
     }
-}
-
-/// The NetworkPolicies of the namespace that select a placement's Harness pods and limit their egress: the check
-/// pod has labels of its own, so they do not select it. A policy list that cannot be read yields no warning.
-pub async fn network_policy_warnings(client: Client, plan: &Plan) -> Vec<String> {
-    if plan.network_policy_check.is_none() {
-        return Vec::new();
-    }
-    let api: Api<NetworkPolicy> = Api::namespaced(client, &plan.namespace);
-    let Ok(Ok(list)) =
-        tokio::time::timeout(Duration::from_secs(10), api.list(&ListParams::default())).await
-    else {
-        tracing::info!("cannot list NetworkPolicies; no NetworkPolicy warning");
-        return Vec::new();
-    };
-    let mut names = std::collections::BTreeSet::new();
-    for placement in plan.placements_with_models() {
-        let Some(labels) = plan.harness_pod_labels(&placement.name) else {
-            continue;
-        };
-        for policy in &list.items {
-            let Some(spec) = &policy.spec else { continue };
-            let limits_egress = spec
-                .policy_types
-                .as_ref()
-                .is_some_and(|t| t.iter().any(|t| t == "Egress"))
-                || spec.egress.is_some();
-            if limits_egress && selects(&spec.pod_selector, labels) {
-                names.insert(policy.metadata.name.clone().unwrap_or_default());
-            }
-        }
-    }
-    names
-        .iter()
-        .map(|n| render::network_policy_warning(n))
-        .collect()
-}
-
-/// A label selector matches these labels (matchLabels and the matchExpressions operators).
-fn selects(
-    selector: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    let Some(selector) = selector else {
-        return true;
-    };
-    let by_labels = selector
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let by_expressions = selector.match_expressions.iter().flatten().all(|e| {
-        let value = labels.get(&e.key);
-        let values = e.values.clone().unwrap_or_default();
-        match e.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    });
-    by_labels && by_expressions
 }
 
 /// Puts a run's results back in plan order and writes the final lines (warnings and errors; passes were written as
@@ -317,115 +246,4 @@ fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
         pod.name
     ));
     r
-}
-
-/// Writes the evidence bundle: the pods as created (Stand-ins only), their last status, Events, the probe's lines,
-/// the Custodian's log, the verdict, the run id and UTC times. Nothing in it holds a secret value: the pods carry
-/// references and Stand-ins, and the probe's output is redacted at the source.
-pub fn write_evidence(
-    dir: &Path,
-    created: &[CheckPod],
-    run: &RunResult,
-    verdict: &DriverVerdict,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let yaml = |v: &dyn erased::Yaml| v.to_yaml();
-    std::fs::write(
-        dir.join("pods-as-created.yaml"),
-        crate::pod::to_yaml(created.iter().map(|c| &c.pod)),
-    )?;
-    for pod in &run.pods {
-        let d = dir.join(&pod.name);
-        std::fs::create_dir_all(&d)?;
-        if let Some(p) = &pod.evidence.pod {
-            std::fs::write(d.join("pod-last-status.yaml"), yaml(p))?;
-        }
-        std::fs::write(d.join("events.yaml"), yaml(&pod.evidence.events))?;
-        std::fs::write(d.join("probe.jsonl"), pod.evidence.probe_lines.join("\n"))?;
-        std::fs::write(
-            d.join("custodian.log"),
-            pod.evidence.custodian_log.join("\n"),
-        )?;
-        if pod.evidence.events_forbidden {
-            std::fs::write(
-                d.join("events-forbidden.txt"),
-                "the Events of this pod could not be read (RBAC)\n",
-            )?;
-        }
-    }
-    std::fs::write(
-        dir.join("verdict.json"),
-        serde_json::to_string_pretty(verdict).unwrap_or_default(),
-    )?;
-    std::fs::write(
-        dir.join("run.txt"),
-        format!(
-            "run id: {}\nnamespace: {}\nstarted at (UTC): {}\nwritten at (UTC): {}\n",
-            verdict.run_id,
-            verdict.namespace,
-            verdict.started_at,
-            rfc3339_utc(SystemTime::now())
-        ),
-    )?;
-    Ok(())
-}
-
-mod erased {
-    //! YAML of anything serializable, behind a trait object.
-    pub trait Yaml {
-        fn to_yaml(&self) -> String;
-    }
-
-    impl<T: serde::Serialize> Yaml for T {
-        fn to_yaml(&self) -> String {
-            serde_yaml::to_string(self).unwrap_or_default()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-
-    #[test]
-    fn selectors_match_as_kubernetes_does() {
-        let labels: BTreeMap<String, String> = [
-            ("app".to_owned(), "jr2-harness".to_owned()),
-            ("tier".to_owned(), "sandbox".to_owned()),
-        ]
-        .into();
-        let by = |l: &[(&str, &str)], e: Vec<LabelSelectorRequirement>| {
-            Some(LabelSelector {
-                match_labels: Some(
-                    l.iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                ),
-                match_expressions: Some(e),
-            })
-        };
-        assert!(selects(&None, &labels));
-        assert!(
-            selects(&Some(LabelSelector::default()), &labels),
-            "an empty selector selects every pod"
-        );
-        assert!(selects(&by(&[("app", "jr2-harness")], vec![]), &labels));
-        assert!(!selects(&by(&[("app", "other")], vec![]), &labels));
-        let req = |op: &str, values: &[&str]| LabelSelectorRequirement {
-            key: "tier".to_owned(),
-            operator: op.to_owned(),
-            values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
-        };
-        assert!(selects(
-            &by(&[], vec![req("In", &["sandbox", "x"])]),
-            &labels
-        ));
-        assert!(!selects(
-            &by(&[], vec![req("NotIn", &["sandbox"])]),
-            &labels
-        ));
-        assert!(selects(&by(&[], vec![req("Exists", &[])]), &labels));
-        assert!(!selects(&by(&[], vec![req("DoesNotExist", &[])]), &labels));
-    }
 }
