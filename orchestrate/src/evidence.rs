@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use jr2_probe::verdict::rfc3339_utc;
+use jr2_probe::contract::verdict::rfc3339_utc;
 
 use crate::pod::CheckPod;
 use crate::run::RunResult;

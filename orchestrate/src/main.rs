@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use jr2_preflight::plan::Plan;
-use jr2_preflight::pod::{self, CheckPod};
+use jr2_preflight::plan::{Plan, PlanError};
+use jr2_preflight::pod;
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, PodToRun, RunOptions,
     RunResult, run_pods, sweep_stale,
@@ -21,12 +21,8 @@ use jr2_preflight::signals::Signals;
 use jr2_preflight::verdict::{self, DriverVerdict};
 use jr2_preflight::workload;
 use jr2_preflight::{evidence, network_policy};
-use jr2_probe::render;
+use jr2_probe::contract::{Exit, render};
 use jr2_probe::sanitize::{self, Redactor};
-
-const EXIT_OK: u8 = 0;
-const EXIT_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
 
 /// The provider preflight of `jr2 up`: one check pod per placement asks each model for a tool call, as a Turn does.
 #[derive(Debug, Parser)]
@@ -120,7 +116,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_FAILED);
+            return Exit::Failed.into();
         }
     };
     let Command::Run(args) = cli.command;
@@ -131,11 +127,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
-        return ExitCode::from(EXIT_OK);
+        return Exit::Ok.into();
     }
     let line = jr2_probe::cli::usage_line(&e);
     eprintln!("error: {} (see jr2-preflight run --help)", line);
-    ExitCode::from(EXIT_USAGE)
+    Exit::Usage.into()
 }
 
 /// Writes a line on stderr and keeps it for the verdict.
@@ -157,7 +153,7 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return PlanError::EXIT.into();
         }
     };
     if let Some(ns) = &args.namespace {
@@ -168,7 +164,7 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     if let Err(e) = plan.validate() {
         eprintln!("error: {}", sanitize::escape(&e.to_string()));
-        return ExitCode::from(EXIT_USAGE);
+        return PlanError::EXIT.into();
     }
     let run_id = pod::new_run_id();
     if args.skip_provider_preflight {
@@ -179,8 +175,8 @@ async fn run(args: RunArgs) -> ExitCode {
         print_verdict(&args, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
-            Some(code) => interrupted(code),
-            None => ExitCode::from(EXIT_OK),
+            Some(exit) => interrupted(exit),
+            None => Exit::Ok.into(),
         };
     }
     let now = SystemTime::now();
@@ -188,23 +184,24 @@ async fn run(args: RunArgs) -> ExitCode {
         let checks = pod::check_pods(&plan, &run_id, now);
         print!("{}", pod::to_yaml(checks.iter().map(|c| &c.pod)));
         return match signals.received() {
-            Some(code) => interrupted(code),
-            None => ExitCode::from(EXIT_OK),
+            Some(exit) => interrupted(exit),
+            None => Exit::Ok.into(),
         };
     }
     // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
     // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
     // sweeps again, so it is dropped where it stands.
-    let mut stopped: Option<u8> = None;
+    let mut stopped: Option<Exit> = None;
     let client = match signals.until(connect(&args, &mut plan)).await {
         Ok(Ok(c)) => Some(c),
         Ok(Err(exit)) => return exit,
-        Err(code) => {
-            stopped = Some(code);
+        Err(exit) => {
+            stopped = Some(exit);
             None
         }
     };
     let checks = pod::check_pods(&plan, &run_id, now);
+    let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
     let start = Instant::now();
     let mut lines = Lines(Vec::new());
@@ -215,7 +212,7 @@ async fn run(args: RunArgs) -> ExitCode {
                     lines.emit(w);
                 }
             }
-            Err(code) => stopped = Some(code),
+            Err(exit) => stopped = Some(exit),
         }
     }
     // A signal that came as the last answer was read: checked once more, so that no pod is created after it.
@@ -225,19 +222,19 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     let (result, cleanup, interrupted_by) = match (client, stopped) {
         (Some(client), None) => {
-            let (result, cleanup, code) =
-                run_checks(client, &args, &plan, &checks, &mut signals, &mut lines).await;
-            (result, Some(cleanup), code)
+            let (result, cleanup, exit) =
+                run_checks(client, &args, &plan, &to_run, &mut signals, &mut lines).await;
+            (result, Some(cleanup), exit)
         }
-        (_, code) => (not_run(&plan, &checks), None, code),
+        (_, exit) => (not_run(&to_run), None, exit),
     };
     let before = lines.0.len();
     let mut verdict =
         verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
-    if let Some(code) = interrupted_by {
+    if let Some(exit) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
-        verdict.exit_code = i32::from(code);
+        verdict.exit_code = i32::from(exit);
     }
     for line in &verdict.lines[before..] {
         eprintln!("{line}");
@@ -262,15 +259,15 @@ async fn run(args: RunArgs) -> ExitCode {
             eprintln!("{}", render::pod_may_still_exist(&plan.namespace, name));
         }
     }
-    if let Some(code) = interrupted_by {
-        return interrupted(code);
+    if let Some(exit) = interrupted_by {
+        return interrupted(exit);
     }
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+    Exit::of_run(verdict.ok).into()
 }
 
-fn interrupted(code: u8) -> ExitCode {
+fn interrupted(exit: Exit) -> ExitCode {
     eprintln!("{}", render::interrupted());
-    ExitCode::from(code)
+    exit.into()
 }
 
 /// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
@@ -280,7 +277,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
         Ok(c) => c,
         Err(e) => {
             eprintln!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
-            return Err(ExitCode::from(EXIT_FAILED));
+            return Err(Exit::Failed.into());
         }
     };
     if let Some(name) = &args.from_deployment {
@@ -293,7 +290,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
                 "error: --from-deployment: {}",
                 sanitize::escape(&e.to_string())
             );
-            return Err(ExitCode::from(workload::WorkloadError::EXIT_CODE));
+            return Err(workload::WorkloadError::EXIT.into());
         }
     }
     Ok(client)
@@ -318,15 +315,15 @@ async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<Stri
 }
 
 /// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are
-/// deleted as `run_pods` returns) and is returned as its exit code.
+/// deleted as `run_pods` returns) and is returned as the exit it asks for.
 async fn run_checks(
     client: kube::Client,
     args: &RunArgs,
     plan: &Plan,
-    checks: &[CheckPod],
+    to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
-) -> (RunResult, Cleanup, Option<u8>) {
+) -> (RunResult, Cleanup, Option<Exit>) {
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
     let cancel = Cancel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -342,16 +339,9 @@ async fn run_checks(
         cancel: Some(cancel.clone()),
         ..RunOptions::default()
     };
-    let to_run = checks
-        .iter()
-        .map(|c| PodToRun {
-            pod: c.pod.clone(),
-            models: model_names(plan, c),
-        })
-        .collect();
-    let running = run_pods(client, &plan.namespace, to_run, options);
+    let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);
     tokio::pin!(running);
-    let mut interrupted: Option<u8> = None;
+    let mut interrupted: Option<Exit> = None;
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
@@ -360,8 +350,8 @@ async fn run_checks(
                     lines.emit(line);
                 }
             }
-            code = signals.recv(), if interrupted.is_none() => {
-                interrupted = Some(code);
+            exit = signals.recv(), if interrupted.is_none() => {
+                interrupted = Some(exit);
                 cancel.cancel();
             }
         }
@@ -376,14 +366,14 @@ async fn run_checks(
 
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
 /// cancelled before its creates were answered.
-fn not_run(plan: &Plan, checks: &[CheckPod]) -> RunResult {
+fn not_run(to_run: &[PodToRun]) -> RunResult {
     RunResult {
-        pods: checks
+        pods: to_run
             .iter()
-            .map(|c| {
-                let models = model_names(plan, c);
+            .map(|p| {
+                let models = p.models.clone();
                 PodRun {
-                    name: c.pod.metadata.name.clone().unwrap_or_default(),
+                    name: p.pod.metadata.name.clone().unwrap_or_default(),
                     uid: None,
                     node: None,
                     results: models.iter().map(|_| None).collect(),
@@ -399,15 +389,6 @@ fn not_run(plan: &Plan, checks: &[CheckPod]) -> RunResult {
             .collect(),
         warnings: Vec::new(),
     }
-}
-
-/// The names of a check pod's models, in its run spec's order.
-fn model_names(plan: &Plan, check: &CheckPod) -> Vec<String> {
-    check
-        .models
-        .iter()
-        .map(|&i| plan.models[i].model.clone())
-        .collect()
 }
 
 fn print_verdict(args: &RunArgs, verdict: &DriverVerdict) {

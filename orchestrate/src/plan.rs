@@ -11,15 +11,16 @@
 //! model's key env var to a literal that is not its Stand-in.
 //!
 //! Every error names the field it is about (`plan.models[2].placement: no placement "sandbox-gpu" ...`), and the
-//! caller exits with [`PlanError::EXIT_CODE`] (2, bad input) before contacting the cluster.
+//! caller exits with [`PlanError::EXIT`] (2, bad input) before contacting the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::contract::Exit;
+use jr2_probe::contract::verdict::Route;
 use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, RunSpec, Source, SpecError};
 use jr2_probe::target::Target;
-use jr2_probe::verdict::Route;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -234,7 +235,7 @@ pub struct NetworkPolicyCheck {
 }
 
 /// A plan that cannot be run: bad input, named by its field. The caller prints `error: <this>` and exits with
-/// [`PlanError::EXIT_CODE`], before contacting the cluster.
+/// [`PlanError::EXIT`], before contacting the cluster.
 #[derive(Debug, Error)]
 pub enum PlanError {
     /// The plan file cannot be read.
@@ -260,8 +261,10 @@ pub enum PlanError {
 }
 
 impl PlanError {
-    /// The exit code for bad input.
-    pub const EXIT_CODE: u8 = 2;
+    /// The exit for bad input.
+    pub const EXIT: Exit = Exit::Usage;
+    /// [`PlanError::EXIT`]'s code (2).
+    pub const EXIT_CODE: u8 = Self::EXIT.code();
 
     /// The field the error is about, when it names one.
     pub fn field(&self) -> Option<&str> {

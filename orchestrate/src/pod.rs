@@ -235,7 +235,7 @@ pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTi
     ]);
     let annotations = BTreeMap::from([(
         ANNOTATION_DEADLINE.to_owned(),
-        jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
+        jr2_probe::contract::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
     )]);
 
     let spec = PodSpec {
@@ -551,7 +551,9 @@ mod tests {
         let mut pod = Pod::default();
         pod.metadata.annotations = Some(BTreeMap::from([(
             ANNOTATION_DEADLINE.to_owned(),
-            jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_767_225_900)),
+            jr2_probe::contract::verdict::rfc3339_utc(
+                UNIX_EPOCH + Duration::from_secs(1_767_225_900),
+            ),
         )]));
         assert_eq!(
             deadline_of(&pod),

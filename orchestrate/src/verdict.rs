@@ -4,10 +4,11 @@
 
 use std::time::{Instant, SystemTime};
 
-use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::render;
-use jr2_probe::run::SummaryModel;
-use jr2_probe::verdict::{ModelResult, Origin, Route, rfc3339_utc};
+use jr2_probe::contract::outcome::{Code, Level, Outcome};
+use jr2_probe::contract::render;
+use jr2_probe::contract::summary::SummaryModel;
+use jr2_probe::contract::verdict::{ModelResult, Origin, Route, rfc3339_utc};
+use jr2_probe::contract::{ApiKind, Exit};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Plan, PlanModel};
@@ -43,7 +44,7 @@ pub struct DriverVerdict {
     pub schema: String,
     /// No error (warnings allowed).
     pub ok: bool,
-    /// The process's exit code: 0, 1, or 130 / 143 when interrupted (set by the caller).
+    /// The process's exit code ([`Exit`]): 0, 1, or 130 / 143 when interrupted (set by the caller).
     pub exit_code: i32,
     /// The run's id (the check pods' `jr2.dev/preflight-run` label).
     pub run_id: String,
@@ -69,7 +70,7 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
     DriverVerdict {
         schema: DRIVER_VERDICT_SCHEMA.to_owned(),
         ok: true,
-        exit_code: 0,
+        exit_code: i32::from(Exit::Ok),
         run_id: run_id.to_owned(),
         namespace: plan.namespace.clone(),
         skipped: true,
@@ -137,7 +138,7 @@ pub fn assemble(
     DriverVerdict {
         schema: DRIVER_VERDICT_SCHEMA.to_owned(),
         ok,
-        exit_code: if ok { 0 } else { 1 },
+        exit_code: i32::from(Exit::of_run(ok)),
         run_id: run_id.to_owned(),
         namespace: plan.namespace.clone(),
         skipped: false,
@@ -195,9 +196,7 @@ fn base(model: &PlanModel) -> ModelResult {
         // A plan not validated: what the plan itself says.
         None => (
             model.model.clone(),
-            model
-                .api
-                .unwrap_or(jr2_probe::api::ApiKind::OpenAiCompletions),
+            model.api.unwrap_or(ApiKind::OpenAiCompletions),
             String::new(),
             String::new(),
             Route::Custom {

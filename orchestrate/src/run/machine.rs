@@ -11,15 +11,16 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use jr2_probe::render;
-use jr2_probe::verdict::Verdict;
+use jr2_probe::contract::ProbeEvent;
+use jr2_probe::contract::render;
+use jr2_probe::contract::verdict::Verdict;
 
 use super::RunOptions;
 use super::cancel;
 use super::cleanup::Cleanup;
 use super::log::{self, LogItem};
 use super::pod_state::{LogState, MAX_LOG_OPENS, Phase, PodState};
-use super::protocol::{self, ProbeLine};
+use super::protocol::{self, Termination};
 use super::report::{Failure, FailureKind, PodOutcome, ProbeReport, Progress, RunResult};
 use super::watch::{self, Watch, forbidden};
 use crate::diagnose::{self, Diagnosis, StartFailure};
@@ -418,38 +419,30 @@ impl Run {
     }
 
     fn on_log_line(&mut self, i: usize, line: String) {
-        let parsed = protocol::parse_probe_line(&line);
+        let event = protocol::event(&line);
         let st = &mut self.pods[i];
         st.keep_line(line);
-        match parsed {
-            ProbeLine::ModelStarted(m) => {
-                if st.probe.started.insert(m) {
-                    let model = st.models.get(m).cloned().unwrap_or_default();
+        match event {
+            Some(ProbeEvent::ModelStarted { index, .. }) => {
+                if st.probe.started.insert(index) {
+                    let model = st.models.get(index).cloned().unwrap_or_default();
                     let pod = st.name.clone();
-                    self.emit(Progress::ModelStarted {
-                        pod,
-                        index: m,
-                        model,
-                    });
+                    self.emit(Progress::ModelStarted { pod, index, model });
                 }
             }
-            ProbeLine::Result(m, r) => {
-                if st.models.len() <= m {
-                    st.models.resize(m + 1, String::new());
-                    st.models[m] = r.model.clone();
+            Some(ProbeEvent::Result { index, result }) => {
+                if st.models.len() <= index {
+                    st.models.resize(index + 1, String::new());
+                    st.models[index] = result.model.clone();
                 }
-                if let Some(slot) = st.result_slot(m) {
-                    *slot = Some((*r).clone());
+                if let Some(slot) = st.result_slot(index) {
+                    *slot = Some((*result).clone());
                     let pod = st.name.clone();
-                    self.emit(Progress::Result {
-                        pod,
-                        index: m,
-                        result: r,
-                    });
+                    self.emit(Progress::Result { pod, index, result });
                 }
             }
-            ProbeLine::Summary(v) => self.on_summary(i, v),
-            ProbeLine::Other => {}
+            Some(ProbeEvent::Summary { verdict }) => self.on_summary(i, verdict),
+            Some(ProbeEvent::Start { .. } | ProbeEvent::Try { .. }) | None => {}
         }
     }
 
@@ -580,25 +573,19 @@ impl Run {
                 if self.wait_for_log(i, now) {
                     return;
                 }
-                let (summary, verdict) = message
-                    .as_deref()
-                    .map(protocol::parse_termination)
-                    .unwrap_or_default();
-                if let Some(v) = verdict {
-                    self.on_summary(i, v);
-                    if self.pods[i].done() {
-                        return;
+                match message.as_deref().map(protocol::termination) {
+                    Some(Termination::Verdict(v)) => self.on_summary(i, v),
+                    Some(Termination::Summary(summary)) => {
+                        self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {
+                            verdict: None,
+                            summary: Some(summary),
+                            exit_code: Some(exit_code),
+                        }));
+                    }
+                    Some(Termination::Nothing) | None => {
+                        self.stopped(i, stop_reason, Some(exit_code))
                     }
                 }
-                if let Some(summary) = summary {
-                    self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {
-                        verdict: None,
-                        summary: Some(summary),
-                        exit_code: Some(exit_code),
-                    }));
-                    return;
-                }
-                self.stopped(i, stop_reason, Some(exit_code));
             }
         }
     }

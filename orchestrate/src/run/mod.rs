@@ -40,6 +40,9 @@ use tokio::time::Instant;
 
 use jr2_probe::sanitize::Redactor;
 
+use crate::plan::Plan;
+use crate::pod::CheckPod;
+
 pub use cancel::Cancel;
 pub use cleanup::{Cleanup, CleanupReport};
 pub use log::MAX_LOG_LINE;
@@ -104,6 +107,20 @@ pub struct PodToRun {
     pub pod: Pod,
     /// Its models' names, in its run spec's order.
     pub models: Vec<String>,
+}
+
+impl PodToRun {
+    /// A check pod of `plan`, with its models' names.
+    pub fn of(check: &CheckPod, plan: &Plan) -> Self {
+        PodToRun {
+            pod: check.pod.clone(),
+            models: check
+                .models
+                .iter()
+                .map(|&i| plan.models[i].model.clone())
+                .collect(),
+        }
+    }
 }
 
 /// Runs the check pods: creates them all at once, watches them and their Events, streams each probe's JSON lines,

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use tokio::time::Instant;
 
-use jr2_probe::verdict::ModelResult;
+use jr2_probe::contract::verdict::ModelResult;
 
 use super::PodToRun;
 use super::report::{Evidence, Failure, FailureKind, PodOutcome, PodRun};

@@ -1,53 +1,94 @@
-//! The probe's protocol, read: its JSON lines (`jr2-probe run` writes one event per line on stdout) and its
-//! termination message (its compact summary), as far as the driver cares.
+//! The probe's protocol, read: its JSON lines (one [`ProbeEvent`] per line on stdout, the type the probe writes
+//! them with) and its termination message (the compact [`Summary`]).
 
-use serde_json::Value;
+use jr2_probe::contract::ProbeEvent;
+use jr2_probe::contract::summary::Summary;
+use jr2_probe::contract::verdict::Verdict;
 
-use jr2_probe::run::Summary;
-use jr2_probe::verdict::{ModelResult, Verdict};
-
-/// One probe log line, as far as the driver cares.
-pub(super) enum ProbeLine {
-    /// `modelStarted`: the model of this index.
-    ModelStarted(usize),
-    /// `result`: the model of this index, and its result.
-    Result(usize, Box<ModelResult>),
-    /// `summary`: the probe's whole verdict.
-    Summary(Box<Verdict>),
-    /// Anything else (`start`, `try`, a line that is not the probe's).
-    Other,
+/// Reads one line of the probe's log: `None` for a line that is not one of its events.
+pub(super) fn event(line: &str) -> Option<ProbeEvent> {
+    ProbeEvent::from_line(line)
 }
 
-/// Reads one line of the probe's log.
-pub(super) fn parse_probe_line(line: &str) -> ProbeLine {
-    let Ok(mut v) = serde_json::from_str::<Value>(line) else {
-        return ProbeLine::Other;
-    };
-    let index = v
-        .get("index")
-        .and_then(Value::as_u64)
-        .and_then(|i| usize::try_from(i).ok());
-    match (v.get("event").and_then(Value::as_str), index) {
-        (Some("modelStarted"), Some(i)) => ProbeLine::ModelStarted(i),
-        (Some("result"), Some(i)) => serde_json::from_value(v["result"].take())
-            .map_or(ProbeLine::Other, |r| ProbeLine::Result(i, Box::new(r))),
-        (Some("summary"), _) => serde_json::from_value(v["verdict"].take())
-            .map_or(ProbeLine::Other, |s| ProbeLine::Summary(Box::new(s))),
-        _ => ProbeLine::Other,
-    }
+/// What a termination message holds.
+#[derive(Debug, PartialEq)]
+pub(super) enum Termination {
+    /// The probe's compact summary (what it writes there).
+    Summary(Summary),
+    /// No summary, but the `summary` line of the log tail (`FallbackToLogsOnError`): the whole verdict.
+    Verdict(Box<Verdict>),
+    /// Neither.
+    Nothing,
 }
 
-/// The compact summary in a termination message; with `FallbackToLogsOnError`, the `summary` line of the log tail.
-pub(super) fn parse_termination(message: &str) -> (Option<Summary>, Option<Box<Verdict>>) {
+/// Reads a termination message.
+pub(super) fn termination(message: &str) -> Termination {
     if let Ok(s) = serde_json::from_str::<Summary>(message.trim()) {
-        return (Some(s), None);
+        return Termination::Summary(s);
     }
-    let verdict = message
-        .lines()
-        .rev()
-        .find_map(|l| match parse_probe_line(l) {
-            ProbeLine::Summary(v) => Some(v),
-            _ => None,
-        });
-    (None, verdict)
+    let verdict = message.lines().rev().find_map(|l| match event(l) {
+        Some(ProbeEvent::Summary { verdict }) => Some(verdict),
+        _ => None,
+    });
+    verdict.map_or(Termination::Nothing, Termination::Verdict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use jr2_probe::contract::verdict::Origin;
+
+    fn verdict() -> Verdict {
+        Verdict::new(
+            Origin::Node {
+                name: "worker-2".to_owned(),
+            },
+            UNIX_EPOCH + Duration::from_secs(1_796_409_407),
+            Duration::from_millis(900),
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn a_termination_message_is_a_summary_or_a_log_tail() {
+        let summary = Summary {
+            schema: jr2_probe::contract::summary::SUMMARY_SCHEMA.to_owned(),
+            ok: true,
+            n: 0,
+            models: Vec::new(),
+            truncated: false,
+        };
+        let text = serde_json::to_string(&summary).unwrap();
+        assert_eq!(
+            termination(&format!("{text}\n")),
+            Termination::Summary(summary)
+        );
+        let summary_line = ProbeEvent::Summary {
+            verdict: Box::new(verdict()),
+        }
+        .to_line();
+        let tail = format!("some log line\n{summary_line}\n{{\"event\":\"later\"}}\n");
+        assert_eq!(
+            termination(&tail),
+            Termination::Verdict(Box::new(verdict()))
+        );
+        assert_eq!(termination(""), Termination::Nothing);
+        assert_eq!(termination("Error: exit 2"), Termination::Nothing);
+    }
+
+    #[test]
+    fn lines_that_are_not_events_are_skipped() {
+        assert_eq!(event("not json"), None);
+        assert_eq!(event(r#"{"event":"result","index":0}"#), None);
+        assert_eq!(
+            event(r#"{"event":"modelStarted","index":1,"model":"a/b"}"#),
+            Some(ProbeEvent::ModelStarted {
+                index: 1,
+                model: "a/b".to_owned()
+            })
+        );
+    }
 }

@@ -3,10 +3,10 @@
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 
-use jr2_probe::outcome::Level;
-use jr2_probe::render;
-use jr2_probe::run::Summary;
-use jr2_probe::verdict::{ModelResult, Verdict};
+use jr2_probe::contract::outcome::Level;
+use jr2_probe::contract::render;
+use jr2_probe::contract::summary::Summary;
+use jr2_probe::contract::verdict::{ModelResult, Verdict};
 
 use crate::diagnose::StartFailure;
 
