@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use jr2_preflight::plan::{Plan, PlanError};
 use jr2_preflight::pod;
 use jr2_preflight::run::{
-    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, PodToRun, RunOptions,
+    Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
     RunResult, run_pods, sweep_stale,
 };
 use jr2_preflight::signals::Signals;
@@ -330,14 +330,14 @@ async fn run_checks(
     let timeout = args
         .timeout
         .unwrap_or(Duration::from_secs(plan.deadline_seconds + 60));
-    let options = RunOptions {
+    let options = RunConfig {
         timeout,
         keep_failed: args.keep_pod,
         redactor: Redactor::default(),
         progress: Some(tx),
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
-        ..RunOptions::default()
+        ..RunConfig::default()
     };
     let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);
     tokio::pin!(running);
@@ -378,7 +378,7 @@ fn not_run(to_run: &[PodToRun]) -> RunResult {
                     node: None,
                     results: models.iter().map(|_| None).collect(),
                     models,
-                    outcome: PodOutcome::Failed(Failure {
+                    outcome: PodOutcome::Failed(PodFailure {
                         kind: FailureKind::Interrupted,
                         lines: Vec::new(),
                     }),

@@ -25,7 +25,7 @@ use tower_test::mock::{self, SendResponse};
 use jr2_preflight::plan::{PLAN_SCHEMA, Plan};
 use jr2_preflight::pod;
 use jr2_preflight::run::{
-    Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, Progress, RunOptions, RunResult, run_pods,
+    Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, RunConfig, RunResult, RunUpdate, run_pods,
     sweep_stale,
 };
 use jr2_probe::contract::outcome::Outcome;
@@ -1072,7 +1072,7 @@ impl ApiServerVerifier {
 
 struct Ran {
     result: RunResult,
-    progress: Vec<Progress>,
+    progress: Vec<RunUpdate>,
     conversation: Vec<String>,
 }
 
@@ -1084,16 +1084,16 @@ fn client_and_server() -> (kube::Client, ApiServerVerifier) {
     )
 }
 
-fn options() -> RunOptions {
-    RunOptions {
+fn options() -> RunConfig {
+    RunConfig {
         timeout: Duration::from_secs(20),
         image_pull_grace: Duration::ZERO,
         log_drain: Duration::from_secs(2),
-        ..RunOptions::default()
+        ..RunConfig::default()
     }
 }
 
-async fn drive(scenario: Scenario, pods: Vec<PodToRun>, mut opts: RunOptions) -> Ran {
+async fn drive(scenario: Scenario, pods: Vec<PodToRun>, mut opts: RunConfig) -> Ran {
     let (client, server) = client_and_server();
     let script = server.run(scenario);
     let cleanup = Cleanup::new(client.clone(), NS);
@@ -1123,11 +1123,11 @@ async fn drive(scenario: Scenario, pods: Vec<PodToRun>, mut opts: RunOptions) ->
     }
 }
 
-fn pending_lines(progress: &[Progress]) -> Vec<String> {
+fn pending_lines(progress: &[RunUpdate]) -> Vec<String> {
     progress
         .iter()
-        .filter(|p| matches!(p, Progress::Pending { .. }))
-        .filter_map(Progress::line)
+        .filter(|p| matches!(p, RunUpdate::Pending { .. }))
+        .filter_map(RunUpdate::line)
         .collect()
 }
 
@@ -1160,7 +1160,7 @@ async fn success_the_verdict_comes_from_the_log() {
     assert_verdict(&o, 0);
     assert!(o.result.ok());
     // Each model's result as it came, once; the pass lines the caller writes.
-    let lines: Vec<String> = o.progress.iter().filter_map(Progress::line).collect();
+    let lines: Vec<String> = o.progress.iter().filter_map(RunUpdate::line).collect();
     assert_eq!(
         lines,
         [
@@ -1240,7 +1240,7 @@ async fn image_pull_back_off_names_the_image() {
 
 #[tokio::test]
 async fn an_image_pull_that_recovers_within_the_grace_is_only_pending() {
-    let opts = RunOptions {
+    let opts = RunConfig {
         image_pull_grace: Duration::from_secs(10),
         ..options()
     };
@@ -1444,7 +1444,7 @@ async fn a_500_on_every_create_is_refused() {
 
 #[tokio::test]
 async fn the_deadline_gives_the_last_reason_and_the_pod_is_deleted() {
-    let opts = RunOptions {
+    let opts = RunConfig {
         timeout: Duration::from_millis(1500),
         ..options()
     };
@@ -1478,7 +1478,7 @@ async fn a_lost_log_falls_back_to_the_termination_message() {
     assert_eq!(
         o.progress
             .iter()
-            .filter(|p| matches!(p, Progress::Result { .. }))
+            .filter(|p| matches!(p, RunUpdate::Result { .. }))
             .count(),
         1
     );
@@ -1542,9 +1542,9 @@ async fn a_pod_deleted_by_someone_else_stops_the_check() {
 }
 
 /// Waits until the probe has started its first model.
-async fn first_model_started(rx: &mut mpsc::UnboundedReceiver<Progress>) {
+async fn first_model_started(rx: &mut mpsc::UnboundedReceiver<RunUpdate>) {
     while let Some(p) = rx.recv().await {
-        if matches!(p, Progress::ModelStarted { .. }) {
+        if matches!(p, RunUpdate::ModelStarted { .. }) {
             return;
         }
     }
@@ -1558,7 +1558,7 @@ async fn cancel_deletes_the_pod() {
     let cleanup = Cleanup::new(client.clone(), NS);
     let cancel = Cancel::new();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         progress: Some(tx),
@@ -1587,7 +1587,7 @@ async fn dropping_the_run_deletes_the_pod() {
     let script = server.run(Scenario::RunningUntilStopped);
     let cleanup = Cleanup::new(client.clone(), NS);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         progress: Some(tx),
         ..options()
@@ -1617,7 +1617,7 @@ async fn a_pod_created_after_the_cancel_is_deleted_when_its_create_returns() {
     });
     let cleanup = Cleanup::new(client.clone(), NS);
     let cancel = Cancel::new();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         ..options()
@@ -1644,7 +1644,7 @@ async fn keep_pod_keeps_a_failed_pod() {
     let (client, server) = client_and_server();
     let script = server.run(Scenario::MissingSecretKept);
     let cleanup = Cleanup::new(client.clone(), NS);
-    let opts = RunOptions {
+    let opts = RunConfig {
         keep_failed: true,
         cleanup: Some(cleanup.clone()),
         ..options()

@@ -15,13 +15,13 @@ use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::render;
 use jr2_probe::contract::verdict::Verdict;
 
-use super::RunOptions;
+use super::RunConfig;
 use super::cancel;
 use super::cleanup::Cleanup;
 use super::log::{self, LogItem};
 use super::pod_state::{LogState, MAX_LOG_OPENS, Phase, PodState};
 use super::protocol::{self, Termination};
-use super::report::{Failure, FailureKind, PodOutcome, ProbeReport, Progress, RunResult};
+use super::report::{FailureKind, PodFailure, PodOutcome, ProbeReport, RunResult, RunUpdate};
 use super::watch::{self, Watch, forbidden};
 use crate::diagnose::{self, Diagnosis, StartFailure};
 use crate::pod::PROBE_CONTAINER;
@@ -43,7 +43,7 @@ pub(super) struct Run {
     api: Api<Pod>,
     client: Client,
     namespace: String,
-    opts: RunOptions,
+    opts: RunConfig,
     pods: Vec<PodState>,
     by_name: HashMap<String, usize>,
     streams: SelectAll<BoxStream<'static, Input>>,
@@ -61,7 +61,7 @@ impl Run {
         client: Client,
         namespace: &str,
         pods: Vec<PodState>,
-        opts: RunOptions,
+        opts: RunConfig,
         cleanup: Cleanup,
         start: Instant,
     ) -> Self {
@@ -99,7 +99,7 @@ impl Run {
         st.seen.last = Some(pod);
         st.phase = Phase::Waiting { grace_since: None };
         let pod = st.name.clone();
-        self.emit(Progress::Created { pod });
+        self.emit(RunUpdate::Created { pod });
     }
 
     /// The run was cancelled: every pod not finished is interrupted.
@@ -154,7 +154,7 @@ impl Run {
         }
     }
 
-    fn emit(&self, p: Progress) {
+    fn emit(&self, p: RunUpdate) {
         if let Some(tx) = &self.opts.progress {
             let _ = tx.send(p);
         }
@@ -194,7 +194,7 @@ impl Run {
             )],
             FailureKind::Interrupted => Vec::new(),
         };
-        self.pods[i].phase = Phase::Done(PodOutcome::Failed(Failure { kind, lines }));
+        self.pods[i].phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
     }
 
     /// The pod stopped before the probe finished: which model it was on, and the rest not checked. When every
@@ -257,7 +257,7 @@ impl Run {
             if shown {
                 return;
             }
-            self.emit(Progress::Pending {
+            self.emit(RunUpdate::Pending {
                 pod,
                 reason,
                 message,
@@ -325,7 +325,7 @@ impl Run {
             if self.warnings.is_empty() {
                 let line = render::events_forbidden_warning(&self.clean(&message));
                 self.warnings.push(line.clone());
-                self.emit(Progress::Warning { line });
+                self.emit(RunUpdate::Warning { line });
             }
         } else {
             tracing::debug!(error = %e, "the watch of the Events failed; it is re-established");
@@ -427,7 +427,7 @@ impl Run {
                 if st.probe.started.insert(index) {
                     let model = st.models.get(index).cloned().unwrap_or_default();
                     let pod = st.name.clone();
-                    self.emit(Progress::ModelStarted { pod, index, model });
+                    self.emit(RunUpdate::ModelStarted { pod, index, model });
                 }
             }
             Some(ProbeEvent::Result { index, result }) => {
@@ -438,7 +438,7 @@ impl Run {
                 if let Some(slot) = st.result_slot(index) {
                     *slot = Some((*result).clone());
                     let pod = st.name.clone();
-                    self.emit(Progress::Result { pod, index, result });
+                    self.emit(RunUpdate::Result { pod, index, result });
                 }
             }
             Some(ProbeEvent::Summary { verdict }) => self.on_summary(i, verdict),

@@ -47,7 +47,7 @@ pub use cancel::Cancel;
 pub use cleanup::{Cleanup, CleanupReport};
 pub use log::MAX_LOG_LINE;
 pub use report::{
-    Evidence, Failure, FailureKind, PodOutcome, PodRun, ProbeReport, Progress, RunResult,
+    Evidence, FailureKind, PodFailure, PodOutcome, PodRun, ProbeReport, RunResult, RunUpdate,
 };
 pub use sweep::{Sweep, SweepError, sweep_stale};
 
@@ -58,7 +58,7 @@ use pod_state::PodState;
 
 /// How a run is driven.
 #[derive(Clone, Debug)]
-pub struct RunOptions {
+pub struct RunConfig {
     /// The overall deadline (`--timeout`), from the first create request to the last verdict.
     pub timeout: Duration,
     /// How long an image pull may fail (`ErrImagePull`, `ImagePullBackOff`) before it is fatal; shown as pending
@@ -75,7 +75,7 @@ pub struct RunOptions {
     /// Cleans the cluster's text on its way to a line.
     pub redactor: Redactor,
     /// Where progress goes as it happens (pending lines, each model's result).
-    pub progress: Option<UnboundedSender<Progress>>,
+    pub progress: Option<UnboundedSender<RunUpdate>>,
     /// The cleanup to register the pods with; shared with the caller so that it can wait for the deletes after
     /// Ctrl-C. A run without one makes its own (its deletes still run, but nobody awaits them).
     pub cleanup: Option<Cleanup>,
@@ -83,7 +83,7 @@ pub struct RunOptions {
     pub cancel: Option<Cancel>,
 }
 
-impl Default for RunOptions {
+impl Default for RunConfig {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(300),
@@ -126,12 +126,12 @@ impl PodToRun {
 /// Runs the check pods: creates them all at once, watches them and their Events, streams each probe's JSON lines,
 /// and returns when every pod has a verdict or a failure, the deadline passes, or the run is cancelled. Every pod
 /// it created is deleted on every path (not awaited: see [`Cleanup::wait`]), but a failed one when
-/// [`RunOptions::keep_failed`] says so.
+/// [`RunConfig::keep_failed`] says so.
 pub async fn run_pods(
     client: Client,
     namespace: &str,
     to_run: Vec<PodToRun>,
-    opts: RunOptions,
+    opts: RunConfig,
 ) -> RunResult {
     let start = Instant::now();
     let cleanup = opts

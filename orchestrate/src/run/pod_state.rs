@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use jr2_probe::contract::verdict::ModelResult;
 
 use super::PodToRun;
-use super::report::{Evidence, Failure, FailureKind, PodOutcome, PodRun};
+use super::report::{Evidence, FailureKind, PodFailure, PodOutcome, PodRun};
 use crate::diagnose;
 
 /// How often the probe's log is opened, at most, per pod.
@@ -262,7 +262,7 @@ impl PodState {
             results: self.probe.results,
             outcome: match self.phase {
                 Phase::Done(outcome) => outcome,
-                _ => PodOutcome::Failed(Failure {
+                _ => PodOutcome::Failed(PodFailure {
                     kind: FailureKind::Interrupted,
                     lines: Vec::new(),
                 }),
@@ -324,7 +324,7 @@ mod tests {
         let run = st.into_run(false);
         assert!(matches!(
             run.outcome,
-            PodOutcome::Failed(Failure {
+            PodOutcome::Failed(PodFailure {
                 kind: FailureKind::Interrupted,
                 ..
             })

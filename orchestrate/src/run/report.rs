@@ -1,4 +1,4 @@
-//! What a run reports: as it happens ([`Progress`], sent while the pods run) and at the end ([`RunResult`], per pod:
+//! What a run reports: as it happens ([`RunUpdate`], sent while the pods run) and at the end ([`RunResult`], per pod:
 //! its results, how it ended, the lines of its failure, and what the cluster showed of it for `--evidence`).
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -12,7 +12,7 @@ use crate::diagnose::StartFailure;
 
 /// What happens during a run, as it happens.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Progress {
+pub enum RunUpdate {
     /// A pod was created.
     Created {
         /// The pod.
@@ -54,15 +54,15 @@ pub enum Progress {
     },
 }
 
-impl Progress {
+impl RunUpdate {
     /// The line to write on stderr now, if this progress has one of its own.
     pub fn line(&self) -> Option<String> {
         match self {
-            Progress::Pending {
+            RunUpdate::Pending {
                 reason, message, ..
             } => Some(render::pending(reason, message)),
-            Progress::Warning { line } => Some(line.clone()),
-            Progress::Result { result, .. } if result.level == Level::Pass => {
+            RunUpdate::Warning { line } => Some(line.clone()),
+            RunUpdate::Result { result, .. } if result.level == Level::Pass => {
                 Some(render::completed(&result.model, result.elapsed_ms))
             }
             _ => None,
@@ -75,7 +75,7 @@ impl Progress {
 pub struct RunResult {
     /// Per pod.
     pub pods: Vec<PodRun>,
-    /// Warning lines about the run itself (already sent as [`Progress::Warning`]).
+    /// Warning lines about the run itself (already sent as [`RunUpdate::Warning`]).
     pub warnings: Vec<String>,
 }
 
@@ -131,7 +131,7 @@ pub enum PodOutcome {
     /// The probe finished: its verdict, or what stands in for it.
     Finished(ProbeReport),
     /// The pod failed before the probe could finish.
-    Failed(Failure),
+    Failed(PodFailure),
 }
 
 /// What the probe said in the end.
@@ -163,7 +163,7 @@ impl ProbeReport {
 
 /// A pod that failed, and its lines.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Failure {
+pub struct PodFailure {
     /// What failed.
     pub kind: FailureKind,
     /// The contract's lines: the `error:` line, then detail lines (`  not checked: <model>`).
