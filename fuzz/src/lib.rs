@@ -333,7 +333,10 @@ pub fn plan(data: &[u8]) {
         }
     };
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-    let pods = jr2_preflight::pod::check_pods(&plan, "fuzz0001", now);
+    let pods: Vec<_> = jr2_preflight::pod::check_pods(&plan, "fuzz0001", now)
+        .into_iter()
+        .map(|c| c.pod)
+        .collect();
     assert_eq!(pods.len(), plan.placements_with_models().count());
     let yaml = jr2_preflight::pod::to_yaml(&pods);
     let back: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStateTerminated, ContainerStatus, Event, Pod,
 };
 
-use jr2_probe::render;
+use jr2_probe::contract::render;
 use jr2_probe::sanitize::Redactor;
 
 use crate::pod::PROBE_CONTAINER;

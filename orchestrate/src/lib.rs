@@ -4,9 +4,13 @@
 //! in each, streams why a pod is pending, reads the probe's verdict (its JSON lines, else the termination message),
 //! prints the contract's lines, and deletes the pods on every path.
 
-pub mod cluster;
 pub mod diagnose;
-pub mod driver;
+pub mod evidence;
+pub mod network_policy;
 pub mod plan;
 pub mod pod;
+pub mod run;
+pub mod signals;
+pub mod verdict;
 pub mod workload;
+pub mod yaml;

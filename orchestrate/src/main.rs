@@ -5,30 +5,24 @@
 //! allowed), 1 on an error, 2 on bad input or usage; nothing is created on bad input. The check pods are deleted on
 //! every path, Ctrl-C and SIGTERM included.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use futures_util::FutureExt;
-use jr2_preflight::cluster::{
-    Cancel, Cleanup, Evidence, Failure, FailureKind, PodOutcome, PodRun, RunOptions, RunResult,
-    models_of, run_pods, sweep_stale,
-};
-use jr2_preflight::driver::{self, DriverVerdict};
-use jr2_preflight::plan::Plan;
+use jr2_preflight::plan::{Plan, PlanError};
 use jr2_preflight::pod;
+use jr2_preflight::run::{
+    Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
+    RunResult, run_pods, sweep_stale,
+};
+use jr2_preflight::signals::Signals;
+use jr2_preflight::verdict::{self, DriverVerdict};
 use jr2_preflight::workload;
-use jr2_probe::render;
+use jr2_preflight::{evidence, network_policy};
+use jr2_probe::contract::{Exit, render};
 use jr2_probe::sanitize::{self, Redactor};
-use k8s_openapi::api::core::v1::Pod;
-use tokio::signal::unix::{Signal, SignalKind, signal};
-
-const EXIT_OK: u8 = 0;
-const EXIT_FAILED: u8 = 1;
-const EXIT_USAGE: u8 = 2;
 
 /// The provider preflight of `jr2 up`: one check pod per placement asks each model for a tool call, as a Turn does.
 #[derive(Debug, Parser)]
@@ -122,7 +116,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_FAILED);
+            return Exit::Failed.into();
         }
     };
     let Command::Run(args) = cli.command;
@@ -133,11 +127,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
-        return ExitCode::from(EXIT_OK);
+        return Exit::Ok.into();
     }
     let line = jr2_probe::cli::usage_line(&e);
     eprintln!("error: {} (see jr2-preflight run --help)", line);
-    ExitCode::from(EXIT_USAGE)
+    Exit::Usage.into()
 }
 
 /// Writes a line on stderr and keeps it for the verdict.
@@ -159,7 +153,7 @@ async fn run(args: RunArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {}", sanitize::escape(&e.to_string()));
-            return ExitCode::from(EXIT_USAGE);
+            return PlanError::EXIT.into();
         }
     };
     if let Some(ns) = &args.namespace {
@@ -170,42 +164,44 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     if let Err(e) = plan.validate() {
         eprintln!("error: {}", sanitize::escape(&e.to_string()));
-        return ExitCode::from(EXIT_USAGE);
+        return PlanError::EXIT.into();
     }
     let run_id = pod::new_run_id();
     if args.skip_provider_preflight {
-        let verdict = driver::skipped(&plan, &run_id);
+        let verdict = verdict::skipped(&plan, &run_id);
         for line in &verdict.lines {
             eprintln!("{line}");
         }
         print_verdict(&args, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
-            Some(code) => interrupted(code),
-            None => ExitCode::from(EXIT_OK),
+            Some(exit) => interrupted(exit),
+            None => Exit::Ok.into(),
         };
     }
     let now = SystemTime::now();
     if args.dry_run {
-        print!("{}", pod::to_yaml(&pod::check_pods(&plan, &run_id, now)));
+        let checks = pod::check_pods(&plan, &run_id, now);
+        print!("{}", pod::to_yaml(checks.iter().map(|c| &c.pod)));
         return match signals.received() {
-            Some(code) => interrupted(code),
-            None => ExitCode::from(EXIT_OK),
+            Some(exit) => interrupted(exit),
+            None => Exit::Ok.into(),
         };
     }
     // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
     // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
     // sweeps again, so it is dropped where it stands.
-    let mut stopped: Option<u8> = None;
+    let mut stopped: Option<Exit> = None;
     let client = match signals.until(connect(&args, &mut plan)).await {
         Ok(Ok(c)) => Some(c),
         Ok(Err(exit)) => return exit,
-        Err(code) => {
-            stopped = Some(code);
+        Err(exit) => {
+            stopped = Some(exit);
             None
         }
     };
-    let pods = pod::check_pods(&plan, &run_id, now);
+    let checks = pod::check_pods(&plan, &run_id, now);
+    let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
     let start = Instant::now();
     let mut lines = Lines(Vec::new());
@@ -216,7 +212,7 @@ async fn run(args: RunArgs) -> ExitCode {
                     lines.emit(w);
                 }
             }
-            Err(code) => stopped = Some(code),
+            Err(exit) => stopped = Some(exit),
         }
     }
     // A signal that came as the last answer was read: checked once more, so that no pod is created after it.
@@ -226,25 +222,26 @@ async fn run(args: RunArgs) -> ExitCode {
     }
     let (result, cleanup, interrupted_by) = match (client, stopped) {
         (Some(client), None) => {
-            let (result, cleanup, code) =
-                run_checks(client, &args, &plan, &pods, &mut signals, &mut lines).await;
-            (result, Some(cleanup), code)
+            let (result, cleanup, exit) =
+                run_checks(client, &args, &plan, &to_run, &mut signals, &mut lines).await;
+            (result, Some(cleanup), exit)
         }
-        (_, code) => (not_run(&pods), None, code),
+        (_, exit) => (not_run(&to_run), None, exit),
     };
     let before = lines.0.len();
-    let mut verdict = driver::assemble(&plan, &pods, &result, &run_id, started_at, start, lines.0);
-    if let Some(code) = interrupted_by {
+    let mut verdict =
+        verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
+    if let Some(exit) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
-        verdict.exit_code = i32::from(code);
+        verdict.exit_code = i32::from(exit);
     }
     for line in &verdict.lines[before..] {
         eprintln!("{line}");
     }
     print_verdict(&args, &verdict);
     if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
-        && let Err(e) = driver::write_evidence(dir, &pods, &result, &verdict)
+        && let Err(e) = evidence::write(dir, &checks, &result, &verdict)
     {
         eprintln!(
             "{}",
@@ -262,62 +259,15 @@ async fn run(args: RunArgs) -> ExitCode {
             eprintln!("{}", render::pod_may_still_exist(&plan.namespace, name));
         }
     }
-    if let Some(code) = interrupted_by {
-        return interrupted(code);
+    if let Some(exit) = interrupted_by {
+        return interrupted(exit);
     }
-    ExitCode::from(if verdict.ok { EXIT_OK } else { EXIT_FAILED })
+    Exit::of_run(verdict.ok).into()
 }
 
-fn interrupted(code: u8) -> ExitCode {
+fn interrupted(exit: Exit) -> ExitCode {
     eprintln!("{}", render::interrupted());
-    ExitCode::from(code)
-}
-
-/// SIGINT and SIGTERM, listened for from the start of the run.
-struct Signals {
-    interrupt: Option<Signal>,
-    terminate: Option<Signal>,
-}
-
-impl Signals {
-    /// Replaces the default action of both (the end of the process) with a notification to this value.
-    fn listen() -> Self {
-        Self {
-            interrupt: signal(SignalKind::interrupt()).ok(),
-            terminate: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// The next signal, as the exit code it asks for: 130 (SIGINT), 143 (SIGTERM). Cancel-safe.
-    async fn recv(&mut self) -> u8 {
-        // A stream that could not be set up, or that ended with the runtime, never resolves.
-        async fn next(s: Option<&mut Signal>) {
-            if let Some(s) = s
-                && s.recv().await.is_some()
-            {
-                return;
-            }
-            std::future::pending().await
-        }
-        tokio::select! {
-            () = next(self.interrupt.as_mut()) => 130,
-            () = next(self.terminate.as_mut()) => 143,
-        }
-    }
-
-    /// A signal already received, without waiting.
-    fn received(&mut self) -> Option<u8> {
-        self.recv().now_or_never()
-    }
-
-    /// `fut`, unless a signal comes first (`Err` with its exit code); one already received wins.
-    async fn until<T>(&mut self, fut: impl Future<Output = T>) -> Result<T, u8> {
-        tokio::select! {
-            biased;
-            code = self.recv() => Err(code),
-            v = fut => Ok(v),
-        }
-    }
+    exit.into()
 }
 
 /// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
@@ -327,7 +277,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
         Ok(c) => c,
         Err(e) => {
             eprintln!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
-            return Err(ExitCode::from(EXIT_FAILED));
+            return Err(Exit::Failed.into());
         }
     };
     if let Some(name) = &args.from_deployment {
@@ -340,7 +290,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
                 "error: --from-deployment: {}",
                 sanitize::escape(&e.to_string())
             );
-            return Err(ExitCode::from(workload::WorkloadError::EXIT_CODE));
+            return Err(workload::WorkloadError::EXIT.into());
         }
     }
     Ok(client)
@@ -361,37 +311,37 @@ async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<Stri
         Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
         _ => {}
     }
-    driver::network_policy_warnings(client, plan).await
+    network_policy::warnings(client, plan).await
 }
 
 /// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are
-/// deleted as `run_pods` returns) and is returned as its exit code.
+/// deleted as `run_pods` returns) and is returned as the exit it asks for.
 async fn run_checks(
     client: kube::Client,
     args: &RunArgs,
     plan: &Plan,
-    pods: &[Pod],
+    to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
-) -> (RunResult, Cleanup, Option<u8>) {
+) -> (RunResult, Cleanup, Option<Exit>) {
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
     let cancel = Cancel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let timeout = args
         .timeout
         .unwrap_or(Duration::from_secs(plan.deadline_seconds + 60));
-    let options = RunOptions {
+    let options = RunConfig {
         timeout,
         keep_failed: args.keep_pod,
         redactor: Redactor::default(),
         progress: Some(tx),
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
-        ..RunOptions::default()
+        ..RunConfig::default()
     };
-    let running = run_pods(client, &plan.namespace, pods.to_vec(), options);
+    let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);
     tokio::pin!(running);
-    let mut interrupted: Option<u8> = None;
+    let mut interrupted: Option<Exit> = None;
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
@@ -400,8 +350,8 @@ async fn run_checks(
                     lines.emit(line);
                 }
             }
-            code = signals.recv(), if interrupted.is_none() => {
-                interrupted = Some(code);
+            exit = signals.recv(), if interrupted.is_none() => {
+                interrupted = Some(exit);
                 cancel.cancel();
             }
         }
@@ -416,19 +366,19 @@ async fn run_checks(
 
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
 /// cancelled before its creates were answered.
-fn not_run(pods: &[Pod]) -> RunResult {
+fn not_run(to_run: &[PodToRun]) -> RunResult {
     RunResult {
-        pods: pods
+        pods: to_run
             .iter()
             .map(|p| {
-                let models = models_of(p);
+                let models = p.models.clone();
                 PodRun {
-                    name: p.metadata.name.clone().unwrap_or_default(),
+                    name: p.pod.metadata.name.clone().unwrap_or_default(),
                     uid: None,
                     node: None,
                     results: models.iter().map(|_| None).collect(),
                     models,
-                    outcome: PodOutcome::Failed(Failure {
+                    outcome: PodOutcome::Failed(PodFailure {
                         kind: FailureKind::Interrupted,
                         lines: Vec::new(),
                     }),

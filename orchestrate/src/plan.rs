@@ -11,13 +11,16 @@
 //! model's key env var to a literal that is not its Stand-in.
 //!
 //! Every error names the field it is about (`plan.models[2].placement: no placement "sandbox-gpu" ...`), and the
-//! caller exits with [`PlanError::EXIT_CODE`] (2, bad input) before contacting the cluster.
+//! caller exits with [`PlanError::EXIT`] (2, bad input) before contacting the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::contract::Exit;
+use jr2_probe::contract::verdict::Route;
 use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, Remedy, RunSpec, Source, SpecError};
+use jr2_probe::target::Target;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -161,6 +164,41 @@ pub struct PlanModel {
     /// The `tool_choice` to send; absent: none, as a Turn sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// What the probe's resolution gave when [`Plan::validate`] checked this model; never read from the plan.
+    #[serde(skip)]
+    resolved: Option<Resolved>,
+}
+
+/// What the probe's resolution of a model gave on the host, when the plan was validated: the facts a result names
+/// (its id, API, base URL, host and route) before the probe has said anything. The model is resolved once here; the
+/// probe resolves it again where it runs, from the pod's environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// The spec it was resolved from: a model changed since is resolved again.
+    spec: ModelSpec,
+    /// The id sent in the request.
+    pub id: String,
+    /// The API kind.
+    pub api: ApiKind,
+    /// The base URL.
+    pub base_url: String,
+    /// `<host>` of the lines.
+    pub host: String,
+    /// How the model is reached.
+    pub route: Route,
+}
+
+impl Resolved {
+    fn of(spec: ModelSpec, target: &Target) -> Self {
+        Resolved {
+            spec,
+            id: target.id.clone(),
+            api: target.api,
+            base_url: target.base_url.to_string(),
+            host: target.host(),
+            route: target.route.clone(),
+        }
+    }
 }
 
 impl PlanModel {
@@ -179,6 +217,12 @@ impl PlanModel {
             tool_choice: self.tool_choice,
         }
     }
+
+    /// What the probe's resolution gave for this model when the plan was validated ([`Plan::validate`]); `None`
+    /// before.
+    pub fn resolved(&self) -> Option<&Resolved> {
+        self.resolved.as_ref()
+    }
 }
 
 /// What the NetworkPolicy check needs: the check pod has labels of its own, so a policy that selects the Harness
@@ -191,7 +235,7 @@ pub struct NetworkPolicyCheck {
 }
 
 /// A plan that cannot be run: bad input, named by its field. The caller prints `error: <this>` and exits with
-/// [`PlanError::EXIT_CODE`], before contacting the cluster.
+/// [`PlanError::EXIT`], before contacting the cluster.
 #[derive(Debug, Error)]
 pub enum PlanError {
     /// The plan file cannot be read.
@@ -217,8 +261,10 @@ pub enum PlanError {
 }
 
 impl PlanError {
-    /// The exit code for bad input.
-    pub const EXIT_CODE: u8 = 2;
+    /// The exit for bad input.
+    pub const EXIT: Exit = Exit::Usage;
+    /// [`PlanError::EXIT`]'s code (2).
+    pub const EXIT_CODE: u8 = Self::EXIT.code();
 
     /// The field the error is about, when it names one.
     pub fn field(&self) -> Option<&str> {
@@ -284,7 +330,7 @@ impl Plan {
     /// Reads and validates a plan already parsed as JSON.
     pub fn from_value(value: Value) -> Result<Plan, PlanError> {
         check_schema(&value)?;
-        let plan: Plan = match serde_json::from_value(value.clone()) {
+        let mut plan: Plan = match serde_json::from_value(value.clone()) {
             Ok(plan) => plan,
             Err(e) => return Err(locate(&value, &e)),
         };
@@ -293,8 +339,9 @@ impl Plan {
     }
 
     /// Checks what the types do not: names, references between fields, the models (through the probe's own
-    /// resolution, with an empty environment), and that no model key is a literal.
-    pub fn validate(&self) -> Result<(), PlanError> {
+    /// resolution, with an empty environment), and that no model key is a literal. Each model keeps what its
+    /// resolution gave ([`PlanModel::resolved`]); one resolved already, and unchanged since, is not resolved again.
+    pub fn validate(&mut self) -> Result<(), PlanError> {
         if self.schema != PLAN_SCHEMA {
             return Err(schema_error(&Value::String(self.schema.clone())));
         }
@@ -352,6 +399,7 @@ impl Plan {
             return Err(invalid("plan.models", "empty: there is no model to check"));
         }
         let mut checked: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut resolved = Vec::with_capacity(self.models.len());
         for (i, m) in self.models.iter().enumerate() {
             let at = format!("plan.models[{i}]");
             let Some(placement) = self.placement(&m.placement) else {
@@ -377,7 +425,14 @@ impl Plan {
             }
             // The probe's own resolution: a model without a provider, not in the catalog, a bad base URL. The env is
             // empty: validation never reads a key.
-            jr2_probe::spec::resolve(&m.spec(placement.via_custodian()), &at, &|_| None, "plan")?;
+            let spec = m.spec(placement.via_custodian());
+            match &m.resolved {
+                Some(r) if r.spec == spec => resolved.push(r.clone()),
+                _ => {
+                    let target = jr2_probe::spec::resolve(&spec, &at, &|_| None, "plan")?;
+                    resolved.push(Resolved::of(spec, &target));
+                }
+            }
             if let Some(first) = checked.insert((&m.placement, &m.model), i) {
                 return Err(invalid(
                     format!("{at}.model"),
@@ -390,6 +445,9 @@ impl Plan {
             if let Some(key_env) = &m.key_env {
                 no_literal_key(self, placement, key_env)?;
             }
+        }
+        for (m, r) in self.models.iter_mut().zip(resolved) {
+            m.resolved = Some(r);
         }
 
         if let Some(check) = &self.network_policy_check {

@@ -166,10 +166,29 @@ pub fn deadline_of(pod: &Pod) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// A check pod, with what it was built from: the driver keeps it for the whole run and reads these facts here,
+/// never back from the pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckPod {
+    /// The name of the placement it stands in for (its `jr2.dev/placement` label).
+    pub placement: String,
+    /// The models its probe checks, as indices into `plan.models`, in its run spec's order (the probe's `index`).
+    pub models: Vec<usize>,
+    /// The pod, as it is created.
+    pub pod: Pod,
+}
+
 /// The check pods of a plan: one per placement that has a model, in plan order.
-pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<Pod> {
+pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<CheckPod> {
     plan.placements_with_models()
-        .map(|p| check_pod(plan, p, run_id, now))
+        .map(|p| CheckPod {
+            placement: p.name.clone(),
+            // The order of the placement's run spec (`Plan::run_spec_for`): plan order.
+            models: (0..plan.models.len())
+                .filter(|&i| plan.models[i].placement == p.name)
+                .collect(),
+            pod: check_pod(plan, p, run_id, now),
+        })
         .collect()
 }
 
@@ -216,7 +235,7 @@ pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTi
     ]);
     let annotations = BTreeMap::from([(
         ANNOTATION_DEADLINE.to_owned(),
-        jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
+        jr2_probe::contract::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
     )]);
 
     let spec = PodSpec {
@@ -438,130 +457,10 @@ fn under(path: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// The pods as multi-document YAML, what `--dry-run` prints: kubectl's layout, keys sorted.
-///
-/// Every string that a YAML 1.1 reader (kubectl's, PyYAML) could take for something else is quoted: `serde_yaml`
-/// writes YAML 1.2, where `on`, `yes` or `2026-01-01T00:05:00Z` are plain strings, and a 1.1 reader then sees a
-/// boolean or a timestamp where the API wants a string.
-pub fn to_yaml(pods: &[Pod]) -> String {
-    let mut out = String::new();
-    for pod in pods {
-        out.push_str("---\n");
-        let value = serde_json::to_value(pod).expect("a Pod serializes");
-        match &value {
-            serde_json::Value::Object(map) => yaml_map(map, 0, &mut out),
-            other => yaml_after_key(other, 0, &mut out),
-        }
-    }
-    out
-}
-
-fn yaml_map(map: &serde_json::Map<String, serde_json::Value>, indent: usize, out: &mut String) {
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    for (i, key) in keys.into_iter().enumerate() {
-        // The first key of a map inside a sequence follows its "- ".
-        if i > 0 || !out.ends_with("- ") {
-            out.push_str(&" ".repeat(indent));
-        }
-        out.push_str(&yaml_scalar(key));
-        out.push(':');
-        yaml_after_key(&map[key], indent, out);
-    }
-}
-
-fn yaml_after_key(value: &serde_json::Value, indent: usize, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Object(m) if m.is_empty() => out.push_str(" {}\n"),
-        Value::Array(a) if a.is_empty() => out.push_str(" []\n"),
-        Value::Object(m) => {
-            out.push('\n');
-            yaml_map(m, indent + 2, out);
-        }
-        Value::Array(a) => {
-            out.push('\n');
-            yaml_seq(a, indent, out);
-        }
-        scalar => {
-            out.push(' ');
-            out.push_str(&yaml_plain(scalar));
-            out.push('\n');
-        }
-    }
-}
-
-fn yaml_seq(items: &[serde_json::Value], indent: usize, out: &mut String) {
-    use serde_json::Value;
-    for item in items {
-        out.push_str(&" ".repeat(indent));
-        out.push('-');
-        match item {
-            Value::Object(m) if !m.is_empty() => {
-                out.push(' ');
-                yaml_map(m, indent + 2, out);
-            }
-            Value::Array(a) if !a.is_empty() => {
-                out.push('\n');
-                yaml_seq(a, indent + 2, out);
-            }
-            other => yaml_after_key(other, indent, out),
-        }
-    }
-}
-
-fn yaml_plain(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(s) => yaml_scalar(s),
-        serde_json::Value::Null => "null".to_owned(),
-        other => other.to_string(),
-    }
-}
-
-/// A string as a YAML scalar: plain when no YAML 1.1 or 1.2 reader can take it for anything but that string, else
-/// single-quoted, else (control characters) double-quoted with escapes.
-fn yaml_scalar(s: &str) -> String {
-    const SPECIAL: &[&str] = &["y", "yes", "n", "no", "true", "false", "on", "off", "null"];
-    let b = s.as_bytes();
-    // A word: a letter, `/` or `_` first (or `-` then a letter or `-`: a flag); `:` only inside (`host:port`, a URL).
-    let word = match b {
-        [first, ..] if first.is_ascii_alphabetic() || *first == b'/' || *first == b'_' => true,
-        [b'-', second, ..] if second.is_ascii_alphabetic() => true,
-        [b'-', b'-', third, ..] => third.is_ascii_alphabetic(),
-        _ => false,
-    } && b
-        .iter()
-        .all(|c| c.is_ascii_alphanumeric() || b"-_./:".contains(c))
-        && !s.ends_with(':')
-        && !(b[0] == b'-' && s.contains(':'))
-        && !SPECIAL.contains(&s.to_ascii_lowercase().as_str());
-    // A quantity (`64Mi`, `10m`): digits, then letters; no leading 0 (`0x1F` is a number).
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    let quantity = digits > 0
-        && !s.starts_with('0')
-        && s.len() > digits
-        && s.bytes().skip(digits).all(|b| b.is_ascii_alphabetic());
-    if word || quantity {
-        return s.to_owned();
-    }
-    let printable =
-        |c: char| !(c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'));
-    if s.chars().all(printable) {
-        return format!("'{}'", s.replace('\'', "''"));
-    }
-    let mut q = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => q.push_str("\\\""),
-            '\\' => q.push_str("\\\\"),
-            '\n' => q.push_str("\\n"),
-            '\t' => q.push_str("\\t"),
-            c if !printable(c) => q.push_str(&format!("\\u{:04X}", c as u32)),
-            c => q.push(c),
-        }
-    }
-    q.push('"');
-    q
+/// The pods as multi-document YAML, what `--dry-run` prints: kubectl's layout, keys sorted, every string a YAML 1.1
+/// reader could take for something else quoted ([`crate::yaml`]).
+pub fn to_yaml<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> String {
+    crate::yaml::documents(pods).expect("a Pod serializes")
 }
 
 #[cfg(test)]
@@ -652,119 +551,15 @@ mod tests {
         let mut pod = Pod::default();
         pod.metadata.annotations = Some(BTreeMap::from([(
             ANNOTATION_DEADLINE.to_owned(),
-            jr2_probe::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(1_767_225_900)),
+            jr2_probe::contract::verdict::rfc3339_utc(
+                UNIX_EPOCH + Duration::from_secs(1_767_225_900),
+            ),
         )]));
         assert_eq!(
             deadline_of(&pod),
             Some(UNIX_EPOCH + Duration::from_secs(1_767_225_900))
         );
         assert_eq!(deadline_of(&Pod::default()), None);
-    }
-
-    #[test]
-    fn yaml_scalars_read_back_as_the_same_strings() {
-        for plain in [
-            "abc",
-            "jr2.dev/preflight-deadline",
-            "/etc/jr2/ca",
-            "64Mi",
-            "10m",
-            "IfNotPresent",
-            "_x",
-            "--spec-json",
-            "-c",
-            "http://127.0.0.1:15001",
-            "registry.example.com/jr2/jr2-probe:0.1.0",
-            "a:b",
-            "-x",
-        ] {
-            let back: BTreeMap<String, String> =
-                serde_yaml::from_str(&format!("k: {plain}\n")).unwrap();
-            assert_eq!(back["k"], plain);
-            assert_eq!(yaml_scalar(plain), plain);
-        }
-        for quoted in [
-            "",
-            "on",
-            "Off",
-            "yes",
-            "Y",
-            "n",
-            "NO",
-            "true",
-            "False",
-            "null",
-            "~",
-            "2026-01-01",
-            "2026-01-01T00:05:00.000Z",
-            "0x1F",
-            "0o17",
-            "017",
-            "1e3",
-            "1:20",
-            ".5",
-            ".inf",
-            "-",
-            "- a",
-            ": x",
-            "a: b",
-            "#x",
-            "a #b",
-            "@x",
-            "`x",
-            "%x",
-            "*x",
-            "&x",
-            "!x",
-            "|",
-            ">",
-            "[",
-            "{",
-            "?",
-            "=",
-            "<<",
-            " lead",
-            "trail ",
-            "it's",
-            "say \"hi\"",
-            "back\\slash",
-            "tab\tin",
-            "new\nline",
-            "\u{85}",
-            "\u{7f}",
-            "\u{2028}",
-            "é",
-            "localhost,127.0.0.1,::1",
-            "1",
-            "300",
-            "1.5",
-            "0",
-            "a:",
-            "-1",
-            "-.5",
-            "--",
-            "-a:b",
-            "::1",
-        ] {
-            let y = yaml_scalar(quoted);
-            assert_ne!(y, quoted, "{quoted:?} must be quoted");
-            let back: BTreeMap<String, String> =
-                serde_yaml::from_str(&format!("k: {y}\n")).unwrap();
-            assert_eq!(back["k"], quoted, "{y}");
-        }
-    }
-
-    #[test]
-    fn yaml_layout() {
-        let v = serde_json::json!({"b": [{"x": 1, "y": [true, {"z": "on"}]}, "s", [], {}], "a": {}, "c": null});
-        let mut out = String::new();
-        yaml_map(v.as_object().unwrap(), 0, &mut out);
-        assert_eq!(
-            out,
-            "a: {}\nb:\n- x: 1\n  'y':\n  - true\n  - z: 'on'\n- s\n- []\n- {}\nc: null\n"
-        );
-        let back: serde_json::Value = serde_yaml::from_str(&out).unwrap();
-        assert_eq!(back, v);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use jr2_probe::contract::Exit;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::PodSpec;
 use kube::{Api, Client};
@@ -76,8 +77,8 @@ pub enum WorkloadError {
 }
 
 impl WorkloadError {
-    /// The exit code: a name that does not lead to a usable template is bad input.
-    pub const EXIT_CODE: u8 = PlanError::EXIT_CODE;
+    /// The exit: a name that does not lead to a usable template is bad input.
+    pub const EXIT: Exit = PlanError::EXIT;
 }
 
 /// Reads the Deployment `name` in `namespace`.
@@ -178,7 +179,7 @@ mod tests {
 
     fn plan() -> Plan {
         let text = include_str!("../../examples/plan.json");
-        let plan: Plan = serde_json::from_str(text).expect("the example plan");
+        let mut plan: Plan = serde_json::from_str(text).expect("the example plan");
         plan.validate().expect("a valid example");
         plan
     }

@@ -22,14 +22,16 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tower_test::mock::{self, SendResponse};
 
-use jr2_preflight::cluster::{
-    Cancel, Cleanup, FailureKind, PodOutcome, Progress, RunOptions, RunResult, run_pods,
+use jr2_preflight::plan::{PLAN_SCHEMA, Plan};
+use jr2_preflight::pod;
+use jr2_preflight::run::{
+    Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, RunConfig, RunResult, RunUpdate, run_pods,
     sweep_stale,
 };
-use jr2_probe::api::ApiKind;
-use jr2_probe::outcome::Outcome;
-use jr2_probe::run::{Summary, TERMINATION_LIMIT};
-use jr2_probe::verdict::{ModelResult, Origin, Route, Verdict};
+use jr2_probe::contract::outcome::Outcome;
+use jr2_probe::contract::summary::{Summary, TERMINATION_LIMIT};
+use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
+use jr2_probe::contract::{ApiKind, ProbeEvent};
 
 type Body = UnsyncBoxBody<Bytes, io::Error>;
 type Handle = mock::Handle<Request<kube::client::Body>, Response<Body>>;
@@ -49,42 +51,64 @@ const MODELS: [&str; 3] = [
 const UNSCHEDULABLE: &str = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient memory. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fixtures: the check pod as `pod::check_pod` builds it, its states as a 1.35 kubelet writes them, the probe's lines.
+// Fixtures: the check pod as `pod::check_pod` builds it, its states as a 1.35 kubelet writes them, the probe's lines
+// (written through the probe's own `ProbeEvent`).
 
-fn check_pod(name: &str) -> Pod {
-    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1",
-        "models": MODELS.iter().map(|m| json!({"model": m, "source": "catalog"})).collect::<Vec<_>>()});
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name, "namespace": NS,
-            "labels": {"app.kubernetes.io/name": "jr2-provider-preflight", "app.kubernetes.io/managed-by": "jr2-preflight",
-                       "jr2.dev/instance": "demo", "jr2.dev/preflight-run": RUN, "jr2.dev/placement": "harness"},
-            "annotations": {"jr2.dev/preflight-deadline": "2026-12-04T18:41:47.000Z"}
-        },
-        "spec": {
-            "restartPolicy": "Never", "activeDeadlineSeconds": 300, "automountServiceAccountToken": false,
-            "initContainers": [{
-                "name": "custodian", "image": "envoyproxy/envoy:distroless-v1.39.1", "restartPolicy": "Always",
-                "resources": {"limits": {"memory": "64Mi"}},
-                "volumeMounts": [{"name": "custodian-values", "mountPath": "/etc/jr2/custodian/values"}]
-            }],
-            "containers": [{
-                "name": "probe", "image": PROBE_IMAGE,
-                "args": ["run", "--termination-log", "/dev/termination-log", "--spec-json", spec.to_string()],
-                "envFrom": [{"secretRef": {"name": "harness-env"}}],
-                "env": [
-                    {"name": "ANTHROPIC_API_KEY", "value": "jr2-held-ANTHROPIC_API_KEY"},
-                    {"name": "EXTRA_TOKEN", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "token"}}}
-                ],
-                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}
-            }],
+/// When the run starts: 2026-12-04T18:36:47Z.
+fn now() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_409_407)
+}
+
+/// The plan the check pods come from: the Instance Harness and a Sandbox placement, each with its Custodian, each
+/// checking the three models.
+fn plan() -> Plan {
+    let placement = |name: &str| {
+        json!({"name": name, "custodianContainer": "custodian", "podSpec": {
+            "containers": [
+                {"name": "harness", "image": "ghcr.io/jr2/harness:0.1.0",
+                 "envFrom": [{"secretRef": {"name": "harness-env"}}],
+                 "env": [
+                     {"name": "ANTHROPIC_API_KEY", "value": "jr2-held-ANTHROPIC_API_KEY"},
+                     {"name": "EXTRA_TOKEN", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "token"}}}
+                 ]},
+                {"name": "custodian", "image": "envoyproxy/envoy:distroless-v1.39.1",
+                 "resources": {"limits": {"memory": "64Mi"}},
+                 "volumeMounts": [{"name": "custodian-values", "mountPath": "/etc/jr2/custodian/values"}]}
+            ],
             "volumes": [{"name": "custodian-values", "projected": {"sources": [
                 {"secret": {"name": "anthropic", "items": [{"key": "api-key", "path": "ANTHROPIC_API_KEY"}]}}
             ]}}]
-        }
+        }})
+    };
+    let models = |on: &str| {
+        [
+            json!({"model": MODELS[0], "placement": on, "source": "catalog", "keyEnv": "ANTHROPIC_API_KEY", "keyHeld": true}),
+            json!({"model": MODELS[1], "placement": on, "source": "custom", "baseUrl": "http://10.0.0.5:8000/v1", "keyHeld": false}),
+            json!({"model": MODELS[2], "placement": on, "source": "catalog", "keyEnv": "GEMINI_API_KEY", "keyHeld": true}),
+        ]
+    };
+    Plan::from_value(json!({
+        "schema": PLAN_SCHEMA, "namespace": NS, "instance": "demo", "probeImage": PROBE_IMAGE,
+        "placements": [placement("harness"), placement("sandbox")],
+        "models": models("harness").into_iter().chain(models("sandbox")).collect::<Vec<_>>()
     }))
-    .unwrap()
+    .expect("a valid plan")
+}
+
+/// The check pod of run `run` on `placement`, as `pod::check_pod` builds it.
+fn check_pod_of(placement: &str, run: &str) -> Pod {
+    let plan = plan();
+    pod::check_pod(&plan, plan.placement(placement).unwrap(), run, now())
+}
+
+/// A check pod of this run ([`POD`] or [`POD_B`]), with its models, as the driver hands it to `run_pods`.
+fn check_pod(name: &str) -> PodToRun {
+    let plan = plan();
+    let check = pod::check_pods(&plan, RUN, now())
+        .into_iter()
+        .find(|c| c.pod.metadata.name.as_deref() == Some(name))
+        .expect("a check pod of the plan");
+    PodToRun::of(&check, &plan)
 }
 
 fn c_waiting(name: &str, reason: &str, message: Option<&str>) -> Value {
@@ -180,21 +204,34 @@ fn verdict() -> Verdict {
     )
 }
 
-fn ev_start() -> Value {
-    json!({"event": "start", "schema": "jr2.dev/provider-preflight-events/v1", "probeVersion": "0.1.0",
-           "origin": {"kind": "node", "name": "worker-2"}, "models": 3, "budgetMs": 290000})
+fn ev_start() -> ProbeEvent {
+    ProbeEvent::start(
+        Origin::Node {
+            name: "worker-2".to_owned(),
+        },
+        3,
+        Some(290_000),
+    )
 }
 
-fn ev_started(i: usize) -> Value {
-    json!({"event": "modelStarted", "index": i, "model": MODELS[i]})
+fn ev_started(i: usize) -> ProbeEvent {
+    ProbeEvent::ModelStarted {
+        index: i,
+        model: MODELS[i].to_owned(),
+    }
 }
 
-fn ev_result(i: usize) -> Value {
-    json!({"event": "result", "index": i, "result": model_result(i, Outcome::Ok)})
+fn ev_result(i: usize) -> ProbeEvent {
+    ProbeEvent::Result {
+        index: i,
+        result: Box::new(model_result(i, Outcome::Ok)),
+    }
 }
 
-fn ev_summary() -> Value {
-    json!({"event": "summary", "verdict": verdict()})
+fn ev_summary() -> ProbeEvent {
+    ProbeEvent::Summary {
+        verdict: Box::new(verdict()),
+    }
 }
 
 fn k8s_event(pod: &str, uid: &str, rv: u64, reason: &str, type_: &str, message: &str) -> Value {
@@ -223,6 +260,11 @@ impl Feed {
 
     fn json(&self, v: &Value) {
         self.line(&v.to_string());
+    }
+
+    /// One of the probe's JSON lines, written as the probe writes it.
+    fn event(&self, e: &ProbeEvent) {
+        self.line(&e.to_line());
     }
 
     fn watch(&self, type_: &str, object: Value) {
@@ -649,13 +691,13 @@ impl ApiServerVerifier {
         let obj = self.object(pod, &running());
         pods.watch("MODIFIED", obj);
         let log = self.probe_log(pod).await;
-        log.json(&ev_start());
+        log.event(&ev_start());
         for i in 0..3 {
-            log.json(&ev_started(i));
+            log.event(&ev_started(i));
             log.line("{\"level\":\"debug\",\"msg\":\"not an event\"}");
-            log.json(&ev_result(i));
+            log.event(&ev_result(i));
         }
-        log.json(&ev_summary());
+        log.event(&ev_summary());
         drop(log);
         self.delete(pod, Some(uid), 200).await;
     }
@@ -814,7 +856,7 @@ impl ApiServerVerifier {
                 pods.watch("MODIFIED", obj);
                 let log = self.probe_log(POD).await;
                 for v in [ev_start(), ev_started(0), ev_result(0), ev_started(1)] {
-                    log.json(&v);
+                    log.event(&v);
                 }
                 drop(log); // the container died: its log ends
                 let obj = self.object(
@@ -874,7 +916,7 @@ impl ApiServerVerifier {
                 pods.watch("MODIFIED", obj);
                 let log = self.probe_log(POD).await;
                 for v in [ev_start(), ev_started(0), ev_result(0)] {
-                    log.json(&v);
+                    log.event(&v);
                 }
                 log.break_off();
                 let summary = Summary::fitting(&verdict(), TERMINATION_LIMIT);
@@ -929,8 +971,8 @@ impl ApiServerVerifier {
                 let obj = self.object(POD, &running());
                 pods.watch("MODIFIED", obj);
                 let log = self.probe_log(POD).await;
-                log.json(&ev_start());
-                log.json(&ev_started(0));
+                log.event(&ev_start());
+                log.event(&ev_started(0));
                 drop(log);
                 let mut obj = self.object(POD, &running());
                 obj["metadata"]["deletionTimestamp"] = json!("2026-12-04T18:36:50Z");
@@ -943,8 +985,8 @@ impl ApiServerVerifier {
                 let obj = self.object(POD, &running());
                 pods.watch("MODIFIED", obj);
                 let log = self.probe_log(POD).await;
-                log.json(&ev_start());
-                log.json(&ev_started(0));
+                log.event(&ev_start());
+                log.event(&ev_started(0));
                 self.delete(POD, Some("uid-1"), 200).await;
                 drop(log);
             }
@@ -970,8 +1012,8 @@ impl ApiServerVerifier {
                     req.q("labelSelector"),
                     Some("app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/instance=demo")
                 );
-                let pod = |name: &str, uid: &str, deadline: &str, deleting: bool| {
-                    let mut p = serde_json::to_value(check_pod(name)).unwrap();
+                let pod = |run: &str, uid: &str, deadline: &str, deleting: bool| {
+                    let mut p = serde_json::to_value(check_pod_of("harness", run)).unwrap();
                     p["metadata"]["uid"] = json!(uid);
                     p["metadata"]["resourceVersion"] = json!("7");
                     p["metadata"]["annotations"]["jr2.dev/preflight-deadline"] = json!(deadline);
@@ -981,24 +1023,9 @@ impl ApiServerVerifier {
                     p
                 };
                 let items = vec![
-                    pod(
-                        "jr2-preflight-demo-harness-old00001",
-                        "uid-old",
-                        "2026-12-04T17:00:00.000Z",
-                        false,
-                    ),
-                    pod(
-                        "jr2-preflight-demo-harness-new00001",
-                        "uid-new",
-                        "2026-12-04T19:00:00.000Z",
-                        false,
-                    ),
-                    pod(
-                        "jr2-preflight-demo-harness-del00001",
-                        "uid-del",
-                        "2026-12-04T17:00:00.000Z",
-                        true,
-                    ),
+                    pod("old00001", "uid-old", "2026-12-04T17:00:00.000Z", false),
+                    pod("new00001", "uid-new", "2026-12-04T19:00:00.000Z", false),
+                    pod("del00001", "uid-del", "2026-12-04T17:00:00.000Z", true),
                 ];
                 send.send_response(json_response(
                     200,
@@ -1045,7 +1072,7 @@ impl ApiServerVerifier {
 
 struct Ran {
     result: RunResult,
-    progress: Vec<Progress>,
+    progress: Vec<RunUpdate>,
     conversation: Vec<String>,
 }
 
@@ -1057,16 +1084,16 @@ fn client_and_server() -> (kube::Client, ApiServerVerifier) {
     )
 }
 
-fn options() -> RunOptions {
-    RunOptions {
+fn options() -> RunConfig {
+    RunConfig {
         timeout: Duration::from_secs(20),
         image_pull_grace: Duration::ZERO,
         log_drain: Duration::from_secs(2),
-        ..RunOptions::default()
+        ..RunConfig::default()
     }
 }
 
-async fn drive(scenario: Scenario, pods: Vec<Pod>, mut opts: RunOptions) -> Ran {
+async fn drive(scenario: Scenario, pods: Vec<PodToRun>, mut opts: RunConfig) -> Ran {
     let (client, server) = client_and_server();
     let script = server.run(scenario);
     let cleanup = Cleanup::new(client.clone(), NS);
@@ -1096,11 +1123,11 @@ async fn drive(scenario: Scenario, pods: Vec<Pod>, mut opts: RunOptions) -> Ran 
     }
 }
 
-fn pending_lines(progress: &[Progress]) -> Vec<String> {
+fn pending_lines(progress: &[RunUpdate]) -> Vec<String> {
     progress
         .iter()
-        .filter(|p| matches!(p, Progress::Pending { .. }))
-        .filter_map(Progress::line)
+        .filter(|p| matches!(p, RunUpdate::Pending { .. }))
+        .filter_map(RunUpdate::line)
         .collect()
 }
 
@@ -1133,7 +1160,7 @@ async fn success_the_verdict_comes_from_the_log() {
     assert_verdict(&o, 0);
     assert!(o.result.ok());
     // Each model's result as it came, once; the pass lines the caller writes.
-    let lines: Vec<String> = o.progress.iter().filter_map(Progress::line).collect();
+    let lines: Vec<String> = o.progress.iter().filter_map(RunUpdate::line).collect();
     assert_eq!(
         lines,
         [
@@ -1213,7 +1240,7 @@ async fn image_pull_back_off_names_the_image() {
 
 #[tokio::test]
 async fn an_image_pull_that_recovers_within_the_grace_is_only_pending() {
-    let opts = RunOptions {
+    let opts = RunConfig {
         image_pull_grace: Duration::from_secs(10),
         ..options()
     };
@@ -1417,7 +1444,7 @@ async fn a_500_on_every_create_is_refused() {
 
 #[tokio::test]
 async fn the_deadline_gives_the_last_reason_and_the_pod_is_deleted() {
-    let opts = RunOptions {
+    let opts = RunConfig {
         timeout: Duration::from_millis(1500),
         ..options()
     };
@@ -1451,7 +1478,7 @@ async fn a_lost_log_falls_back_to_the_termination_message() {
     assert_eq!(
         o.progress
             .iter()
-            .filter(|p| matches!(p, Progress::Result { .. }))
+            .filter(|p| matches!(p, RunUpdate::Result { .. }))
             .count(),
         1
     );
@@ -1515,9 +1542,9 @@ async fn a_pod_deleted_by_someone_else_stops_the_check() {
 }
 
 /// Waits until the probe has started its first model.
-async fn first_model_started(rx: &mut mpsc::UnboundedReceiver<Progress>) {
+async fn first_model_started(rx: &mut mpsc::UnboundedReceiver<RunUpdate>) {
     while let Some(p) = rx.recv().await {
-        if matches!(p, Progress::ModelStarted { .. }) {
+        if matches!(p, RunUpdate::ModelStarted { .. }) {
             return;
         }
     }
@@ -1531,7 +1558,7 @@ async fn cancel_deletes_the_pod() {
     let cleanup = Cleanup::new(client.clone(), NS);
     let cancel = Cancel::new();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         progress: Some(tx),
@@ -1560,7 +1587,7 @@ async fn dropping_the_run_deletes_the_pod() {
     let script = server.run(Scenario::RunningUntilStopped);
     let cleanup = Cleanup::new(client.clone(), NS);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         progress: Some(tx),
         ..options()
@@ -1590,7 +1617,7 @@ async fn a_pod_created_after_the_cancel_is_deleted_when_its_create_returns() {
     });
     let cleanup = Cleanup::new(client.clone(), NS);
     let cancel = Cancel::new();
-    let opts = RunOptions {
+    let opts = RunConfig {
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         ..options()
@@ -1617,7 +1644,7 @@ async fn keep_pod_keeps_a_failed_pod() {
     let (client, server) = client_and_server();
     let script = server.run(Scenario::MissingSecretKept);
     let cleanup = Cleanup::new(client.clone(), NS);
-    let opts = RunOptions {
+    let opts = RunConfig {
         keep_failed: true,
         cleanup: Some(cleanup.clone()),
         ..options()

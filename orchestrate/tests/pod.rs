@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jr2_preflight::plan::{PLAN_SCHEMA, Plan, PlanError, stand_in};
-use jr2_preflight::pod::{self, check_pod, check_pods, to_yaml};
+use jr2_preflight::pod::{self, check_pod, to_yaml};
 use jr2_probe::spec::RunSpec;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, SecurityContext};
 use serde_json::{Value, json};
@@ -28,6 +28,14 @@ fn example_json() -> Value {
 
 fn example() -> Plan {
     Plan::from_value(example_json()).expect("the example plan is valid")
+}
+
+/// The check pods of a plan, as created.
+fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<Pod> {
+    pod::check_pods(plan, run_id, now)
+        .into_iter()
+        .map(|c| c.pod)
+        .collect()
 }
 
 fn spec(pod: &Pod) -> &PodSpec {
@@ -436,6 +444,43 @@ fn one_pod_per_distinct_placement_with_models() {
     assert_eq!(pods.len(), 1);
     assert_eq!(labels(&pods[0])["jr2.dev/placement"], "instance-harness");
     assert_eq!(run_spec_of(&pods[0]).models.len(), 3);
+}
+
+#[test]
+fn a_check_pod_carries_its_placement_and_plan_models() {
+    let plan = example();
+    let checks = pod::check_pods(&plan, RUN_ID, now());
+    let facts: Vec<(&str, &[usize])> = checks
+        .iter()
+        .map(|c| (c.placement.as_str(), c.models.as_slice()))
+        .collect();
+    assert_eq!(
+        facts,
+        [("sandbox", &[0][..]), ("instance-harness", &[1, 2][..])]
+    );
+    for c in &checks {
+        // The same facts as the pod's label and run spec say.
+        assert_eq!(labels(&c.pod)["jr2.dev/placement"], c.placement);
+        let names: Vec<String> = run_spec_of(&c.pod)
+            .models
+            .into_iter()
+            .map(|m| m.model)
+            .collect();
+        let planned: Vec<String> = c
+            .models
+            .iter()
+            .map(|&i| plan.models[i].model.clone())
+            .collect();
+        assert_eq!(names, planned);
+        assert_eq!(
+            c.pod,
+            check_pod(&plan, plan.placement(&c.placement).unwrap(), RUN_ID, now())
+        );
+    }
+    // Each model kept what its resolution gave when the plan was validated.
+    let r = plan.models[0].resolved().expect("resolved by validation");
+    assert_eq!(r.id, "claude-haiku-4-5");
+    assert_eq!(r.host, "api.anthropic.com");
 }
 
 fn labels(pod: &Pod) -> &BTreeMap<String, String> {

@@ -24,7 +24,7 @@ fn verdicts_the_driver_prints_validate() {
     let schema = load(include_str!("../../schemas/driver-verdict.v1.schema.json"));
     let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
     let plan = jr2_preflight::plan::Plan::parse(include_str!("../../examples/plan.json")).unwrap();
-    let skipped = serde_json::to_value(jr2_preflight::driver::skipped(&plan, "run0001")).unwrap();
+    let skipped = serde_json::to_value(jr2_preflight::verdict::skipped(&plan, "run0001")).unwrap();
     assert!(
         validator.is_valid(&skipped),
         "{:?}",

@@ -1,0 +1,199 @@
+//! The run in the cluster: create the check pods, watch them and their Events, stream the probe's JSON lines,
+//! diagnose what goes wrong, and delete the pods on every path.
+//!
+//! [`run_pods`] creates every pod at once, then runs one loop (no task of its own: dropping its future stops it)
+//! over a `kube::runtime::watcher` on the pods of the run (by label; the watcher re-watches from its resource
+//! version when a stream closes, and re-lists after a `410 Gone`), one watcher per pod on its Events
+//! (`fieldSelector=involvedObject.name=<pod>`), the probe container's log (`follow=true`, read line by line as it
+//! comes), and the Custodian's log when it exits at start. Every wait has a deadline: the overall `timeout`, a grace
+//! window for image pulls, a drain window for the rest of a log once the pod has stopped.
+//!
+//! Cleanup is a [`Cleanup`] the caller can share: every pod is registered before its create request leaves, and
+//! is deleted when the run ends, fails, times out, is cancelled ([`Cancel`]) or its future is dropped (Ctrl-C,
+//! SIGTERM). Deletes are spawned and not awaited before the verdict returns; the caller awaits them, bounded, with
+//! [`Cleanup::wait`]. A create request in flight when the run stops deletes its pod as soon as it is answered.
+//! [`sweep_stale`] removes the check pods of an Instance that outlived their deadline (a driver killed hard).
+//!
+//! The rooms: `pod_state` (each pod's phase and what was seen of it), `machine` (the loop that moves the phases),
+//! `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read), `cleanup`,
+//! `cancel`, `sweep`, and `report` (what the run says, as it happens and at the end).
+
+mod cancel;
+mod cleanup;
+mod create;
+mod log;
+mod machine;
+mod pod_state;
+mod protocol;
+mod report;
+mod sweep;
+mod watch;
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::Api;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use jr2_probe::sanitize::Redactor;
+
+use crate::plan::Plan;
+use crate::pod::CheckPod;
+
+pub use cancel::Cancel;
+pub use cleanup::{Cleanup, CleanupReport};
+pub use log::MAX_LOG_LINE;
+pub use report::{
+    Evidence, FailureKind, PodFailure, PodOutcome, PodRun, ProbeReport, RunResult, RunUpdate,
+};
+pub use sweep::{Sweep, SweepError, sweep_stale};
+
+use cleanup::DeleteOnDrop;
+use create::{Created, create_pod};
+use machine::Run;
+use pod_state::PodState;
+
+/// How a run is driven.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The overall deadline (`--timeout`), from the first create request to the last verdict.
+    pub timeout: Duration,
+    /// How long an image pull may fail (`ErrImagePull`, `ImagePullBackOff`) before it is fatal; shown as pending
+    /// meanwhile. The kubelet's first retry comes 10 s after the first failure.
+    pub image_pull_grace: Duration,
+    /// Once the pod has stopped, how long to wait for the rest of the probe's log.
+    pub log_drain: Duration,
+    /// How long to wait before the probe's log is opened again after it broke off.
+    pub log_retry: Duration,
+    /// Tries of a create answered 429, 500, 503 or 504, or not answered at all.
+    pub create_tries: u32,
+    /// Keep a pod that failed (`--keep-pod`) rather than delete it.
+    pub keep_failed: bool,
+    /// Cleans the cluster's text on its way to a line.
+    pub redactor: Redactor,
+    /// Where progress goes as it happens (pending lines, each model's result).
+    pub progress: Option<UnboundedSender<RunUpdate>>,
+    /// The cleanup to register the pods with; shared with the caller so that it can wait for the deletes after
+    /// Ctrl-C. A run without one makes its own (its deletes still run, but nobody awaits them).
+    pub cleanup: Option<Cleanup>,
+    /// Stops the run, with a result (every pod not finished is [`FailureKind::Interrupted`]).
+    pub cancel: Option<Cancel>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(300),
+            image_pull_grace: Duration::from_secs(15),
+            log_drain: Duration::from_secs(5),
+            log_retry: Duration::from_secs(1),
+            create_tries: 3,
+            keep_failed: false,
+            redactor: Redactor::default(),
+            progress: None,
+            cleanup: None,
+            cancel: None,
+        }
+    }
+}
+
+/// A pod to create and run, and the models its probe checks, in its run spec's order (the probe's `index`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodToRun {
+    /// The pod, with a name and the `jr2.dev/preflight-run` label (as `pod::check_pod` builds it).
+    pub pod: Pod,
+    /// Its models' names, in its run spec's order.
+    pub models: Vec<String>,
+}
+
+impl PodToRun {
+    /// A check pod of `plan`, with its models' names.
+    pub fn of(check: &CheckPod, plan: &Plan) -> Self {
+        PodToRun {
+            pod: check.pod.clone(),
+            models: check
+                .models
+                .iter()
+                .map(|&i| plan.models[i].model.clone())
+                .collect(),
+        }
+    }
+}
+
+/// Runs the check pods: creates them all at once, watches them and their Events, streams each probe's JSON lines,
+/// and returns when every pod has a verdict or a failure, the deadline passes, or the run is cancelled. Every pod
+/// it created is deleted on every path (not awaited: see [`Cleanup::wait`]), but a failed one when
+/// [`RunConfig::keep_failed`] says so.
+pub async fn run_pods(
+    client: Client,
+    namespace: &str,
+    to_run: Vec<PodToRun>,
+    opts: RunConfig,
+) -> RunResult {
+    let start = Instant::now();
+    let cleanup = opts
+        .cleanup
+        .clone()
+        .unwrap_or_else(|| Cleanup::new(client.clone(), namespace));
+    let _guard = DeleteOnDrop(cleanup.clone());
+    let (tries, cancel) = (opts.create_tries, opts.cancel.clone());
+    let states = to_run.iter().map(PodState::new).collect();
+    let mut run = Run::new(
+        client.clone(),
+        namespace,
+        states,
+        opts,
+        cleanup.clone(),
+        start,
+    );
+    let pods: Vec<Pod> = to_run.into_iter().map(|p| p.pod).collect();
+
+    // All at once; each create is its own task, so that one still on its way when the run stops deletes its pod.
+    let api: Api<Pod> = Api::namespaced(client, namespace);
+    let creates: Vec<tokio::sync::oneshot::Receiver<Created>> = pods
+        .iter()
+        .map(|p| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let create = create_pod(
+                api.clone(),
+                cleanup.clone(),
+                p.clone(),
+                tries,
+                run.deadline(),
+            );
+            cleanup.track(tokio::spawn(async move {
+                let _ = tx.send(create.await);
+            }));
+            rx
+        })
+        .collect();
+    let created = tokio::select! {
+        biased;
+        () = cancel::cancelled(cancel.as_ref()) => None,
+        all = join_all(creates) => Some(all),
+    };
+    let Some(created) = created else {
+        run.interrupt();
+        return run.finish();
+    };
+    for (i, c) in created.into_iter().enumerate() {
+        match c {
+            Ok(Created::Ok(p)) => run.created(i, *p),
+            Ok(Created::Refused(code, message)) => {
+                run.fail(i, FailureKind::Refused { code, message })
+            }
+            Err(e) => run.fail(
+                i,
+                FailureKind::Refused {
+                    code: None,
+                    message: format!("the create request was dropped: {e}"),
+                },
+            ),
+        }
+    }
+    run.watch_and_drive(&pods).await;
+    run.finish()
+}

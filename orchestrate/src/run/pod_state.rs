@@ -1,0 +1,334 @@
+//! One check pod as the run sees it: its [`Phase`], what the cluster showed of it, what its probe said, and the
+//! state of the logs being read.
+//!
+//! The phase is the one thing that moves: the run (`machine.rs`) moves it on what `diagnose` says of the pod as
+//! each watch event, log line or timer comes, and each variant below says how it is entered and left. What was seen
+//! and heard only grows; it is grouped by where it comes from, so that a flag cannot outlive the state that set it.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt;
+use tokio::time::Instant;
+
+use jr2_probe::contract::verdict::ModelResult;
+
+use super::PodToRun;
+use super::report::{Evidence, FailureKind, PodFailure, PodOutcome, PodRun};
+use crate::diagnose;
+
+/// How often the probe's log is opened, at most, per pod.
+pub(super) const MAX_LOG_OPENS: u32 = 5;
+/// Probe log lines kept as evidence.
+const MAX_EVIDENCE_LINES: usize = 10_000;
+
+/// Where a check pod is, in the manner of kube-runtime's `watcher::State`: one variant per stage, each holding the
+/// timer that belongs to it and nothing else.
+#[derive(Clone, Debug)]
+pub(super) enum Phase {
+    /// The create request is on its way. Left when it is answered: for [`Phase::Waiting`], or [`Phase::Done`] when
+    /// it was refused (or the run was cancelled first).
+    Creating,
+    /// Created, not running yet: scheduling, pulls, the Custodian starting. Each new reason is a pending line.
+    /// `grace_since` is when a start failure that may pass by itself (an image pull back-off) was first seen in a
+    /// row; past the image-pull grace it is fatal ([`Phase::Done`]), within it the failure shows as pending. Left for
+    /// [`Phase::Running`] when the probe runs, [`Phase::Stopping`] when the pod stopped, [`Phase::Done`] on a start
+    /// failure.
+    Waiting {
+        /// Since when a transient start failure has been seen, if one is.
+        grace_since: Option<Instant>,
+    },
+    /// The probe container runs: its log is followed ([`ProbeLog`]), and opened again a moment after it broke off.
+    /// Left for [`Phase::Done`] when the probe's verdict comes, [`Phase::Stopping`] when the pod stops.
+    Running,
+    /// The pod stopped at `since` (the probe exited, was OOM-killed, or the pod was evicted or deleted): the rest of
+    /// the probe's log may still come, for the log-drain window (a log that broke off is read once more). Left for
+    /// [`Phase::Done`] when the log has ended or the window is over; back to [`Phase::Waiting`] or
+    /// [`Phase::Running`] if the watch shows the pod so again.
+    Stopping {
+        /// When the pod was first seen stopped.
+        since: Instant,
+    },
+    /// Over: how it ended. Never left; the pod is then deleted (or kept).
+    Done(PodOutcome),
+}
+
+/// The probe container's followed log, as a stream of the run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum LogState {
+    /// Not open (not yet, or not since it ended and was not worth opening again).
+    Closed,
+    /// Open: lines come as the probe writes them.
+    Open,
+    /// Ended at `at`: `clean` when the container ended it, else it broke off.
+    Ended {
+        /// When.
+        at: Instant,
+        /// The container ended it.
+        clean: bool,
+    },
+}
+
+/// The reads of the probe's log. Each open is a generation: lines of an older one are dropped. A log read again
+/// starts from its beginning, so the lines kept already are not kept twice.
+#[derive(Debug)]
+pub(super) struct ProbeLog {
+    /// Where the stream is.
+    pub(super) state: LogState,
+    /// The current open's generation.
+    pub(super) generation: u32,
+    /// How often it was opened.
+    pub(super) opens: u32,
+    /// It was opened again after the pod stopped (once is enough).
+    pub(super) reopened_after_stop: bool,
+    /// The lines of the current read that were kept by an earlier one.
+    replayed: usize,
+    /// The lines of the current read so far.
+    line_no: usize,
+}
+
+/// What the cluster showed of the pod.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    /// The pod as last watched (or as the create answered).
+    pub(super) last: Option<Pod>,
+    /// The current list of the pod watch showed it.
+    pub(super) in_list: bool,
+    /// It was deleted (or replaced by a pod of the same name), by someone else.
+    pub(super) deleted: bool,
+    /// Its Events, in the order they last happened.
+    pub(super) events: Vec<Event>,
+    /// Its Events could not be read (RBAC).
+    pub(super) events_forbidden: bool,
+}
+
+/// What the probe's log said.
+#[derive(Debug)]
+pub(super) struct ProbeSaid {
+    /// Its lines, for the evidence (at most [`MAX_EVIDENCE_LINES`]).
+    pub(super) lines: Vec<String>,
+    /// The models it started (index in the run spec).
+    pub(super) started: BTreeSet<usize>,
+    /// Each model's result, as its `result` line (or the verdict) gave it.
+    pub(super) results: Vec<Option<ModelResult>>,
+}
+
+/// The Custodian's log, read when it exits at start.
+#[derive(Debug, Default)]
+pub(super) struct CustodianLog {
+    /// The read asked for last: (restart count, previous instance); one read per restart.
+    pub(super) asked: Option<(i32, bool)>,
+    /// Its lines, once read (empty when the read failed).
+    pub(super) lines: Option<Vec<String>>,
+}
+
+/// The pending lines of a pod.
+#[derive(Debug, Default)]
+pub(super) struct Pending {
+    /// The (reason, message) of the last pending line sent.
+    pub(super) written: Option<(String, String)>,
+    /// The last reason the pod was not running, and its message (cleaned): what a deadline that passes names.
+    pub(super) last: Option<(String, String)>,
+}
+
+/// One check pod of the run.
+#[derive(Debug)]
+pub(super) struct PodState {
+    /// Its name.
+    pub(super) name: String,
+    /// Its models, in its run spec's order (the probe's `index`).
+    pub(super) models: Vec<String>,
+    /// Its uid, once created.
+    pub(super) uid: Option<String>,
+    /// Where it is.
+    pub(super) phase: Phase,
+    /// The probe container was seen running (or finished): a pod that stops now stopped during the check.
+    pub(super) ran: bool,
+    /// What the cluster showed.
+    pub(super) seen: Seen,
+    /// The reads of the probe's log.
+    pub(super) log: ProbeLog,
+    /// What the probe's log said.
+    pub(super) probe: ProbeSaid,
+    /// The Custodian's log.
+    pub(super) custodian: CustodianLog,
+    /// Its pending lines.
+    pub(super) pending: Pending,
+}
+
+impl PodState {
+    /// A pod whose create is about to leave.
+    pub(super) fn new(to_run: &PodToRun) -> Self {
+        Self {
+            name: to_run.pod.name_any(),
+            models: to_run.models.clone(),
+            uid: None,
+            phase: Phase::Creating,
+            ran: false,
+            seen: Seen::default(),
+            log: ProbeLog {
+                state: LogState::Closed,
+                generation: 0,
+                opens: 0,
+                reopened_after_stop: false,
+                replayed: 0,
+                line_no: 0,
+            },
+            probe: ProbeSaid {
+                lines: Vec::new(),
+                started: BTreeSet::new(),
+                results: vec![None; to_run.models.len()],
+            },
+            custodian: CustodianLog::default(),
+            pending: Pending::default(),
+        }
+    }
+
+    /// Its run is over.
+    pub(super) fn done(&self) -> bool {
+        matches!(self.phase, Phase::Done(_))
+    }
+
+    /// How it ended, once it did.
+    pub(super) fn outcome(&self) -> Option<&PodOutcome> {
+        match &self.phase {
+            Phase::Done(outcome) => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// The probe's log gave every model's result.
+    pub(super) fn all_results(&self) -> bool {
+        !self.probe.results.is_empty() && self.probe.results.iter().all(Option::is_some)
+    }
+
+    /// The check had begun: the probe started a model or gave a result.
+    pub(super) fn began(&self) -> bool {
+        !self.probe.started.is_empty() || self.probe.results.iter().any(Option::is_some)
+    }
+
+    /// A model's name, by its index in the run spec.
+    pub(super) fn model(&self, index: usize) -> &str {
+        self.models.get(index).map_or("(unknown)", String::as_str)
+    }
+
+    /// The probe's log is opened (again): a new generation, read from its beginning.
+    pub(super) fn log_opened(&mut self) -> u32 {
+        let log = &mut self.log;
+        log.generation += 1;
+        log.opens += 1;
+        log.state = LogState::Open;
+        log.replayed = self.probe.lines.len();
+        log.line_no = 0;
+        log.generation
+    }
+
+    /// Keeps a line of the probe's log for the evidence, unless an earlier read kept it.
+    pub(super) fn keep_line(&mut self, line: String) {
+        self.log.line_no += 1;
+        if self.log.line_no > self.log.replayed && self.probe.lines.len() < MAX_EVIDENCE_LINES {
+            self.probe.lines.push(line);
+        }
+    }
+
+    /// Where the probe's result of model `index` goes: `None` when it came already.
+    pub(super) fn result_slot(&mut self, index: usize) -> Option<&mut Option<ModelResult>> {
+        let results = &mut self.probe.results;
+        if results.len() <= index {
+            results.resize(index + 1, None);
+        }
+        results[index].is_none().then(|| &mut results[index])
+    }
+
+    /// What the run found of this pod.
+    pub(super) fn into_run(self, kept: bool) -> PodRun {
+        PodRun {
+            node: self
+                .seen
+                .last
+                .as_ref()
+                .and_then(diagnose::node_name)
+                .map(str::to_owned),
+            evidence: Evidence {
+                pod: self.seen.last,
+                events: self.seen.events,
+                events_forbidden: self.seen.events_forbidden,
+                probe_lines: self.probe.lines,
+                custodian_log: self.custodian.lines.unwrap_or_default(),
+            },
+            name: self.name,
+            uid: self.uid,
+            models: self.models,
+            results: self.probe.results,
+            outcome: match self.phase {
+                Phase::Done(outcome) => outcome,
+                _ => PodOutcome::Failed(PodFailure {
+                    kind: FailureKind::Interrupted,
+                    lines: Vec::new(),
+                }),
+            },
+            kept,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(models: &[&str]) -> PodState {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("p".to_owned());
+        PodState::new(&PodToRun {
+            pod,
+            models: models.iter().map(|m| (*m).to_owned()).collect(),
+        })
+    }
+
+    #[test]
+    fn a_log_read_again_keeps_each_line_once() {
+        let mut st = state(&["a/b"]);
+        assert_eq!(st.log_opened(), 1);
+        st.keep_line("one".to_owned());
+        st.keep_line("two".to_owned());
+        // Broke off; read again from the beginning: the first two come again, then a new one.
+        assert_eq!(st.log_opened(), 2);
+        for line in ["one", "two", "three"] {
+            st.keep_line(line.to_owned());
+        }
+        assert_eq!(st.probe.lines, ["one", "two", "three"]);
+        assert_eq!(st.log.opens, 2);
+        assert_eq!(st.log.state, LogState::Open);
+    }
+
+    #[test]
+    fn a_result_is_taken_once_and_grows_the_list() {
+        let mut st = state(&["a/b"]);
+        assert!(!st.all_results() && !st.began());
+        assert!(st.result_slot(0).is_some());
+        assert_eq!(st.probe.results.len(), 1);
+        assert!(
+            st.result_slot(2).is_some(),
+            "an index past the spec grows the list"
+        );
+        assert_eq!(st.probe.results.len(), 3);
+        assert_eq!(st.model(0), "a/b");
+        assert_eq!(st.model(2), "(unknown)");
+    }
+
+    #[test]
+    fn a_pod_that_never_finished_is_interrupted() {
+        let st = state(&["a/b"]);
+        assert!(matches!(st.phase, Phase::Creating));
+        assert!(!st.done() && st.outcome().is_none());
+        let run = st.into_run(false);
+        assert!(matches!(
+            run.outcome,
+            PodOutcome::Failed(PodFailure {
+                kind: FailureKind::Interrupted,
+                ..
+            })
+        ));
+        assert_eq!(run.results, [None]);
+    }
+}

@@ -1,0 +1,219 @@
+//! What a run reports: as it happens ([`RunUpdate`], sent while the pods run) and at the end ([`RunResult`], per pod:
+//! its results, how it ended, the lines of its failure, and what the cluster showed of it for `--evidence`).
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+
+use jr2_probe::contract::outcome::Level;
+use jr2_probe::contract::render;
+use jr2_probe::contract::summary::Summary;
+use jr2_probe::contract::verdict::{ModelResult, Verdict};
+
+use crate::diagnose::StartFailure;
+
+/// What happens during a run, as it happens.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunUpdate {
+    /// A pod was created.
+    Created {
+        /// The pod.
+        pod: String,
+    },
+    /// A pod is not running yet, for a new reason or with a new message (cleaned): write
+    /// [`render::pending`]`(reason, message)`.
+    Pending {
+        /// The pod.
+        pod: String,
+        /// The reason.
+        reason: String,
+        /// The message.
+        message: String,
+    },
+    /// The probe started a model.
+    ModelStarted {
+        /// The pod.
+        pod: String,
+        /// The model's index in the pod's run spec.
+        index: usize,
+        /// The model.
+        model: String,
+    },
+    /// The probe has a model's result (once per model): the caller writes `provider: <model> completed a tool
+    /// call (<ms> ms)` for a pass, and keeps the rest for the lines in plan order.
+    Result {
+        /// The pod.
+        pod: String,
+        /// The model's index in the pod's run spec.
+        index: usize,
+        /// The result.
+        result: Box<ModelResult>,
+    },
+    /// A warning line about the run itself (the Events cannot be read).
+    Warning {
+        /// The line.
+        line: String,
+    },
+}
+
+impl RunUpdate {
+    /// The line to write on stderr now, if this progress has one of its own.
+    pub fn line(&self) -> Option<String> {
+        match self {
+            RunUpdate::Pending {
+                reason, message, ..
+            } => Some(render::pending(reason, message)),
+            RunUpdate::Warning { line } => Some(line.clone()),
+            RunUpdate::Result { result, .. } if result.level == Level::Pass => {
+                Some(render::completed(&result.model, result.elapsed_ms))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What the run found, per pod in the order given.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Per pod.
+    pub pods: Vec<PodRun>,
+    /// Warning lines about the run itself (already sent as [`RunUpdate::Warning`]).
+    pub warnings: Vec<String>,
+}
+
+impl RunResult {
+    /// Every pod finished with a verdict of no error.
+    pub fn ok(&self) -> bool {
+        self.pods.iter().all(PodRun::ok)
+    }
+}
+
+/// One pod's run.
+#[derive(Clone, Debug)]
+pub struct PodRun {
+    /// The pod's name.
+    pub name: String,
+    /// Its uid, once created.
+    pub uid: Option<String>,
+    /// The node it ran on.
+    pub node: Option<String>,
+    /// Its models, in its run spec's order (the probe's `index`).
+    pub models: Vec<String>,
+    /// Each model's result as the probe's log gave it (`None`: none came).
+    pub results: Vec<Option<ModelResult>>,
+    /// How it ended.
+    pub outcome: PodOutcome,
+    /// What the cluster showed, for `--evidence`.
+    pub evidence: Evidence,
+    /// The pod was kept (`keep_failed`); it must be deleted by hand.
+    pub kept: bool,
+}
+
+impl PodRun {
+    /// The probe finished and no model failed.
+    pub fn ok(&self) -> bool {
+        match &self.outcome {
+            PodOutcome::Finished(r) => r.ok(&self.results),
+            PodOutcome::Failed(_) => false,
+        }
+    }
+
+    /// The failure lines (the `error:` line and its detail lines), empty when the probe finished.
+    pub fn failure_lines(&self) -> &[String] {
+        match &self.outcome {
+            PodOutcome::Failed(f) => &f.lines,
+            PodOutcome::Finished(_) => &[],
+        }
+    }
+}
+
+/// How a pod's run ended.
+#[derive(Clone, Debug)]
+pub enum PodOutcome {
+    /// The probe finished: its verdict, or what stands in for it.
+    Finished(ProbeReport),
+    /// The pod failed before the probe could finish.
+    Failed(PodFailure),
+}
+
+/// What the probe said in the end.
+#[derive(Clone, Debug, Default)]
+pub struct ProbeReport {
+    /// Its verdict, from its `summary` line.
+    pub verdict: Option<Box<Verdict>>,
+    /// Its compact summary, from the termination message (the log was lost before the `summary` line). The
+    /// entries of models whose `result` line came are in [`PodRun::results`] in full.
+    pub summary: Option<Summary>,
+    /// The probe container's exit code, when the pod showed it.
+    pub exit_code: Option<i32>,
+}
+
+impl ProbeReport {
+    /// No model failed.
+    pub fn ok(&self, results: &[Option<ModelResult>]) -> bool {
+        if let Some(v) = &self.verdict {
+            return v.ok;
+        }
+        if let Some(s) = &self.summary {
+            return s.ok;
+        }
+        results
+            .iter()
+            .all(|r| r.as_ref().is_some_and(|r| r.level != Level::Error))
+    }
+}
+
+/// A pod that failed, and its lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodFailure {
+    /// What failed.
+    pub kind: FailureKind,
+    /// The contract's lines: the `error:` line, then detail lines (`  not checked: <model>`).
+    pub lines: Vec<String>,
+}
+
+/// What failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FailureKind {
+    /// The API server refused the pod (quota, Pod Security, a webhook, 422, a name conflict) or would not let the
+    /// driver watch it.
+    Refused {
+        /// The HTTP status, when one came.
+        code: Option<u16>,
+        /// The API server's message, raw.
+        message: String,
+    },
+    /// One of the contract's start failures.
+    CannotStart(StartFailure),
+    /// The pod stopped before the probe finished.
+    Stopped {
+        /// Why, raw.
+        reason: String,
+        /// The model the check was on (index in [`PodRun::models`]).
+        on_model: Option<usize>,
+        /// The models never checked.
+        not_checked: Vec<usize>,
+    },
+    /// The deadline passed before the pod ran.
+    DidNotStart {
+        /// The last reason.
+        reason: String,
+        /// Its message.
+        message: String,
+    },
+    /// The run was cancelled (Ctrl-C, SIGTERM).
+    Interrupted,
+}
+
+/// What the cluster showed about a pod.
+#[derive(Clone, Debug, Default)]
+pub struct Evidence {
+    /// The pod as last watched.
+    pub pod: Option<Pod>,
+    /// Its Events, in the order they last happened.
+    pub events: Vec<Event>,
+    /// The Events could not be read (RBAC).
+    pub events_forbidden: bool,
+    /// The probe's log lines (its JSON lines and anything else it wrote).
+    pub probe_lines: Vec<String>,
+    /// The Custodian's log, when it was read.
+    pub custodian_log: Vec<String>,
+}

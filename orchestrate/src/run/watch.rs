@@ -1,0 +1,68 @@
+//! The watches of a run: the run's pods, and each pod's Events. `kube::runtime::watcher` re-watches from its
+//! resource version when a stream closes, and re-lists after a `410 Gone`; a 403 ends the stream (what RBAC refuses
+//! now it refuses for the whole run).
+
+use std::collections::BTreeSet;
+
+use futures_util::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+
+use crate::pod::{LABEL_RUN, run_selector};
+
+/// A watch's stream of events.
+pub(super) type Watch<T> = BoxStream<'static, Result<watcher::Event<T>, watcher::Error>>;
+
+/// The watches of the pods: one for the run (by its label) when they are all of one run, else one per pod (by
+/// name). With one watch, a pod its list no longer shows is gone; with one per pod, a list says nothing of the others.
+pub(super) fn pods(api: &Api<Pod>, pods: &[Pod]) -> Vec<Watch<Pod>> {
+    let runs: BTreeSet<&str> = pods
+        .iter()
+        .filter_map(|p| p.labels().get(LABEL_RUN).map(String::as_str))
+        .collect();
+    let configs: Vec<watcher::Config> = match runs.iter().next() {
+        Some(id) if runs.len() == 1 => vec![watcher::Config::default().labels(&run_selector(id))],
+        _ => pods
+            .iter()
+            .map(|p| watcher::Config::default().fields(&format!("metadata.name={}", p.name_any())))
+            .collect(),
+    };
+    configs
+        .into_iter()
+        .map(|config| until_forbidden(watcher(api.clone(), config).default_backoff().boxed()))
+        .collect()
+}
+
+/// The watch of one pod's Events (`fieldSelector=involvedObject.name=<pod>`).
+pub(super) fn events(client: Client, namespace: &str, pod: &str) -> Watch<Event> {
+    let api: Api<Event> = Api::namespaced(client, namespace);
+    let config = watcher::Config::default().fields(&format!("involvedObject.name={pod}"));
+    until_forbidden(watcher(api, config).default_backoff().boxed())
+}
+
+/// The API server's message when a watch was refused (403), else `None`.
+pub(super) fn forbidden(e: &watcher::Error) -> Option<String> {
+    let status = match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s,
+        watcher::Error::WatchError(s) => s,
+        _ => return None,
+    };
+    (status.code == 403).then(|| status.message.clone())
+}
+
+/// A stream that ends after the first 403 its watcher yields.
+fn until_forbidden<T: Send + 'static>(s: Watch<T>) -> Watch<T> {
+    stream::unfold((s, false), |(mut s, stop)| async move {
+        if stop {
+            return None;
+        }
+        let item = s.next().await?;
+        let stop = item.as_ref().err().and_then(forbidden).is_some();
+        Some((item, (s, stop)))
+    })
+    .boxed()
+}

@@ -1,0 +1,248 @@
+//! The driver's verdict: its types (what `--output json` prints, `schemas/driver-verdict.v1.schema.json`) and its
+//! assembly from a run, one result per model in plan order (from the probe's log, else its termination message, else
+//! `not checked` from what the plan's validation resolved), the pods' own failure lines, and the exit code.
+
+use std::time::{Instant, SystemTime};
+
+use jr2_probe::contract::outcome::{Code, Level, Outcome};
+use jr2_probe::contract::render;
+use jr2_probe::contract::summary::SummaryModel;
+use jr2_probe::contract::verdict::{ModelResult, Origin, Route, rfc3339_utc};
+use jr2_probe::contract::{ApiKind, Exit};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Plan, PlanModel};
+use crate::pod::CheckPod;
+use crate::run::{PodOutcome, PodRun, RunResult};
+
+/// The driver verdict's schema identifier.
+pub const DRIVER_VERDICT_SCHEMA: &str = "jr2.dev/provider-preflight-driver-verdict/v1";
+
+/// One check pod in the verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodVerdict {
+    /// The pod's name.
+    pub name: String,
+    /// The placement it stood in for.
+    pub placement: String,
+    /// The node it ran on, when it was scheduled.
+    pub node: Option<String>,
+    /// `finished` (the probe gave its verdict) or `failed` (the pod did not let it).
+    pub outcome: String,
+    /// The failure's lines, when it failed.
+    pub failure: Vec<String>,
+    /// Kept for inspection (`--keep-pod`): delete it by hand.
+    pub kept: bool,
+}
+
+/// What `jr2-preflight run --output json` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriverVerdict {
+    /// [`DRIVER_VERDICT_SCHEMA`].
+    pub schema: String,
+    /// No error (warnings allowed).
+    pub ok: bool,
+    /// The process's exit code ([`Exit`]): 0, 1, or 130 / 143 when interrupted (set by the caller).
+    pub exit_code: i32,
+    /// The run's id (the check pods' `jr2.dev/preflight-run` label).
+    pub run_id: String,
+    /// The namespace.
+    pub namespace: String,
+    /// The preflight was skipped (`--skip-provider-preflight`).
+    pub skipped: bool,
+    /// UTC start.
+    pub started_at: String,
+    /// Milliseconds.
+    pub elapsed_ms: u64,
+    /// Per model, in plan order.
+    pub models: Vec<ModelResult>,
+    /// Per check pod.
+    pub pods: Vec<PodVerdict>,
+    /// Every line written on stderr, in order.
+    pub lines: Vec<String>,
+}
+
+/// The skip: one warning line, nothing contacted.
+pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
+    let models: Vec<String> = plan.models.iter().map(|m| m.model.clone()).collect();
+    DriverVerdict {
+        schema: DRIVER_VERDICT_SCHEMA.to_owned(),
+        ok: true,
+        exit_code: i32::from(Exit::Ok),
+        run_id: run_id.to_owned(),
+        namespace: plan.namespace.clone(),
+        skipped: true,
+        started_at: rfc3339_utc(SystemTime::now()),
+        elapsed_ms: 0,
+        models: Vec::new(),
+        pods: Vec::new(),
+        lines: vec![render::skipped_warning(&models)],
+    }
+}
+
+/// Puts a run's results back in plan order and writes the final lines (warnings and errors; passes were written as
+/// they came). `checks` are the pods the run was given, in its order.
+pub fn assemble(
+    plan: &Plan,
+    checks: &[CheckPod],
+    run: &RunResult,
+    run_id: &str,
+    started_at: SystemTime,
+    start: Instant,
+    mut lines: Vec<String>,
+) -> DriverVerdict {
+    let mut models = Vec::with_capacity(plan.models.len());
+    let mut final_lines = Vec::new();
+    let mut failed_pods_printed = std::collections::BTreeSet::new();
+    for (plan_index, plan_model) in plan.models.iter().enumerate() {
+        // The pod that checks it, and its index in that pod's run spec.
+        let Some((pod_index, index)) = checks.iter().enumerate().find_map(|(p, c)| {
+            let index = c.models.iter().position(|&m| m == plan_index)?;
+            Some((p, index))
+        }) else {
+            continue;
+        };
+        let Some(pod_run) = run.pods.get(pod_index) else {
+            continue;
+        };
+        let origin = Origin::Node {
+            name: pod_run
+                .node
+                .clone()
+                .unwrap_or_else(|| "an unscheduled node".to_owned()),
+        };
+        let result = result_of(pod_run, index, plan_model);
+        match &pod_run.outcome {
+            PodOutcome::Finished(_) => {
+                if let Some(r) = &result
+                    && r.level != Level::Pass
+                {
+                    final_lines.extend(render::model_lines(r, &origin));
+                }
+            }
+            PodOutcome::Failed(_) => {
+                if failed_pods_printed.insert(pod_run.name.clone()) {
+                    final_lines.extend(pod_run.failure_lines().iter().cloned());
+                }
+            }
+        }
+        models.push(result.unwrap_or_else(|| not_checked(plan_model, pod_run)));
+    }
+    lines.extend(final_lines.iter().cloned());
+    for pod_run in run.pods.iter().filter(|p| p.kept) {
+        lines.push(render::pod_kept(&plan.namespace, &pod_run.name));
+    }
+    let ok = run.ok() && models.iter().all(|m| m.level != Level::Error);
+    DriverVerdict {
+        schema: DRIVER_VERDICT_SCHEMA.to_owned(),
+        ok,
+        exit_code: i32::from(Exit::of_run(ok)),
+        run_id: run_id.to_owned(),
+        namespace: plan.namespace.clone(),
+        skipped: false,
+        started_at: rfc3339_utc(started_at),
+        elapsed_ms: start.elapsed().as_millis() as u64,
+        models,
+        pods: run
+            .pods
+            .iter()
+            .zip(checks)
+            .map(|(r, c)| PodVerdict {
+                name: r.name.clone(),
+                placement: c.placement.clone(),
+                node: r.node.clone(),
+                outcome: match r.outcome {
+                    PodOutcome::Finished(_) => "finished",
+                    PodOutcome::Failed(_) => "failed",
+                }
+                .to_owned(),
+                failure: r.failure_lines().to_vec(),
+                kept: r.kept,
+            })
+            .collect(),
+        lines,
+    }
+}
+
+/// A model's result: its `result` line, else the probe's verdict, else its entry in the termination message.
+fn result_of(pod: &PodRun, index: usize, model: &PlanModel) -> Option<ModelResult> {
+    if let Some(Some(r)) = pod.results.get(index) {
+        return Some(r.clone());
+    }
+    let PodOutcome::Finished(report) = &pod.outcome else {
+        return None;
+    };
+    if let Some(v) = &report.verdict
+        && let Some(r) = v.models.get(index)
+    {
+        return Some(r.clone());
+    }
+    let entry = report.summary.as_ref()?.models.get(index)?;
+    Some(from_summary(model, entry))
+}
+
+/// A result the probe did not give: the model's facts as the plan's validation resolved them, not checked.
+fn base(model: &PlanModel) -> ModelResult {
+    let (id, api, base_url, host, route) = match model.resolved() {
+        Some(r) => (
+            r.id.clone(),
+            r.api,
+            r.base_url.clone(),
+            r.host.clone(),
+            r.route.clone(),
+        ),
+        // A plan not validated: what the plan itself says.
+        None => (
+            model.model.clone(),
+            model.api.unwrap_or(ApiKind::OpenAiCompletions),
+            String::new(),
+            String::new(),
+            Route::Custom {
+                api_key_set: model.key_held,
+            },
+        ),
+    };
+    ModelResult {
+        model: model.model.clone(),
+        id,
+        api,
+        base_url,
+        host,
+        route,
+        outcome: Outcome::NotChecked,
+        level: Level::Error,
+        code: Code::NotChecked,
+        next_action: Code::NotChecked.next_action().to_owned(),
+        error: None,
+        http_status: None,
+        stop_reason: None,
+        tool_name: None,
+        answer: None,
+        max_tokens: 0,
+        elapsed_ms: 0,
+        tries: Vec::new(),
+    }
+}
+
+fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
+    let mut r = base(model);
+    r.outcome = entry.outcome;
+    r.code = entry.code;
+    r.level = entry.outcome.level(r.api);
+    r.next_action = entry.code.next_action().to_owned();
+    r.error = entry.error.clone();
+    r.http_status = entry.status;
+    r.elapsed_ms = entry.elapsed_ms;
+    r
+}
+
+fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
+    let mut r = base(model);
+    r.error = Some(format!(
+        "not checked: the check pod {} did not finish",
+        pod.name
+    ));
+    r
+}
