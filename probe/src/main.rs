@@ -353,8 +353,17 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
     let session_id = new_session_id();
     let targets = match &args.base_url {
         Some(base) => {
-            let base_url = spec::parse_base_url(base)
+            let api = api.unwrap_or(ApiKind::OpenAiCompletions);
+            let mut base_url = spec::parse_base_url(base)
                 .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?;
+            // Azure's base URL comes from the environment first, as pi takes it: resolved once, here, as
+            // spec::resolve does for a spec.
+            if api == ApiKind::AzureOpenAiResponses
+                && let Ok(resolved) =
+                    spec::azure::base_url(&base_url, &jr2_probe::api::openai_responses::process_env)
+            {
+                base_url = resolved;
+            }
             let max_tokens = jr2_probe::prompt::token_cap(
                 args.max_tokens.unwrap_or(1024),
                 args.context_window.unwrap_or(0),
@@ -364,7 +373,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
                 .map(|model| Target {
                     model: model.clone(),
                     id: model.clone(),
-                    api: api.unwrap_or(ApiKind::OpenAiCompletions),
+                    api,
                     base_url: base_url.clone(),
                     route: Route::Custom {
                         api_key_set: named_key.is_some(),

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod azure;
+
 use crate::catalog;
 use crate::contract::api_kind::{ApiKind, ToolChoice};
 use crate::contract::verdict::Route;
@@ -71,26 +73,48 @@ pub struct RunSpec {
     /// [`RUN_SPEC_SCHEMA`].
     pub schema: String,
     /// Seconds per model before a timeout.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "RunSpec::default_timeout_seconds")]
     pub timeout_seconds: f64,
     /// Tries per model on 429, 529 and 503.
-    #[serde(default = "default_tries")]
+    #[serde(default = "RunSpec::default_max_tries")]
     pub max_tries: u32,
     /// Models checked at once.
-    #[serde(default = "default_concurrency")]
+    #[serde(default = "RunSpec::default_concurrency")]
     pub concurrency: usize,
     /// The models, in plan order.
     pub models: Vec<ModelSpec>,
 }
 
-fn default_timeout() -> f64 {
-    120.0
-}
-fn default_tries() -> u32 {
-    4
-}
-fn default_concurrency() -> usize {
-    8
+impl RunSpec {
+    /// Seconds per model when the spec says nothing.
+    pub const DEFAULT_TIMEOUT_SECONDS: f64 = 120.0;
+    /// Tries per model when the spec says nothing.
+    pub const DEFAULT_MAX_TRIES: u32 = 4;
+    /// Models at once when the spec says nothing.
+    pub const DEFAULT_CONCURRENCY: usize = 8;
+
+    /// A spec of these models with every default: what a JSON spec that names only its models reads as.
+    pub fn new(models: Vec<ModelSpec>) -> Self {
+        Self {
+            schema: RUN_SPEC_SCHEMA.to_owned(),
+            timeout_seconds: Self::DEFAULT_TIMEOUT_SECONDS,
+            max_tries: Self::DEFAULT_MAX_TRIES,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            models,
+        }
+    }
+
+    fn default_timeout_seconds() -> f64 {
+        Self::DEFAULT_TIMEOUT_SECONDS
+    }
+
+    fn default_max_tries() -> u32 {
+        Self::DEFAULT_MAX_TRIES
+    }
+
+    fn default_concurrency() -> usize {
+        Self::DEFAULT_CONCURRENCY
+    }
 }
 
 /// Which input of a [`ModelSpec`] an error is about.
@@ -379,12 +403,12 @@ pub fn resolve(
         facts,
         session_id: session_id.to_owned(),
     };
-    // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it now, so the lines name the host
-    // the request goes to (the API module resolves it again, from the same environment, when it sends).
+    // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it here, once, so the lines name
+    // the host the request goes to; unresolved, the target keeps the placeholder and the wire says why.
     if target.api == ApiKind::AzureOpenAiResponses
-        && let Ok(azure) = crate::api::openai_responses::azure_config(&target, env)
+        && let Ok(base) = azure::base_url(&target.base_url, env)
     {
-        target.base_url = azure.base_url;
+        target.base_url = base;
     }
     Ok(target)
 }
@@ -402,7 +426,7 @@ fn catalog_base_url(
             return parse_base_url("https://aiplatform.googleapis.com");
         }
         ApiKind::AzureOpenAiResponses if base.is_empty() => {
-            return parse_base_url("https://azure-openai.invalid/openai/v1");
+            return parse_base_url(azure::PLACEHOLDER);
         }
         _ => {}
     }
@@ -635,5 +659,16 @@ mod tests {
             (e.field().as_str(), e.problem.message(words).as_str()),
             ("models[0].baseUrl", "must not carry credentials; KEY")
         );
+    }
+
+    #[test]
+    fn a_built_spec_is_the_json_spec_with_its_defaults() {
+        let models = vec![spec("anthropic/claude-haiku-4-5", Source::Catalog)];
+        let read: RunSpec = serde_json::from_value(serde_json::json!({
+            "schema": RUN_SPEC_SCHEMA,
+            "models": models,
+        }))
+        .unwrap();
+        assert_eq!(RunSpec::new(models), read);
     }
 }
