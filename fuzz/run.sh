@@ -2,7 +2,7 @@
 # Fuzzes the probe's parsers with cargo fuzz (libFuzzer, AddressSanitizer), every target in turn:
 #   sse                         the SSE decoder (whole vs cut anywhere: same events, same error; bounded lines)
 #   aws_event_stream            AWS's binary event stream (Bedrock's framing)
-#   reader_openai_completions   the framing + stream reader of each API kind, as check.rs reads a 200
+#   reader_openai_completions   a 200 of each API kind through the stream judge check.rs calls
 #   reader_anthropic            (mistral-conversations uses the openai-completions reader)
 #   reader_openai_responses
 #   reader_google

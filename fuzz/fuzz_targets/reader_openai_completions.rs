@@ -1,4 +1,4 @@
-//! Fuzz target `reader_openai_completions`: a 200's body through the framing and the stream reader of `OpenAiCompletions`, as the probe
+//! Fuzz target `reader_openai_completions`: a 200's body through the stream judge of `OpenAiCompletions`, as the probe
 //! reads it (`jr2_probe_fuzz::replay`).
 #![no_main]
 

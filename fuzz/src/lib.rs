@@ -1,12 +1,14 @@
 //! The fuzz targets' bodies: each takes the raw bytes libFuzzer made and drives one of the probe's parsers the way
-//! `check.rs` drives it, asserting what must hold whatever a server sends (no panic, bounded output, a chunking that
-//! does not change the result, no control character and no held key in a cleaned line).
+//! the probe drives it (a 200's body through the same stream judge `check` calls), asserting what must hold whatever
+//! a server sends (no panic, bounded output, a chunking that does not change the result, no control character and no
+//! held key in a cleaned line).
 
 use std::time::{Duration, SystemTime};
 
-use jr2_probe::api::{self, ApiKind, FrameDecoder, Framing, StreamEvent};
+use jr2_probe::api::{self, ApiKind, StreamEvent};
+use jr2_probe::check::stream::{StreamEnd, StreamJudge};
+use jr2_probe::framing::{self, Framing, aws_event_stream, sse};
 use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
-use jr2_probe::sse;
 use reqwest::header::{HeaderMap, HeaderValue};
 
 /// A key the redactor holds; the seeds echo it in their bodies and streams.
@@ -64,7 +66,7 @@ pub fn cuts(data: &[u8]) -> (Cuts, &[u8]) {
 /// Walks `body` as AWS event stream frames and writes each one's prelude and message checksums, as far as the
 /// lengths it announces fit.
 pub fn fix_crcs(body: &mut [u8]) {
-    use jr2_probe::api::aws_event_stream::crc32;
+    use aws_event_stream::crc32;
     let mut pos = 0;
     while body.len() - pos >= 16 {
         let total =
@@ -117,7 +119,7 @@ pub fn sse(data: &[u8]) {
 }
 
 fn decode_aws(body: &[u8], cuts: Cuts) -> (Vec<sse::Event>, Result<(), String>) {
-    let mut d = api::aws_event_stream_decoder().expect("this build reads the AWS event stream");
+    let mut d = framing::decoder(Framing::AwsEventStream);
     let mut out = Vec::new();
     for chunk in cuts.pieces(body) {
         if let Err(e) = d.push(chunk, &mut out) {
@@ -140,7 +142,7 @@ pub fn aws_event_stream(data: &[u8]) {
     let whole = decode_aws(body, WHOLE);
     let cut = decode_aws(body, cuts);
     assert_eq!(whole, cut, "{cuts:?} changed the messages");
-    let mut raw = api::aws_event_stream::Decoder::with_limit(256);
+    let mut raw = aws_event_stream::Decoder::with_limit(256);
     let mut messages = Vec::new();
     for chunk in cuts.pieces(body) {
         if raw.push(chunk, &mut messages).is_err() {
@@ -152,8 +154,8 @@ pub fn aws_event_stream(data: &[u8]) {
     }
 }
 
-/// One 200's body through the framing and the reader of `kind`, as `check.rs` reads it: every event the reader
-/// yields is classified (stop kinds, overloads, quotas) and cleaned as the lines would clean it.
+/// One 200's body through the stream judge of `kind`, the one `check.rs` calls: every event the reader yields is
+/// classified (stop kinds, overloads, quotas), and what the stream ended with is cleaned as the lines would clean it.
 pub fn replay(kind: ApiKind, data: &[u8]) {
     let wire = api::wire(kind).expect("a wire the probe speaks");
     let (cuts, body) = cuts(data);
@@ -161,54 +163,45 @@ pub fn replay(kind: ApiKind, data: &[u8]) {
     if cuts.fix_crcs && wire.framing() == Framing::AwsEventStream {
         fix_crcs(&mut body);
     }
-    let body = &body[..];
-    let mut decoder: Box<dyn FrameDecoder> = match wire.framing() {
-        Framing::Sse => Box::new(sse::Decoder::default()),
-        Framing::AwsEventStream => api::aws_event_stream_decoder().expect("AWS framing"),
-    };
-    let mut reader = wire.reader();
     let redactor = Redactor::new([HELD_KEY]);
-    let mut events = Vec::new();
-    let mut seen = Vec::new();
-    let mut chunks = cuts.pieces(body).into_iter();
-    loop {
-        let chunk = chunks.next();
-        let decoded = match chunk {
-            Some(c) => decoder.push(c, &mut events),
-            None => decoder.finish(&mut events),
-        };
-        for event in events.drain(..) {
-            if reader.on_event(&event, &mut seen).is_err() {
-                return;
-            }
-            for ev in seen.drain(..) {
-                match ev {
-                    StreamEvent::ToolCall { name } => {
-                        assert!(!name.is_empty(), "a tool call without a name");
-                        check_clean(&redactor.clean_to(&name, 100), 100);
-                        return; // the probe hangs up here
-                    }
-                    StreamEvent::Text(t) => assert!(!t.is_empty(), "an empty text event"),
-                    StreamEvent::Stop(reason) => {
-                        let _ = wire.stop_kind(&reason);
-                        check_clean(&redactor.clean_to(&reason, 100), 100);
-                    }
-                    StreamEvent::Error(e) => {
-                        let _ = (e.is_overload(), e.is_quota_exhausted());
-                        let line = redactor.clean(&format!(
-                            "HTTP 200, then an error in the stream: {}",
-                            e.message
-                        ));
-                        check_clean(&line, MAX_ERROR_CHARS);
-                        return;
-                    }
-                    StreamEvent::Done => return,
-                }
-            }
+    let mut observe = |ev: &StreamEvent| match ev {
+        StreamEvent::Text(t) => assert!(!t.is_empty(), "an empty text event"),
+        StreamEvent::Stop(reason) => {
+            let _ = wire.stop_kind(reason);
         }
-        if decoded.is_err() || chunk.is_none() {
-            return;
+        StreamEvent::Error(e) => {
+            let _ = (e.is_overload(), e.is_quota_exhausted());
         }
+        StreamEvent::ToolCall { .. } | StreamEvent::Done => {}
+    };
+    let mut judge = StreamJudge::new(wire);
+    let end = cuts
+        .pieces(&body)
+        .into_iter()
+        .find_map(|chunk| judge.push_observed(chunk, &mut observe))
+        .unwrap_or_else(|| judge.finish_observed(&mut observe));
+    match end {
+        StreamEnd::ToolCall { name } => {
+            assert!(!name.is_empty(), "a tool call without a name");
+            check_clean(&redactor.clean_to(&name, 100), 100);
+        }
+        StreamEnd::Text { stop: Some(reason) }
+        | StreamEnd::Length { stop: reason }
+        | StreamEnd::Stopped { reason } => {
+            check_clean(&redactor.clean_to(&reason, 100), 100);
+        }
+        StreamEnd::Error(e) => check_clean(
+            &redactor.clean(&format!(
+                "HTTP 200, then an error in the stream: {}",
+                e.message
+            )),
+            MAX_ERROR_CHARS,
+        ),
+        StreamEnd::Unreadable(why) => check_clean(
+            &redactor.clean(&format!("HTTP 200, but the stream cannot be read: {why}")),
+            MAX_ERROR_CHARS,
+        ),
+        StreamEnd::Text { stop: None } | StreamEnd::Cut => {}
     }
 }
 
@@ -334,7 +327,8 @@ pub fn plan(data: &[u8]) {
     let yaml = jr2_preflight::pod::to_yaml(&pods);
     let back: Vec<serde_json::Value> = serde_yaml::Deserializer::from_str(&yaml)
         .map(|doc| {
-            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).expect("the YAML reads");
+            let v: serde_yaml::Value =
+                serde::Deserialize::deserialize(doc).expect("the YAML reads");
             serde_json::to_value(v).expect("as JSON")
         })
         .collect();

@@ -19,7 +19,7 @@ use std::path::Path;
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::contract::Exit;
 use jr2_probe::contract::verdict::Route;
-use jr2_probe::spec::{ModelSpec, RUN_SPEC_SCHEMA, RunSpec, Source, SpecError};
+use jr2_probe::spec::{ModelSpec, Remedy, RunSpec, Source, SpecError};
 use jr2_probe::target::Target;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde::de::DeserializeOwned;
@@ -275,25 +275,21 @@ impl PlanError {
     }
 }
 
-/// A model the probe cannot check (its name, its base URL, not in the catalog): the probe's words, with the plan's
-/// fields where the probe names its command-line flags.
+/// A model the probe cannot check (its name, its base URL, not in the catalog): the probe's problem, worded with
+/// the plan's fields.
 impl From<SpecError> for PlanError {
     fn from(e: SpecError) -> Self {
-        let text = e.to_string();
-        let field = match &e {
-            SpecError::Name { field, .. }
-            | SpecError::NotInCatalog { field, .. }
-            | SpecError::Invalid { field, .. } => field.clone(),
-        };
-        let message = text
-            .strip_prefix(&format!("{field}: "))
-            .unwrap_or(&text)
-            .replace(
-                "name its endpoint with --base-url and --api to check it anyway",
-                "to check it anyway, make it source \"custom\" with its baseUrl and api",
-            )
-            .replace("--api-key-env", "keyEnv");
-        PlanError::Invalid { field, message }
+        PlanError::Invalid {
+            field: e.field(),
+            message: e.problem.message(|remedy| match remedy {
+                Remedy::CheckAsCustom => {
+                    "to check it anyway, make it source \"custom\" with its baseUrl and api"
+                }
+                Remedy::KeyInEnv => {
+                    "put the key in an environment variable and name it with keyEnv"
+                }
+            }),
+        }
     }
 }
 
@@ -495,13 +491,11 @@ impl Plan {
             .filter(|m| m.placement == placement)
             .map(|m| m.spec(via_custodian))
             .collect();
-        // Through serde, so that the probe's own defaults (tries, concurrency) apply.
-        serde_json::from_value(serde_json::json!({
-            "schema": RUN_SPEC_SCHEMA,
-            "timeoutSeconds": self.timeout_seconds as f64,
-            "models": models,
-        }))
-        .expect("a run spec built from typed values reads back")
+        // The probe's own defaults (tries, concurrency), the plan's timeout.
+        RunSpec {
+            timeout_seconds: self.timeout_seconds as f64,
+            ..RunSpec::new(models)
+        }
     }
 
     /// The labels of a placement's Harness pods, for the NetworkPolicy check.
@@ -839,6 +833,7 @@ fn locate(value: &Value, error: &serde_json::Error) -> PlanError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jr2_probe::spec::RUN_SPEC_SCHEMA;
 
     fn example() -> Value {
         serde_json::from_str(include_str!("../../examples/plan.json")).unwrap()

@@ -2,22 +2,25 @@
 //!
 //! The library holds everything but the command line. [`contract`] is what both binaries and callers share (the
 //! API-kind vocabulary, outcomes and codes, the verdict, the lines, the JSON lines, the exit codes; serde only).
-//! Around it: the request per API kind ([`api`]), the SSE decoder ([`sse`]), the tries and their classification
-//! ([`check`], [`retry`]), the transport ([`transport`]) and pod mode ([`run`]). This crate never depends on `kube`.
+//! Around it: the frame decoders ([`framing`]: SSE, AWS's event stream), the request and the reader per API kind
+//! ([`api`]), the tries and their classification ([`check`], its pure stream judge [`check::stream`], [`retry`]),
+//! the transport ([`transport`]) and pod mode ([`run`]). This crate never depends on `kube`.
 
 pub mod api;
 pub mod catalog;
 pub mod check;
 pub mod cli;
 pub mod contract;
+pub mod framing;
 pub mod prompt;
 pub mod retry;
 pub mod run;
 pub mod sanitize;
 pub mod spec;
-pub mod sse;
 pub mod target;
 pub mod transport;
 
-// The contract's modules under the paths they had before it existed, so callers keep compiling.
+// The contract's modules and the SSE decoder under the paths they had before their rooms existed, so callers keep
+// compiling.
 pub use contract::{outcome, render, verdict};
+pub use framing::sse;

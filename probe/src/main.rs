@@ -20,7 +20,7 @@ use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
 use jr2_probe::run::RunOptions;
 use jr2_probe::sanitize::{self, Redactor};
-use jr2_probe::spec::{self, ModelSpec, RunSpec, Source};
+use jr2_probe::spec::{self, ModelSpec, Remedy, RunSpec, Source, SpecInput};
 use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
@@ -350,7 +350,17 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
     let session_id = new_session_id();
     let targets = match &args.base_url {
         Some(base) => {
-            let base_url = parse_base_url(base)?;
+            let api = api.unwrap_or(ApiKind::OpenAiCompletions);
+            let mut base_url = spec::parse_base_url(base)
+                .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?;
+            // Azure's base URL comes from the environment first, as pi takes it: resolved once, here, as
+            // spec::resolve does for a spec.
+            if api == ApiKind::AzureOpenAiResponses
+                && let Ok(resolved) =
+                    spec::azure::base_url(&base_url, &jr2_probe::api::openai_responses::process_env)
+            {
+                base_url = resolved;
+            }
             let max_tokens = jr2_probe::prompt::token_cap(
                 args.max_tokens.unwrap_or(1024),
                 args.context_window.unwrap_or(0),
@@ -360,7 +370,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
                 .map(|model| Target {
                     model: model.clone(),
                     id: model.clone(),
-                    api: api.unwrap_or(ApiKind::OpenAiCompletions),
+                    api,
                     base_url: base_url.clone(),
                     route: Route::Custom {
                         api_key_set: named_key.is_some(),
@@ -439,20 +449,22 @@ fn catalog_targets(
                 tool_choice: Some(args.tool_choice.into()),
             };
             spec::resolve(&spec, "--model", &env, session_id).map_err(|e| {
-                let text = e.to_string();
-                let message = text
-                    .strip_prefix("--model.model: ")
-                    .or_else(|| text.strip_prefix("--model.baseUrl: "))
-                    .unwrap_or(&text);
-                let flag = if text.starts_with("--model.baseUrl") {
-                    "--gateway"
-                } else {
-                    "--model"
+                let flag = match e.input {
+                    SpecInput::Model => "--model",
+                    SpecInput::BaseUrl => "--gateway",
                 };
-                input_error(flag, message.to_owned())
+                input_error(flag, e.problem.message(in_flags))
             })
         })
         .collect()
+}
+
+/// A spec error's remedy in this command line's terms: its flags.
+fn in_flags(remedy: Remedy) -> &'static str {
+    match remedy {
+        Remedy::CheckAsCustom => "name its endpoint with --base-url and --api to check it anyway",
+        Remedy::KeyInEnv => "put the key in an environment variable and name it with --api-key-env",
+    }
 }
 
 /// Mozilla's roots, `--ca-bundle` (bad input when unreadable), and the env's CA files (a warning when unreadable,
@@ -523,7 +535,8 @@ async fn run(args: RunArgs) -> ExitCode {
         match spec::resolve(model, &format!("models[{i}]"), &env, &session_id) {
             Ok(t) => targets.push(t),
             Err(e) => {
-                eprintln!("error: {}", sanitize::escape(&e.to_string()));
+                let line = format!("{}: {}", e.field(), e.problem.message(in_flags));
+                eprintln!("error: {}", sanitize::escape(&line));
                 return Exit::Usage.into();
             }
         }
@@ -559,57 +572,4 @@ async fn run(args: RunArgs) -> ExitCode {
     let verdict =
         jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;
     Exit::of_run(verdict.ok).into()
-}
-
-fn parse_base_url(text: &str) -> Result<reqwest::Url, InputError> {
-    let shown = sanitize::escape_truncate(text, 200);
-    let url = reqwest::Url::parse(text)
-        .map_err(|e| input_error("--base-url", format!("\"{shown}\" is not a URL ({e})")))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\": the scheme must be http or https"),
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\" names no host"),
-        ));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(input_error(
-            "--base-url",
-            "must not carry credentials; put the key in an environment variable and name it with --api-key-env",
-        ));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(input_error(
-            "--base-url",
-            format!("\"{shown}\" must not have a query or a fragment"),
-        ));
-    }
-    Ok(url)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_urls() {
-        assert!(parse_base_url("http://vllm.lan:8000/v1").is_ok());
-        for bad in [
-            "ftp://x/v1",
-            "not a url",
-            "http://user:pw@h/v1",
-            "http://h/v1?x=1",
-        ] {
-            let e = parse_base_url(bad).unwrap_err();
-            assert_eq!(e.flag, "--base-url", "{bad}");
-        }
-        // The password never appears in the message.
-        let e = parse_base_url("http://user:hunter2@h/v1").unwrap_err();
-        assert!(!e.to_string().contains("hunter2"));
-    }
 }

@@ -193,11 +193,7 @@ pub async fn run(
                     Outcome::Timeout,
                     render::timeout_error(
                         &render::seconds(Duration::from_secs(waited.as_secs())),
-                        matches!(
-                            target.route,
-                            crate::contract::verdict::Route::Custom { .. }
-                                | crate::contract::verdict::Route::Catalog { gateway: true, .. }
-                        ),
+                        target.route.may_load_on_first_use(),
                     ),
                 )
             } else {

@@ -535,7 +535,7 @@ async fn connection_refused_is_unreachable() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_one_error_line_naming_the_flag_and_exit_2() {
     type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 7] = [
+    let cases: [Case; 10] = [
         (
             &["check", "--base-url", "ftp://h/v1", "--model", "m"],
             &[],
@@ -602,6 +602,28 @@ async fn bad_input_is_one_error_line_naming_the_flag_and_exit_2() {
             ],
             &[],
             "error: invalid value 'soon' for '--timeout <DURATION>': \"soon\" is not a duration (e.g. 120s, 2m, 500ms) (see jr2-probe check --help)",
+        ),
+        // The probe's spec errors, worded with this command line's flags.
+        (
+            &["check", "--base-url", "http://u:pw@h/v1", "--model", "m"],
+            &[],
+            "error: --base-url: must not carry credentials; put the key in an environment variable and name it with --api-key-env",
+        ),
+        (
+            &["check", "--model", "anthropic/claude-nope-9"],
+            &[],
+            "error: --model: model \"anthropic/claude-nope-9\" is not in pi's catalog (@earendil-works/pi-ai 0.82.1); name its endpoint with --base-url and --api to check it anyway",
+        ),
+        (
+            &[
+                "check",
+                "--gateway",
+                "https://litellm.corp.example?x=1",
+                "--model",
+                "anthropic/claude-haiku-4-5",
+            ],
+            &[],
+            "error: --gateway: \"https://litellm.corp.example?x=1\" must not have a query or a fragment",
         ),
     ];
     for (args, envs, want) in cases {

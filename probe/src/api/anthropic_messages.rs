@@ -54,8 +54,8 @@ use super::{
     ToolChoice, Wire,
 };
 use crate::contract::outcome::{Code, Outcome};
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The path appended to the base URL.

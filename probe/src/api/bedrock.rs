@@ -6,7 +6,7 @@
 //! ending in a `cachePoint` for the Claude models pi caches, `inferenceConfig.maxTokens` after the context clamp,
 //! and the tool as `toolConfig.tools[].toolSpec`; no `toolChoice`, nothing about thinking when it is off.
 //!
-//! The answer is AWS's binary event stream ([`super::aws_event_stream`]): `messageStart`, `contentBlockStart`
+//! The answer is AWS's binary event stream ([`crate::framing::aws_event_stream`]): `messageStart`, `contentBlockStart`
 //! (`start.toolUse.name` names the tool: the verdict), `contentBlockDelta`, `contentBlockStop`, `messageStop`
 //! (`stopReason`), `metadata`; exceptions after the 200 (`throttlingException`, `modelStreamErrorException`,
 //! `validationException`, `serviceUnavailableException`, `internalServerException`) end the stream. An error status
@@ -27,14 +27,14 @@
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use super::aws_event_stream::{ERROR_PREFIX, EXCEPTION_PREFIX};
 use super::{
     Framing, HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent,
     StreamReader, ToolChoice, Wire,
 };
 use crate::contract::outcome::{Code, Outcome};
+use crate::framing::aws_event_stream::{ERROR_PREFIX, EXCEPTION_PREFIX};
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The model id as a path segment, the way the AWS SDK encodes a label: every byte but `A-Z a-z 0-9 - _ . ~`
@@ -113,7 +113,7 @@ pub fn body_for(target: &Target) -> Value {
     body
 }
 
-/// Reads Bedrock's stream (its messages as the [`super::aws_event_stream::EventDecoder`] maps them).
+/// Reads Bedrock's stream (its messages as the [`crate::framing::aws_event_stream::EventDecoder`] maps them).
 #[derive(Debug, Default)]
 pub struct Reader;
 

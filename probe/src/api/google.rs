@@ -34,8 +34,8 @@ use super::{
     ToolChoice, Wire,
 };
 use crate::contract::outcome::{Code, Outcome};
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The header that carries the key, on both APIs.

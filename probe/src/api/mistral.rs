@@ -136,7 +136,7 @@ impl Wire for MistralConversations {
 mod tests {
     use super::*;
     use crate::api::{ApiKind, StreamEvent};
-    use crate::sse;
+    use crate::framing::sse;
     use crate::target::{Facts, Key, Secret};
 
     fn target(key: Option<&str>) -> Target {

@@ -1,4 +1,4 @@
-//! The API kinds of pi's catalog, and for each the request a Turn sends and how its answer is read.
+//! The wires: for each API kind of pi's catalog, the request a Turn sends and how its answer is read.
 //!
 //! The probe dispatches on the model's `api`, never on the provider's name: pi maps 37 providers onto 9 API kinds,
 //! and a provider can mix kinds per model. Each kind has a module that builds the request body pi-ai 0.82.1 sends
@@ -6,7 +6,6 @@
 //! classification, lines) does not care which wire it is on.
 
 pub mod anthropic_messages;
-pub mod aws_event_stream;
 pub mod bedrock;
 pub mod error_body;
 pub mod google;
@@ -20,7 +19,9 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 pub use crate::contract::api_kind::{ApiKind, ToolChoice, UnknownApiKind};
+// The framings under the paths they had before they got a room of their own.
 use crate::contract::outcome::{Code, Outcome};
+pub use crate::framing::{FrameDecoder, Framing, aws_event_stream};
 use crate::target::Target;
 
 /// What the reader of a stream saw in one event.
@@ -99,7 +100,7 @@ pub trait StreamReader: Send {
     /// Interprets one SSE event.
     fn on_event(
         &mut self,
-        event: &crate::sse::Event,
+        event: &crate::framing::sse::Event,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), ProtocolError>;
 }
@@ -113,15 +114,6 @@ pub struct HttpRequest {
     pub headers: HeaderMap,
     /// Its JSON body.
     pub body: Vec<u8>,
-}
-
-/// How a 200's body is framed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Framing {
-    /// `text/event-stream`.
-    Sse,
-    /// AWS's binary event stream (`application/vnd.amazon.eventstream`): Bedrock.
-    AwsEventStream,
 }
 
 /// What a stop reason means.
@@ -153,7 +145,7 @@ impl RequestError {
         Self {
             outcome: Outcome::Unsupported,
             code: Code::Unsupported,
-            message: format!("not supported by the preflight yet: {why}"),
+            message: crate::contract::render::unsupported_error(&why.to_string()),
         }
     }
 }
@@ -189,30 +181,6 @@ pub trait Wire: Send + Sync {
     fn body_wait(&self, _body: &str) -> Option<Duration> {
         None
     }
-}
-
-/// Cuts a 200's body into events, whatever its framing. SSE events come as they are; other framings (AWS's event
-/// stream) map each message onto an [`crate::sse::Event`] (`event`: its event type, `data`: its payload).
-pub trait FrameDecoder: Send {
-    /// Consumes a chunk.
-    fn push(&mut self, chunk: &[u8], out: &mut Vec<crate::sse::Event>) -> Result<(), String>;
-    /// Ends the body.
-    fn finish(&mut self, out: &mut Vec<crate::sse::Event>) -> Result<(), String>;
-}
-
-impl FrameDecoder for crate::sse::Decoder {
-    fn push(&mut self, chunk: &[u8], out: &mut Vec<crate::sse::Event>) -> Result<(), String> {
-        crate::sse::Decoder::push(self, chunk, out).map_err(|e| e.to_string())
-    }
-
-    fn finish(&mut self, out: &mut Vec<crate::sse::Event>) -> Result<(), String> {
-        crate::sse::Decoder::finish(self, out).map_err(|e| e.to_string())
-    }
-}
-
-/// The decoder of AWS's event stream, when this build reads it.
-pub fn aws_event_stream_decoder() -> Option<Box<dyn FrameDecoder>> {
-    Some(Box::new(aws_event_stream::EventDecoder::default()))
 }
 
 /// The wire of an API kind, when the probe speaks it.

@@ -25,8 +25,8 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
 use crate::target::Target;
 
 /// The path appended to the base URL.

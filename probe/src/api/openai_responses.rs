@@ -17,7 +17,8 @@
 //! else `https://<AZURE_OPENAI_RESOURCE_NAME>.openai.azure.com/openai/v1`, else the model's base URL; an Azure host
 //! whose path is empty, `/openai` or `/openai/v1/responses` gets `/openai/v1`. The body's `model` is the deployment
 //! name: the model id unless `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`id=deployment,...`) maps it. The probe reads these
-//! variables from its own environment when it builds the request, as pi reads them from the Harness's
+//! variables from its own environment, as pi reads them from the Harness's: the base URL once, when the target is
+//! built ([`crate::spec::azure`]), the `api-version` and the deployment map when it builds the request
 //! ([`azure_config`] takes the lookup, so tests inject values).
 //!
 //! The stream: the event's `type` (in the JSON, as the OpenAI SDK reads it) decides. A `response.output_item.added`
@@ -46,8 +47,9 @@ use super::{
 };
 use crate::contract::outcome::{Code, Outcome};
 use crate::contract::verdict::Route;
+use crate::framing::sse;
 use crate::prompt;
-use crate::sse;
+use crate::spec::azure;
 use crate::target::Target;
 
 /// The path appended to the base URL.
@@ -57,7 +59,7 @@ pub const PATH: &str = "/responses";
 pub const MIN_OUTPUT_TOKENS: u64 = 16;
 
 /// The `api-version` pi sends to Azure when `AZURE_OPENAI_API_VERSION` is not set.
-pub const DEFAULT_AZURE_API_VERSION: &str = "v1";
+pub const DEFAULT_AZURE_API_VERSION: &str = azure::DEFAULT_API_VERSION;
 
 /// OpenAI's limit on `prompt_cache_key`, in characters (pi cuts the conversation id to it).
 pub const PROMPT_CACHE_KEY_MAX_CHARS: usize = 64;
@@ -72,7 +74,7 @@ pub enum Flavor {
 }
 
 /// An environment lookup: the value of a variable, `None` when unset. pi treats an empty value as unset.
-pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub use crate::spec::azure::Env;
 
 /// The probe's own environment, empty values read as unset (pi's `getProviderEnvValue`).
 pub fn process_env(name: &str) -> Option<String> {
@@ -245,67 +247,25 @@ fn config_error(message: String) -> RequestError {
     }
 }
 
-/// The catalog gives Azure no base URL; the target then holds a placeholder on the reserved `.invalid` domain.
-fn is_placeholder(url: &reqwest::Url) -> bool {
-    url.host_str()
-        .is_some_and(|h| h == "invalid" || h.ends_with(".invalid"))
-}
-
-/// pi's Azure base URL and `api-version`: `AZURE_OPENAI_BASE_URL`, else `AZURE_OPENAI_RESOURCE_NAME`'s default URL,
-/// else the model's base URL (unless it is the placeholder of an empty catalog URL); normalized to `/openai/v1` on an
-/// Azure host. Without any of them a Turn fails before it sends anything, and so does the probe.
+/// Where an Azure request goes: the target's base URL, which [`crate::spec::azure`] resolved when the target was
+/// built, and the `api-version` of the environment. A target whose base URL is still the placeholder (nothing named
+/// Azure's when it was built) is resolved here, so the error says why (a Turn fails the same way before it sends).
 pub fn azure_config(target: &Target, env: Env<'_>) -> Result<AzureConfig, RequestError> {
-    let api_version = env_value(env, "AZURE_OPENAI_API_VERSION")
-        .unwrap_or_else(|| DEFAULT_AZURE_API_VERSION.to_owned());
-    let from_env = env_value(env, "AZURE_OPENAI_BASE_URL")
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty());
-    let from_resource = || {
-        env_value(env, "AZURE_OPENAI_RESOURCE_NAME")
-            .map(|name| format!("https://{name}.openai.azure.com/openai/v1"))
-    };
-    let base = match from_env.or_else(from_resource) {
-        Some(text) => normalize_azure_base_url(&text)?,
-        None if !is_placeholder(&target.base_url) => {
-            normalize_azure_base_url(target.base_url.as_str())?
-        }
-        None => {
-            return Err(config_error(
-                "no Azure OpenAI base URL: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME where the Harness \
-                 runs (a Turn fails the same way before it sends anything)"
-                    .to_owned(),
-            ));
-        }
-    };
+    let base_url = if azure::is_placeholder(&target.base_url) {
+        azure::base_url(&target.base_url, env)
+    } else {
+        azure::normalize(target.base_url.as_str())
+    }
+    .map_err(config_error)?;
     Ok(AzureConfig {
-        base_url: base,
-        api_version,
+        base_url,
+        api_version: azure::api_version(env),
     })
 }
 
-/// pi's `normalizeAzureBaseUrl`: an Azure host (`*.openai.azure.com`, `*.cognitiveservices.azure.com`,
-/// `*.ai.azure.com`) whose path is empty, `/openai` or `/openai/v1/responses` gets `/openai/v1` and loses its query.
+/// pi's `normalizeAzureBaseUrl` ([`azure::normalize`]), its error as a request's.
 pub fn normalize_azure_base_url(text: &str) -> Result<reqwest::Url, RequestError> {
-    let trimmed = text.trim().trim_end_matches('/');
-    let mut url = reqwest::Url::parse(trimmed).map_err(|e| {
-        config_error(format!(
-            "the Azure OpenAI base URL \"{trimmed}\" is not a URL ({e})"
-        ))
-    })?;
-    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-    let azure_host = [
-        ".openai.azure.com",
-        ".cognitiveservices.azure.com",
-        ".ai.azure.com",
-    ]
-    .iter()
-    .any(|suffix| host.ends_with(suffix));
-    let path = url.path().trim_end_matches('/').to_owned();
-    if azure_host && matches!(path.as_str(), "" | "/openai" | "/openai/v1/responses") {
-        url.set_path("/openai/v1");
-        url.set_query(None);
-    }
-    Ok(url)
+    azure::normalize(text).map_err(config_error)
 }
 
 /// The key a Turn sends, or why it sends nothing.

@@ -110,6 +110,11 @@ pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
     }
 }
 
+/// The `<error>` of a model the preflight cannot send yet: `not supported by the preflight yet: <why>`.
+pub fn unsupported_error(why: &str) -> String {
+    format!("not supported by the preflight yet: {why}")
+}
+
 /// A duration in seconds as the lines write it: `120`, or `0.5` for a fraction.
 pub fn seconds(d: std::time::Duration) -> String {
     if d.subsec_millis() == 0 {

@@ -40,6 +40,16 @@ pub enum Route {
     },
 }
 
+impl Route {
+    /// A custom provider or a gateway may serve a model that loads on first use: its timeout says so.
+    pub fn may_load_on_first_use(&self) -> bool {
+        matches!(
+            self,
+            Route::Custom { .. } | Route::Catalog { gateway: true, .. }
+        )
+    }
+}
+
 /// Where the check ran: the `<where>` of the lines.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use crate::sse;
+use super::sse;
 
 /// The largest message the decoder accepts, in bytes (Bedrock's events are a few hundred bytes).
 pub const MAX_MESSAGE: usize = 1024 * 1024;
@@ -380,7 +380,7 @@ impl super::FrameDecoder for EventDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::FrameDecoder;
+    use crate::framing::FrameDecoder;
 
     /// Encodes a message as AWS does.
     fn encode(headers: &[(&str, HeaderValue)], payload: &[u8]) -> Vec<u8> {

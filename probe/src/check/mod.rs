@@ -3,7 +3,8 @@
 //! A try sends the request a Turn sends and reads the answer until the first tool-call event names a tool, then
 //! drops the connection: the verdict does not wait for the end of the completion. A try that gets 429, 529 or 503
 //! (or an overload event inside the stream) is followed by another, as [`crate::retry`] decides. Every try runs
-//! under the model's deadline; nothing here waits without one.
+//! under the model's deadline; nothing here waits without one. What the bytes of a 200 say is judged by
+//! [`stream::StreamJudge`], synchronously; this module does the I/O and the timing around it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -13,14 +14,17 @@ use futures_util::stream::FuturesUnordered;
 use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
 
-use crate::api::{self, ProviderError, StreamEvent};
+pub mod stream;
+
+use crate::api::{self, ProviderError};
 use crate::contract::outcome::{Code, Outcome};
-use crate::contract::verdict::{ModelResult, Route, Timings, Try};
+use crate::contract::render;
+use crate::contract::verdict::{ModelResult, Timings, Try};
 use crate::retry::{self, RetryPolicy};
 use crate::sanitize::Redactor;
-use crate::sse;
 use crate::target::Target;
 use crate::transport::ClientFactory;
+use stream::{StreamEnd, StreamJudge};
 
 /// The most of an error body the probe reads.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -210,7 +214,7 @@ impl Checker {
                 None,
                 Outcome::Unsupported,
                 Code::Unsupported,
-                Some(format!("not supported by the preflight yet: {why}")),
+                Some(render::unsupported_error(why)),
                 None,
             );
         }
@@ -256,9 +260,7 @@ impl Checker {
                         };
                         let error = format!(
                             "connection timed out after {} s",
-                            crate::contract::render::seconds(
-                                span.min(self.factory.connect_timeout())
-                            )
+                            render::seconds(span.min(self.factory.connect_timeout()))
                         );
                         Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
                     }
@@ -342,14 +344,8 @@ impl Checker {
     }
 
     fn timed_out(&self, target: &Target) -> Attempt {
-        let may_load = matches!(
-            target.route,
-            Route::Custom { .. } | Route::Catalog { gateway: true, .. }
-        );
-        let error = crate::contract::render::timeout_error(
-            &crate::contract::render::seconds(self.settings.timeout),
-            may_load,
-        );
+        let may_load = target.route.may_load_on_first_use();
+        let error = render::timeout_error(&render::seconds(self.settings.timeout), may_load);
         Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
     }
 
@@ -468,7 +464,7 @@ impl Checker {
                 None,
                 Outcome::Unsupported,
                 Code::Unsupported,
-                format!("not supported by the preflight yet: {why}"),
+                render::unsupported_error(why),
             );
         };
         let request = match wire.request(target) {
@@ -593,23 +589,8 @@ impl Checker {
                 format!("HTTP 200, but the answer is {what}, not the event stream a Turn reads"),
             );
         }
-        let mut decoder: Box<dyn api::FrameDecoder> = match wire.framing() {
-            api::Framing::Sse => Box::new(sse::Decoder::default()),
-            api::Framing::AwsEventStream => match api::aws_event_stream_decoder() {
-                Some(d) => d,
-                None => {
-                    return self
-                        .protocol("the AWS event stream is not read by this version".to_owned());
-                }
-            },
-        };
-        let mut reader = wire.reader();
-        let mut events = Vec::new();
-        let mut stream_events = Vec::new();
-        let mut answer = String::new();
-        let mut stop: Option<String> = None;
-        let mut done = false;
-        loop {
+        let mut judge = StreamJudge::new(wire);
+        let end = loop {
             let chunk = match response.chunk().await {
                 Ok(chunk) => chunk,
                 Err(e) => {
@@ -618,59 +599,32 @@ impl Checker {
                     return self.protocol(format!("the stream broke off: {}", failure.text));
                 }
             };
-            let at_end = chunk.is_none();
-            let decoded = match &chunk {
-                Some(bytes) => decoder.push(bytes, &mut events),
-                None => decoder.finish(&mut events),
-            };
-            if let Err(e) = decoded {
-                return self.protocol(e);
-            }
-            for event in events.drain(..) {
-                if let Err(e) = reader.on_event(&event, &mut stream_events) {
-                    return self.protocol(e.0);
-                }
-                for ev in stream_events.drain(..) {
-                    match ev {
-                        StreamEvent::ToolCall { name } => {
-                            // The verdict: hang up now (dropping the response closes the connection).
-                            return Attempt {
-                                status: None,
-                                end: End::ToolCall { name },
-                                retryable: false,
-                                wait_asked: None,
-                                first_byte: None,
-                                tool_call: Some(start.elapsed()),
-                                answer,
-                            };
-                        }
-                        StreamEvent::Text(t) => {
-                            if answer.chars().count() < 400 {
-                                answer.push_str(&t);
-                            }
-                        }
-                        StreamEvent::Stop(reason) => stop = Some(reason),
-                        StreamEvent::Error(e) => return self.stream_error(&e, answer),
-                        StreamEvent::Done => done = true,
+            match chunk {
+                Some(bytes) => {
+                    if let Some(end) = judge.push(&bytes) {
+                        break end;
                     }
                 }
+                None => break judge.finish(),
             }
-            if at_end || done {
-                break;
-            }
-        }
-        let end = match stop.map(|r| (wire.stop_kind(&r), r)) {
-            Some((api::StopKind::Length, reason)) => End::Length { stop: reason },
-            Some((api::StopKind::Normal, reason)) => End::Text { stop: Some(reason) },
-            Some((api::StopKind::Other, reason)) => End::Fail {
+        };
+        // A tool call: the verdict; returning drops the response, which closes the connection.
+        let tool_call = matches!(end, StreamEnd::ToolCall { .. }).then(|| start.elapsed());
+        let answer = judge.into_answer();
+        let end = match end {
+            StreamEnd::ToolCall { name } => End::ToolCall { name },
+            StreamEnd::Text { stop } => End::Text { stop },
+            StreamEnd::Length { stop } => End::Length { stop },
+            StreamEnd::Stopped { reason } => End::Fail {
                 outcome: Outcome::Http,
                 code: Code::StreamError,
                 error: self.redactor.clean(&format!(
                     "HTTP 200, then the stream stopped with \"{reason}\" before any tool call"
                 )),
             },
-            None if done => End::Text { stop: None },
-            None => End::Fail {
+            StreamEnd::Error(e) => return self.stream_error(&e, answer),
+            StreamEnd::Unreadable(why) => return self.protocol(why),
+            StreamEnd::Cut => End::Fail {
                 outcome: Outcome::Protocol,
                 code: Code::ProtocolError,
                 error: if answer.is_empty() {
@@ -687,7 +641,7 @@ impl Checker {
             retryable: false,
             wait_asked: None,
             first_byte: None,
-            tool_call: None,
+            tool_call,
             answer,
         }
     }

@@ -8,7 +8,8 @@
 //! the check pod; its JSON Schema is `schemas/run-spec.v1.schema.json`.
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
+
+pub mod azure;
 
 use crate::catalog;
 use crate::contract::api_kind::{ApiKind, ToolChoice};
@@ -72,111 +73,251 @@ pub struct RunSpec {
     /// [`RUN_SPEC_SCHEMA`].
     pub schema: String,
     /// Seconds per model before a timeout.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "RunSpec::default_timeout_seconds")]
     pub timeout_seconds: f64,
     /// Tries per model on 429, 529 and 503.
-    #[serde(default = "default_tries")]
+    #[serde(default = "RunSpec::default_max_tries")]
     pub max_tries: u32,
     /// Models checked at once.
-    #[serde(default = "default_concurrency")]
+    #[serde(default = "RunSpec::default_concurrency")]
     pub concurrency: usize,
     /// The models, in plan order.
     pub models: Vec<ModelSpec>,
 }
 
-fn default_timeout() -> f64 {
-    120.0
-}
-fn default_tries() -> u32 {
-    4
-}
-fn default_concurrency() -> usize {
-    8
+impl RunSpec {
+    /// Seconds per model when the spec says nothing.
+    pub const DEFAULT_TIMEOUT_SECONDS: f64 = 120.0;
+    /// Tries per model when the spec says nothing.
+    pub const DEFAULT_MAX_TRIES: u32 = 4;
+    /// Models at once when the spec says nothing.
+    pub const DEFAULT_CONCURRENCY: usize = 8;
+
+    /// A spec of these models with every default: what a JSON spec that names only its models reads as.
+    pub fn new(models: Vec<ModelSpec>) -> Self {
+        Self {
+            schema: RUN_SPEC_SCHEMA.to_owned(),
+            timeout_seconds: Self::DEFAULT_TIMEOUT_SECONDS,
+            max_tries: Self::DEFAULT_MAX_TRIES,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            models,
+        }
+    }
+
+    fn default_timeout_seconds() -> f64 {
+        Self::DEFAULT_TIMEOUT_SECONDS
+    }
+
+    fn default_max_tries() -> u32 {
+        Self::DEFAULT_MAX_TRIES
+    }
+
+    fn default_concurrency() -> usize {
+        Self::DEFAULT_CONCURRENCY
+    }
 }
 
-/// A spec that cannot be checked: bad input, named by its field.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum SpecError {
+/// Which input of a [`ModelSpec`] an error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecInput {
+    /// `model`: the name, or the catalog entry it names (including the catalog's base URL).
+    Model,
+    /// `baseUrl`.
+    BaseUrl,
+}
+
+impl SpecInput {
+    /// The input's key in a run spec and a plan (`model`, `baseUrl`).
+    pub fn key(self) -> &'static str {
+        match self {
+            SpecInput::Model => "model",
+            SpecInput::BaseUrl => "baseUrl",
+        }
+    }
+}
+
+/// What a front end tells its user to do instead. Each front end words it in its own terms: `jr2-probe check`
+/// names its flags, a plan its fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Remedy {
+    /// A model pi's catalog does not hold can still be checked, as a custom endpoint with its base URL and API kind.
+    CheckAsCustom,
+    /// A key belongs in an environment variable that the spec names.
+    KeyInEnv,
+}
+
+/// What is wrong with one input of a [`ModelSpec`], as data: [`SpecProblem::message`] words it, with the front
+/// end's words for the [`Remedy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpecProblem {
     /// The model name is not `<provider>/<id>`.
-    #[error("{field}: {source}")]
-    Name {
-        /// The field.
-        field: String,
-        /// Why.
-        #[source]
-        source: catalog::ModelNameError,
-    },
+    Name(catalog::ModelNameError),
     /// A catalog model that is not in the catalog.
-    #[error(
-        "{field}: model \"{model}\" is not in pi's catalog (@earendil-works/pi-ai {version}); name its endpoint with --base-url and --api to check it anyway"
-    )]
     NotInCatalog {
-        /// The field.
-        field: String,
         /// The model.
         model: String,
         /// The catalog's version.
         version: String,
     },
-    /// A required field is missing, or a value is invalid.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// The field.
-        field: String,
-        /// Why.
-        message: String,
+    /// The base URL is required for this source and missing.
+    BaseUrlRequired(Source),
+    /// The base URL does not parse (`shown`: the text as given, escaped and cut to 200 characters).
+    NotAUrl {
+        /// The text, as shown.
+        shown: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The base URL's scheme is not http or https.
+    Scheme {
+        /// The text, as shown.
+        shown: String,
+    },
+    /// The base URL names no host.
+    NoHost {
+        /// The text, as shown.
+        shown: String,
+    },
+    /// The base URL carries a user name or password.
+    Credentials,
+    /// The base URL has a query or a fragment.
+    QueryOrFragment {
+        /// The text, as shown.
+        shown: String,
+    },
+    /// The catalog's base URL is a template that needs a variable the environment does not set.
+    NeedsEnv {
+        /// The catalog's base URL.
+        base: String,
+        /// The variable.
+        name: String,
     },
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> SpecError {
-    SpecError::Invalid {
-        field: field.to_owned(),
-        message: message.into(),
+impl SpecProblem {
+    /// The remedy the message ends with, when it has one.
+    pub fn remedy(&self) -> Option<Remedy> {
+        match self {
+            SpecProblem::NotInCatalog { .. } => Some(Remedy::CheckAsCustom),
+            SpecProblem::Credentials => Some(Remedy::KeyInEnv),
+            _ => None,
+        }
+    }
+
+    /// The message, with `remedy` wording the [`Remedy`] in the front end's terms.
+    pub fn message(&self, remedy: impl Fn(Remedy) -> &'static str) -> String {
+        match self {
+            SpecProblem::Name(e) => e.to_string(),
+            SpecProblem::NotInCatalog { model, version } => format!(
+                "model \"{model}\" is not in pi's catalog (@earendil-works/pi-ai {version}); {}",
+                remedy(Remedy::CheckAsCustom)
+            ),
+            SpecProblem::BaseUrlRequired(Source::Gateway) => {
+                "required for a gateway (harness.catalog.<provider>.baseUrl)".to_owned()
+            }
+            SpecProblem::BaseUrlRequired(_) => "required for a custom provider".to_owned(),
+            SpecProblem::NotAUrl { shown, reason } => {
+                format!("\"{shown}\" is not a URL ({reason})")
+            }
+            SpecProblem::Scheme { shown } => {
+                format!("\"{shown}\": the scheme must be http or https")
+            }
+            SpecProblem::NoHost { shown } => format!("\"{shown}\" names no host"),
+            SpecProblem::Credentials => {
+                format!("must not carry credentials; {}", remedy(Remedy::KeyInEnv))
+            }
+            SpecProblem::QueryOrFragment { shown } => {
+                format!("\"{shown}\" must not have a query or a fragment")
+            }
+            SpecProblem::NeedsEnv { base, name } => {
+                format!("the catalog's base URL {base} needs {name} in the environment, as pi does")
+            }
+        }
+    }
+
+    /// The remedies in no front end's terms: for logs, and for callers that word nothing themselves.
+    pub fn plain_remedy(remedy: Remedy) -> &'static str {
+        match remedy {
+            Remedy::CheckAsCustom => {
+                "to check it anyway, check it as a custom endpoint with its base URL and API kind"
+            }
+            Remedy::KeyInEnv => "put the key in an environment variable and name that instead",
+        }
     }
 }
 
-/// Parses and checks a base URL: http or https, a host, no credentials, no query.
-pub fn parse_base_url(field: &str, text: &str) -> Result<reqwest::Url, SpecError> {
-    let shown = crate::sanitize::escape_truncate(text, 200);
-    let url = reqwest::Url::parse(text)
-        .map_err(|e| invalid(field, format!("\"{shown}\" is not a URL ({e})")))?;
+/// A spec that cannot be checked: where it is, which input, and what is wrong, as data. Each front end words it
+/// (`jr2-probe` with its flags, a plan with its field paths); `Display` uses [`SpecProblem::plain_remedy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    /// The spec, as the caller named it to [`resolve`] (`models[3]`, `plan.models[0]`).
+    pub at: String,
+    /// The input that is wrong.
+    pub input: SpecInput,
+    /// What is wrong with it.
+    pub problem: SpecProblem,
+}
+
+impl SpecError {
+    /// `<at>.<input>`: the field, as a run spec or a plan path names it.
+    pub fn field(&self) -> String {
+        format!("{}.{}", self.at, self.input.key())
+    }
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}",
+            self.field(),
+            self.problem.message(SpecProblem::plain_remedy)
+        )
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// Parses and checks a base URL: http or https, a host, no credentials, no query. The one parser of base URLs:
+/// `jr2-probe check --base-url` and every spec go through it.
+pub fn parse_base_url(text: &str) -> Result<reqwest::Url, SpecProblem> {
+    let shown = || crate::sanitize::escape_truncate(text, 200);
+    let url = reqwest::Url::parse(text).map_err(|e| SpecProblem::NotAUrl {
+        shown: shown(),
+        reason: e.to_string(),
+    })?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid(
-            field,
-            format!("\"{shown}\": the scheme must be http or https"),
-        ));
+        return Err(SpecProblem::Scheme { shown: shown() });
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(invalid(field, format!("\"{shown}\" names no host")));
+        return Err(SpecProblem::NoHost { shown: shown() });
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(invalid(
-            field,
-            "must not carry credentials; put the key in an environment variable and name it with --api-key-env",
-        ));
+        return Err(SpecProblem::Credentials);
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid(
-            field,
-            format!("\"{shown}\" must not have a query or a fragment"),
-        ));
+        return Err(SpecProblem::QueryOrFragment { shown: shown() });
     }
     Ok(url)
 }
 
-/// Turns a spec into a target. `field` names the spec in errors (`--model`, `models[3]`); `env` reads the
+/// Turns a spec into a target. `at` names the spec in errors (`models[3]`, `plan.models[0]`); `env` reads the
 /// environment (the key's value).
 pub fn resolve(
     spec: &ModelSpec,
-    field: &str,
+    at: &str,
     env: &dyn Fn(&str) -> Option<String>,
     session_id: &str,
 ) -> Result<Target, SpecError> {
-    let (provider, id) =
-        catalog::split_model_name(&spec.model).map_err(|source| SpecError::Name {
-            field: format!("{field}.model"),
-            source,
-        })?;
+    let error = |input: SpecInput| {
+        move |problem: SpecProblem| SpecError {
+            at: at.to_owned(),
+            input,
+            problem,
+        }
+    };
+    let (provider, id) = catalog::split_model_name(&spec.model)
+        .map_err(|e| error(SpecInput::Model)(SpecProblem::Name(e)))?;
     let key = match &spec.key_env {
         Some(name) => env(name).filter(|v| !v.is_empty()).map(|v| Key {
             env: name.clone(),
@@ -188,12 +329,9 @@ pub fn resolve(
         Source::Custom => {
             let api = spec.api.unwrap_or(ApiKind::OpenAiCompletions);
             let base = spec.base_url.as_deref().ok_or_else(|| {
-                invalid(
-                    &format!("{field}.baseUrl"),
-                    "required for a custom provider",
-                )
+                error(SpecInput::BaseUrl)(SpecProblem::BaseUrlRequired(Source::Custom))
             })?;
-            let url = parse_base_url(&format!("{field}.baseUrl"), base)?;
+            let url = parse_base_url(base).map_err(error(SpecInput::BaseUrl))?;
             // pi builds a custom provider's model with `reasoning: true` and no compat of its own.
             let facts = Facts {
                 provider: Some(provider.to_owned()),
@@ -204,24 +342,21 @@ pub fn resolve(
         }
         Source::Catalog | Source::Gateway => {
             let cat = catalog::pinned();
-            let model = cat
-                .model(provider, id)
-                .ok_or_else(|| SpecError::NotInCatalog {
-                    field: format!("{field}.model"),
+            let model = cat.model(provider, id).ok_or_else(|| {
+                error(SpecInput::Model)(SpecProblem::NotInCatalog {
                     model: spec.model.clone(),
                     version: cat.version().to_owned(),
-                })?;
+                })
+            })?;
             let base = match (&spec.base_url, spec.source) {
-                (Some(b), _) => parse_base_url(&format!("{field}.baseUrl"), b)?,
+                (Some(b), _) => parse_base_url(b).map_err(error(SpecInput::BaseUrl))?,
                 (None, Source::Gateway) => {
-                    return Err(invalid(
-                        &format!("{field}.baseUrl"),
-                        "required for a gateway (harness.catalog.<provider>.baseUrl)",
-                    ));
+                    return Err(error(SpecInput::BaseUrl)(SpecProblem::BaseUrlRequired(
+                        Source::Gateway,
+                    )));
                 }
-                (None, _) => {
-                    catalog_base_url(&format!("{field}.model"), &model.base_url, model.api, env)?
-                }
+                (None, _) => catalog_base_url(&model.base_url, model.api, env)
+                    .map_err(error(SpecInput::Model))?,
             };
             (
                 spec.api.unwrap_or(model.api),
@@ -268,12 +403,12 @@ pub fn resolve(
         facts,
         session_id: session_id.to_owned(),
     };
-    // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it now, so the lines name the host
-    // the request goes to (the API module resolves it again, from the same environment, when it sends).
+    // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it here, once, so the lines name
+    // the host the request goes to; unresolved, the target keeps the placeholder and the wire says why.
     if target.api == ApiKind::AzureOpenAiResponses
-        && let Ok(azure) = crate::api::openai_responses::azure_config(&target, env)
+        && let Ok(base) = azure::base_url(&target.base_url, env)
     {
-        target.base_url = azure.base_url;
+        target.base_url = base;
     }
     Ok(target)
 }
@@ -282,19 +417,16 @@ pub fn resolve(
 /// Vertex's `{location}` and Azure's empty URL are resolved by their API modules from the environment, as pi does, so
 /// a stand-in URL takes their place here.
 fn catalog_base_url(
-    field: &str,
     base: &str,
     api: ApiKind,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<reqwest::Url, SpecError> {
+) -> Result<reqwest::Url, SpecProblem> {
     match api {
         ApiKind::GoogleVertex if base.contains('{') => {
-            return reqwest::Url::parse("https://aiplatform.googleapis.com")
-                .map_err(|e| invalid(field, e.to_string()));
+            return parse_base_url("https://aiplatform.googleapis.com");
         }
         ApiKind::AzureOpenAiResponses if base.is_empty() => {
-            return reqwest::Url::parse("https://azure-openai.invalid/openai/v1")
-                .map_err(|e| invalid(field, e.to_string()));
+            return parse_base_url(azure::PLACEHOLDER);
         }
         _ => {}
     }
@@ -304,17 +436,15 @@ fn catalog_base_url(
             break;
         };
         let name = filled[start + 1..start + len].to_owned();
-        let value = env(&name).filter(|v| !v.is_empty()).ok_or_else(|| {
-            invalid(
-                field,
-                format!(
-                    "the catalog's base URL {base} needs {name} in the environment, as pi does"
-                ),
-            )
-        })?;
+        let value = env(&name)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| SpecProblem::NeedsEnv {
+                base: base.to_owned(),
+                name: name.clone(),
+            })?;
         filled.replace_range(start..=start + len, &value);
     }
-    parse_base_url(field, &filled)
+    parse_base_url(&filled)
 }
 
 #[cfg(test)]
@@ -381,7 +511,11 @@ mod tests {
         assert!(
             matches!(
                 resolve(&s, "m", &env(&[]), "s"),
-                Err(SpecError::Invalid { .. })
+                Err(SpecError {
+                    input: SpecInput::BaseUrl,
+                    problem: SpecProblem::BaseUrlRequired(Source::Gateway),
+                    ..
+                })
             ),
             "a gateway needs its URL"
         );
@@ -468,5 +602,73 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("models[0].model: "), "{e}");
+    }
+
+    /// The one base-URL parser: what `jr2-probe check --base-url` and every spec accept and refuse.
+    #[test]
+    fn base_urls() {
+        assert!(parse_base_url("http://vllm.lan:8000/v1").is_ok());
+        let cases = [
+            (
+                "ftp://x/v1",
+                SpecProblem::Scheme {
+                    shown: "ftp://x/v1".into(),
+                },
+            ),
+            ("http://user:pw@h/v1", SpecProblem::Credentials),
+            (
+                "http://h/v1?x=1",
+                SpecProblem::QueryOrFragment {
+                    shown: "http://h/v1?x=1".into(),
+                },
+            ),
+        ];
+        for (bad, problem) in cases {
+            assert_eq!(parse_base_url(bad).unwrap_err(), problem, "{bad}");
+        }
+        assert!(matches!(
+            parse_base_url("not a url"),
+            Err(SpecProblem::NotAUrl { .. })
+        ));
+        // The password never appears in the message, whatever the front end's words.
+        let e = parse_base_url("http://user:hunter2@h/v1").unwrap_err();
+        assert!(!e.message(SpecProblem::plain_remedy).contains("hunter2"));
+        assert_eq!(e.remedy(), Some(Remedy::KeyInEnv));
+    }
+
+    #[test]
+    fn a_front_end_words_the_remedy() {
+        let e = resolve(
+            &spec("anthropic/claude-none", Source::Catalog),
+            "plan.models[3]",
+            &env(&[]),
+            "s",
+        )
+        .unwrap_err();
+        assert_eq!(e.field(), "plan.models[3].model");
+        assert_eq!(e.input, SpecInput::Model);
+        let words = |r: Remedy| match r {
+            Remedy::CheckAsCustom => "CUSTOM",
+            Remedy::KeyInEnv => "KEY",
+        };
+        assert!(e.problem.message(words).ends_with("); CUSTOM"), "{e}");
+        let mut s = spec("vllm/x", Source::Custom);
+        s.base_url = Some("http://u:p@h/v1".into());
+        let e = resolve(&s, "models[0]", &env(&[]), "s").unwrap_err();
+        assert_eq!(
+            (e.field().as_str(), e.problem.message(words).as_str()),
+            ("models[0].baseUrl", "must not carry credentials; KEY")
+        );
+    }
+
+    #[test]
+    fn a_built_spec_is_the_json_spec_with_its_defaults() {
+        let models = vec![spec("anthropic/claude-haiku-4-5", Source::Catalog)];
+        let read: RunSpec = serde_json::from_value(serde_json::json!({
+            "schema": RUN_SPEC_SCHEMA,
+            "models": models,
+        }))
+        .unwrap();
+        assert_eq!(RunSpec::new(models), read);
     }
 }

@@ -1,0 +1,258 @@
+//! The stream judge: what a 200's body says, read synchronously from its bytes.
+//!
+//! A [`StreamJudge`] takes the body's chunks as the network delivers them, cuts them into events with the wire's
+//! framing ([`crate::framing`]), reads those with the wire's reader, and says how the stream ended as soon as the
+//! bytes tell ([`StreamEnd`]): a tool call names a tool, the provider reports an error, the framing or an event
+//! cannot be read, or the stream's end marker came. No I/O, no clock, no async: `check`'s loop feeds it what
+//! `reqwest` reads and times the result, and the fuzz targets feed it what libFuzzer makes, so both judge a stream
+//! by the same code.
+
+use crate::api::{ProviderError, StopKind, StreamEvent, StreamReader, Wire};
+use crate::framing::{self, FrameDecoder, sse};
+
+/// The most answer text the judge keeps (it stops appending once past this many characters).
+const ANSWER_CHARS: usize = 400;
+
+/// How a 200's stream ended, as far as its bytes tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// A tool call named a tool: the verdict; the caller hangs up.
+    ToolCall {
+        /// The tool's name as the model sent it.
+        name: String,
+    },
+    /// The model answered in text: it stopped normally, or the stream's end marker came without a stop reason.
+    Text {
+        /// The stop reason, when one came.
+        stop: Option<String>,
+    },
+    /// The model ran out of tokens before any tool call.
+    Length {
+        /// The stop reason, in the API's words.
+        stop: String,
+    },
+    /// The model stopped for another reason (`content_filter`, `SAFETY`...) before any tool call.
+    Stopped {
+        /// The stop reason, in the API's words.
+        reason: String,
+    },
+    /// The provider reported an error inside the stream, after its 200.
+    Error(ProviderError),
+    /// The framing or an event cannot be read as the API's format.
+    Unreadable(String),
+    /// The body ended without a stop reason or an end marker.
+    Cut,
+}
+
+/// Reads one 200's body, chunk by chunk. See the module's documentation.
+pub struct StreamJudge<'w> {
+    wire: &'w dyn Wire,
+    decoder: Box<dyn FrameDecoder>,
+    reader: Box<dyn StreamReader>,
+    events: Vec<sse::Event>,
+    seen: Vec<StreamEvent>,
+    answer: String,
+    stop: Option<String>,
+    done: bool,
+}
+
+impl<'w> StreamJudge<'w> {
+    /// A judge of one body of `wire`'s stream, with the wire's framing and a fresh reader.
+    pub fn new(wire: &'w dyn Wire) -> Self {
+        Self {
+            wire,
+            decoder: framing::decoder(wire.framing()),
+            reader: wire.reader(),
+            events: Vec::new(),
+            seen: Vec::new(),
+            answer: String::new(),
+            stop: None,
+            done: false,
+        }
+    }
+
+    /// Feeds one chunk. `Some` when the stream's end is known; the caller stops reading then.
+    pub fn push(&mut self, chunk: &[u8]) -> Option<StreamEnd> {
+        self.push_observed(chunk, &mut |_| {})
+    }
+
+    /// The body ended: how the stream ended.
+    pub fn finish(&mut self) -> StreamEnd {
+        self.finish_observed(&mut |_| {})
+    }
+
+    /// [`StreamJudge::push`], showing `observe` every event the reader yields (the fuzz targets check them).
+    pub fn push_observed(
+        &mut self,
+        chunk: &[u8],
+        observe: &mut dyn FnMut(&StreamEvent),
+    ) -> Option<StreamEnd> {
+        let decoded = self.decoder.push(chunk, &mut self.events);
+        self.judge(decoded, observe)
+            .or_else(|| self.done.then(|| self.conclude()))
+    }
+
+    /// [`StreamJudge::finish`], showing `observe` every event the reader yields.
+    pub fn finish_observed(&mut self, observe: &mut dyn FnMut(&StreamEvent)) -> StreamEnd {
+        let decoded = self.decoder.finish(&mut self.events);
+        self.judge(decoded, observe)
+            .unwrap_or_else(|| self.conclude())
+    }
+
+    /// The start of the answer text seen so far (at most a little past 400 characters).
+    pub fn answer(&self) -> &str {
+        &self.answer
+    }
+
+    /// The answer text, taken out of the judge.
+    pub fn into_answer(self) -> String {
+        self.answer
+    }
+
+    /// Reads the events one decode gave; `Some` when one of them ends the stream. A decode that failed ends it,
+    /// whatever events it gave before failing.
+    fn judge(
+        &mut self,
+        decoded: Result<(), String>,
+        observe: &mut dyn FnMut(&StreamEvent),
+    ) -> Option<StreamEnd> {
+        if let Err(e) = decoded {
+            self.events.clear();
+            return Some(StreamEnd::Unreadable(e));
+        }
+        let events = std::mem::take(&mut self.events);
+        for event in &events {
+            if let Err(e) = self.reader.on_event(event, &mut self.seen) {
+                self.seen.clear();
+                return Some(StreamEnd::Unreadable(e.0));
+            }
+            for ev in self.seen.drain(..) {
+                observe(&ev);
+                match ev {
+                    StreamEvent::ToolCall { name } => return Some(StreamEnd::ToolCall { name }),
+                    StreamEvent::Text(t) => {
+                        if self.answer.chars().count() < ANSWER_CHARS {
+                            self.answer.push_str(&t);
+                        }
+                    }
+                    StreamEvent::Stop(reason) => self.stop = Some(reason),
+                    StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),
+                    StreamEvent::Done => self.done = true,
+                }
+            }
+        }
+        // Keep the buffer's allocation for the next chunk.
+        self.events = events;
+        self.events.clear();
+        None
+    }
+
+    /// The end of a stream that ran out (its body ended, or its end marker came) with no tool call and no error.
+    fn conclude(&mut self) -> StreamEnd {
+        match self.stop.take().map(|r| (self.wire.stop_kind(&r), r)) {
+            Some((StopKind::Length, stop)) => StreamEnd::Length { stop },
+            Some((StopKind::Normal, stop)) => StreamEnd::Text { stop: Some(stop) },
+            Some((StopKind::Other, reason)) => StreamEnd::Stopped { reason },
+            None if self.done => StreamEnd::Text { stop: None },
+            None => StreamEnd::Cut,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{self, ApiKind};
+
+    fn judge(kind: ApiKind, body: &str, piece: usize) -> (StreamEnd, String) {
+        let wire = api::wire(kind).unwrap();
+        let mut j = StreamJudge::new(wire);
+        for chunk in body.as_bytes().chunks(piece) {
+            if let Some(end) = j.push(chunk) {
+                return (end, j.into_answer());
+            }
+        }
+        let end = j.finish();
+        (end, j.into_answer())
+    }
+
+    fn chunk(delta: &str, finish: Option<&str>) -> String {
+        let finish = finish.map_or("null".to_owned(), |f| format!("\"{f}\""));
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    }
+
+    #[test]
+    fn a_tool_call_ends_the_stream_however_it_is_cut() {
+        let body = chunk(r#"{"role":"assistant","content":"Let me "}"#, None)
+            + &chunk(
+                r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
+                None,
+            );
+        for piece in [1, 7, body.len()] {
+            let (end, answer) = judge(ApiKind::OpenAiCompletions, &body, piece);
+            assert_eq!(
+                end,
+                StreamEnd::ToolCall {
+                    name: "probe".into()
+                },
+                "{piece}"
+            );
+            assert_eq!(answer, "Let me ");
+        }
+    }
+
+    #[test]
+    fn stops_and_ends_are_judged_by_the_wire() {
+        let text = chunk(r#"{"content":"hi"}"#, None);
+        let cases = [
+            (
+                text.clone() + &chunk("{}", Some("stop")) + "data: [DONE]\n\n",
+                StreamEnd::Text {
+                    stop: Some("stop".into()),
+                },
+            ),
+            (
+                text.clone() + &chunk("{}", Some("length")),
+                StreamEnd::Length {
+                    stop: "length".into(),
+                },
+            ),
+            (
+                text.clone() + &chunk("{}", Some("content_filter")),
+                StreamEnd::Stopped {
+                    reason: "content_filter".into(),
+                },
+            ),
+            (
+                text.clone() + "data: [DONE]\n\n",
+                StreamEnd::Text { stop: None },
+            ),
+            (text.clone(), StreamEnd::Cut),
+            (
+                "data: {not json\n\n".to_owned(),
+                StreamEnd::Unreadable(String::new()),
+            ),
+        ];
+        for (body, want) in cases {
+            let (end, _) = judge(ApiKind::OpenAiCompletions, &body, 5);
+            match (&end, &want) {
+                (StreamEnd::Unreadable(_), StreamEnd::Unreadable(_)) => {}
+                _ => assert_eq!(end, want, "{body}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_end_marker_ends_the_stream_before_the_body_does() {
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        assert_eq!(j.push(chunk(r#"{"content":"hi"}"#, None).as_bytes()), None);
+        assert_eq!(j.answer(), "hi");
+        assert_eq!(
+            j.push(b"data: [DONE]\n\n"),
+            Some(StreamEnd::Text { stop: None })
+        );
+    }
+}
