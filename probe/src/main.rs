@@ -327,6 +327,8 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
         if model.trim().is_empty() {
             return Err(input_error("--model", format!("model {} is empty", i + 1)));
         }
+        spec::check_model_id(model)
+            .map_err(|problem| input_error("--model", problem.message(in_flags)))?;
     }
     let named_key = match &args.api_key_env {
         None => None,

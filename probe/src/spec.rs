@@ -161,6 +161,14 @@ pub enum SpecProblem {
         /// The text, as shown.
         shown: String,
     },
+    /// The model id holds a character no line may show as it is: a control (ESC, a newline), a bidi control or an
+    /// invisible one ([`crate::sanitize::needs_escape`]). The id is printed in every line, so it is refused.
+    ModelChars {
+        /// The id, escaped and cut to 100 characters.
+        shown: String,
+        /// The first such character.
+        found: char,
+    },
     /// The catalog's base URL is a template that needs a variable the environment does not set.
     NeedsEnv {
         /// The catalog's base URL.
@@ -205,6 +213,12 @@ impl SpecProblem {
             SpecProblem::QueryOrFragment { shown } => {
                 format!("\"{shown}\" must not have a query or a fragment")
             }
+            SpecProblem::ModelChars { shown, found } => format!(
+                "model \"{shown}\" has {} (U+{:04X}); a model id is printed in every line, so control, bidi and \
+                 invisible characters are refused",
+                char_kind(*found),
+                u32::from(*found)
+            ),
             SpecProblem::NeedsEnv { base, name } => {
                 format!("the catalog's base URL {base} needs {name} in the environment, as pi does")
             }
@@ -254,6 +268,29 @@ impl std::fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// What kind of character [`check_model_id`] refused, in words.
+fn char_kind(c: char) -> &'static str {
+    match c {
+        '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+            "a bidi control"
+        }
+        c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => "a control character",
+        _ => "an invisible character",
+    }
+}
+
+/// Checks a model id (`<provider>/<id>` or an endpoint's own id) as every front end takes it: no control, bidi or
+/// invisible character, since the id is printed in every line ([`SpecProblem::ModelChars`]).
+pub fn check_model_id(model: &str) -> Result<(), SpecProblem> {
+    match model.chars().find(|c| crate::sanitize::needs_escape(*c)) {
+        Some(found) => Err(SpecProblem::ModelChars {
+            shown: crate::sanitize::escape_truncate(model, 100),
+            found,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Parses and checks a base URL: http or https, a host, no credentials, no query. The one parser of base URLs:
 /// `jr2-probe check --base-url` and every spec go through it.
 pub fn parse_base_url(text: &str) -> Result<reqwest::Url, SpecProblem> {
@@ -292,6 +329,7 @@ pub fn resolve(
             problem,
         }
     };
+    check_model_id(&spec.model).map_err(error(SpecInput::Model))?;
     let (provider, id) = catalog::split_model_name(&spec.model)
         .map_err(|e| error(SpecInput::Model)(SpecProblem::Name(e)))?;
     let key = match &spec.key_env {
@@ -610,6 +648,52 @@ mod tests {
         let e = parse_base_url("http://user:hunter2@h/v1").unwrap_err();
         assert!(!e.message(SpecProblem::plain_remedy).contains("hunter2"));
         assert_eq!(e.remedy(), Some(Remedy::KeyInEnv));
+    }
+
+    #[test]
+    fn model_ids_with_controls_bidi_or_invisible_characters_are_refused() {
+        for (model, source, found, kind) in [
+            (
+                "vllm/m\u{1b}[31m\nerror: forged",
+                Source::Custom,
+                '\u{1b}',
+                "a control character",
+            ),
+            (
+                "anthropic/claude-haiku-4-5\u{202e}",
+                Source::Catalog,
+                '\u{202e}',
+                "a bidi control",
+            ),
+            (
+                "vllm/a\u{200b}b",
+                Source::Custom,
+                '\u{200b}',
+                "an invisible character",
+            ),
+            (
+                "vllm/a\u{2028}b",
+                Source::Custom,
+                '\u{2028}',
+                "a control character",
+            ),
+        ] {
+            let mut s = spec(model, source);
+            s.base_url = Some("http://h/v1".into());
+            let e = resolve(&s, "models[0]", &env(&[]), "s").unwrap_err();
+            assert_eq!(e.field(), "models[0].model", "{model:?}");
+            assert!(
+                matches!(e.problem, SpecProblem::ModelChars { found: f, .. } if f == found),
+                "{model:?}: {e}"
+            );
+            let line = e.to_string();
+            assert!(line.contains(kind), "{line}");
+            assert!(
+                !line.chars().any(crate::sanitize::needs_escape),
+                "the message shows the id escaped: {line:?}"
+            );
+        }
+        assert!(check_model_id("vllm/Qwen/Qwen3-32B:Q4_K_M \u{e9}").is_ok());
     }
 
     #[test]
