@@ -946,3 +946,70 @@ async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
     );
     assert_eq!(proxy.requests().len(), 2);
 }
+
+/// A handler whose 200 streams `key` back as the answer text, 10 characters per delta, then stops normally.
+fn split_key_handler(key: String) -> Handler {
+    Arc::new(move |_req: Recorded, _try_n: u32| {
+        let key = key.clone();
+        Box::pin(async move {
+            let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+                let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                format!("data: {c}\n\n")
+            };
+            let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+            let chars: Vec<char> = key.chars().collect();
+            for piece in chars.chunks(10) {
+                events.push(chunk(
+                    json!({"content": piece.iter().collect::<String>()}),
+                    None,
+                ));
+            }
+            events.push(chunk(json!({}), Some("stop")));
+            events.push("data: [DONE]\n\n".to_owned());
+            stream(events, Duration::ZERO, false)
+        })
+    })
+}
+
+/// A long key (a Bedrock short-term key is over 1 KB) echoed as the text answer, split over many deltas: no part of
+/// it reaches the `answer` or a line, whether the whole key fits what the probe keeps of an answer (500 and 5,000
+/// characters) or not (20,000: the kept text ends in the start of the key, which is masked at the cut).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_key_split_over_text_deltas_leaves_no_part_in_the_answer() {
+    for len in [500usize, 5_000, 20_000] {
+        let key: String = (0..len)
+            .map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[i * 7 % 36]))
+            .collect();
+        let fake = FakeProvider::start_with(split_key_handler(key.clone()), None).await;
+        let base = fake.base_url();
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--api-key-env",
+                "JR2_LONG_KEY",
+                "-o",
+                "json",
+            ],
+            &[("JR2_LONG_KEY", &key)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{len}: {}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("a verdict");
+        let answer = v["models"][0]["answer"].as_str().expect("an answer");
+        assert!(answer.starts_with("[redacted]"), "{len}: {answer}");
+        // No 16 characters of the key in a row, anywhere (the shortest sample that is surely the key's).
+        for output in [&run.stdout, &run.stderr] {
+            for at in (0..len - 16).step_by(7) {
+                assert!(
+                    !output.contains(&key[at..at + 16]),
+                    "{len}: the key's characters {at}.. are in the output:\n{output}"
+                );
+            }
+        }
+    }
+}

@@ -363,7 +363,9 @@ impl Checker {
         tries: Vec<Try>,
         attempt: Attempt,
     ) -> ModelResult {
-        let answer = (!attempt.answer.is_empty()).then(|| self.redactor.clean(&attempt.answer));
+        let cut = attempt.answer.len() >= stream::ANSWER_KEEP_BYTES;
+        let answer =
+            (!attempt.answer.is_empty()).then(|| self.redactor.clean_answer(&attempt.answer, cut));
         let status = attempt.status;
         match attempt.end {
             End::ToolCall { name } => {
