@@ -169,6 +169,13 @@ pub enum SpecProblem {
         /// The first such character.
         found: char,
     },
+    /// A URL the environment names (`AZURE_OPENAI_BASE_URL`) is wrong.
+    InEnv {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its URL.
+        problem: Box<SpecProblem>,
+    },
     /// The catalog's base URL is a template that needs a variable the environment does not set.
     NeedsEnv {
         /// The catalog's base URL.
@@ -184,6 +191,7 @@ impl SpecProblem {
         match self {
             SpecProblem::NotInCatalog { .. } => Some(Remedy::CheckAsCustom),
             SpecProblem::Credentials => Some(Remedy::KeyInEnv),
+            SpecProblem::InEnv { problem, .. } => problem.remedy(),
             _ => None,
         }
     }
@@ -219,6 +227,9 @@ impl SpecProblem {
                 char_kind(*found),
                 u32::from(*found)
             ),
+            SpecProblem::InEnv { name, problem } => {
+                format!("the environment's {name}: {}", problem.message(remedy))
+            }
             SpecProblem::NeedsEnv { base, name } => {
                 format!("the catalog's base URL {base} needs {name} in the environment, as pi does")
             }
@@ -294,7 +305,8 @@ pub fn check_model_id(model: &str) -> Result<(), SpecProblem> {
 /// Parses and checks a base URL: http or https, a host, no credentials, no query. The one parser of base URLs:
 /// `jr2-probe check --base-url` and every spec go through it.
 pub fn parse_base_url(text: &str) -> Result<reqwest::Url, SpecProblem> {
-    let shown = || crate::sanitize::escape_truncate(text, 200);
+    // Shown masked: a URL that is refused may still hold a password or a key (in its userinfo or query).
+    let shown = || crate::sanitize::display_url(text);
     let url = reqwest::Url::parse(text).map_err(|e| SpecProblem::NotAUrl {
         shown: shown(),
         reason: e.to_string(),
@@ -417,6 +429,9 @@ pub fn resolve(
         facts,
         session_id: session_id.to_owned(),
     };
+    if target.api == ApiKind::AzureOpenAiResponses {
+        check_env_url(env, "AZURE_OPENAI_BASE_URL").map_err(error(SpecInput::Model))?;
+    }
     // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it now, so the lines name the host
     // the request goes to (the API module resolves it again, from the same environment, when it sends).
     if target.api == ApiKind::AzureOpenAiResponses
@@ -425,6 +440,42 @@ pub fn resolve(
         target.base_url = azure.base_url;
     }
     Ok(target)
+}
+
+/// A base URL the environment names (`AZURE_OPENAI_BASE_URL`), when set: it parses, and carries no credentials.
+fn check_env_url(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<(), SpecProblem> {
+    let Some(text) = env(name)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    else {
+        return Ok(());
+    };
+    let inner = match reqwest::Url::parse(&text) {
+        Err(e) => SpecProblem::NotAUrl {
+            shown: crate::sanitize::display_url(&text),
+            reason: e.to_string(),
+        },
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            SpecProblem::Credentials
+        }
+        Ok(_) => return Ok(()),
+    };
+    Err(SpecProblem::InEnv {
+        name,
+        problem: Box::new(inner),
+    })
+}
+
+/// An environment variable's name, as a shell and Kubernetes take one: a letter or `_`, then letters, digits, `_`.
+pub fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A catalog base URL. Some are templates: `{CLOUDFLARE_ACCOUNT_ID}` is filled from the environment, as pi fills it;
@@ -633,7 +684,7 @@ mod tests {
             (
                 "http://h/v1?x=1",
                 SpecProblem::QueryOrFragment {
-                    shown: "http://h/v1?x=1".into(),
+                    shown: "http://h/v1?[redacted]".into(),
                 },
             ),
         ];

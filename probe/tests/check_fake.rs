@@ -623,7 +623,7 @@ async fn bad_input_is_one_error_line_naming_the_flag_and_exit_2() {
                 "anthropic/claude-haiku-4-5",
             ],
             &[],
-            "error: --gateway: \"https://litellm.corp.example?x=1\" must not have a query or a fragment",
+            "error: --gateway: \"https://litellm.corp.example?[redacted]\" must not have a query or a fragment",
         ),
     ];
     for (args, envs, want) in cases {

@@ -289,7 +289,8 @@ pub fn normalize_azure_base_url(text: &str) -> Result<reqwest::Url, RequestError
     let trimmed = text.trim().trim_end_matches('/');
     let mut url = reqwest::Url::parse(trimmed).map_err(|e| {
         config_error(format!(
-            "the Azure OpenAI base URL \"{trimmed}\" is not a URL ({e})"
+            "the Azure OpenAI base URL \"{}\" is not a URL ({e})",
+            crate::sanitize::display_url(trimmed)
         ))
     })?;
     let host = url.host_str().unwrap_or_default().to_ascii_lowercase();

@@ -448,7 +448,7 @@ impl Checker {
             model: target.model.clone(),
             id: target.id.clone(),
             api: target.api,
-            base_url: target.base_url.to_string(),
+            base_url: self.redactor.display_url(target.base_url.as_str()),
             host: target.host(),
             route: target.route.clone(),
             outcome,
