@@ -11,6 +11,7 @@
 #   run_spec                    the run spec (serde_json), spec::resolve, and the request of each resolved target
 #   plan                        the driver's plan: parse + validate, the check pods, their dry-run YAML read back
 #   url_display                 a URL as the probe shows it: no userinfo, query or held value, escaped, bounded
+#   model_id                    a model id: accepted ids need no escape, refused ones are refused by resolve too
 #
 # Usage:
 #   fuzz/run.sh [SECONDS]      each target for SECONDS of fuzzing (default 60)

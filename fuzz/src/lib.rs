@@ -399,3 +399,55 @@ pub fn url_display(data: &[u8]) {
         );
     }
 }
+
+/// A model id as every front end takes it (`spec::check_model_id`, then `spec::resolve` as a custom model): an id it
+/// accepts shows as it is (escaping changes nothing, so no line can be forged or repainted by it); an id it refuses
+/// is refused by `resolve` too, and the message shows it escaped and bounded.
+pub fn model_id(data: &[u8]) {
+    use jr2_probe::spec::{self, ModelSpec, SpecProblem, Source};
+    let Ok(id) = std::str::from_utf8(data) else {
+        return;
+    };
+    let checked = spec::check_model_id(id);
+    let model = ModelSpec {
+        model: format!("vllm/{id}"),
+        source: Source::Custom,
+        base_url: Some("http://127.0.0.1:9/v1".to_owned()),
+        api: None,
+        key_env: None,
+        key_held: false,
+        via_custodian: false,
+        max_tokens: None,
+        context_window: None,
+        tool_choice: None,
+    };
+    let resolved = spec::resolve(&model, "models[0]", &|_| None, "fuzz");
+    match checked {
+        Ok(()) => {
+            assert_eq!(
+                jr2_probe::sanitize::escape(id),
+                id,
+                "an accepted id needs no escape: {id:?}"
+            );
+            if let Err(e) = &resolved {
+                assert!(
+                    !matches!(e.problem, SpecProblem::ModelChars { .. }),
+                    "resolve refuses what check_model_id accepts: {id:?}"
+                );
+            }
+        }
+        Err(problem) => {
+            assert!(
+                matches!(problem, SpecProblem::ModelChars { .. }),
+                "{problem:?}"
+            );
+            let e = resolved.expect_err("resolve refuses what check_model_id refuses");
+            let line = e.to_string();
+            assert!(
+                !line.chars().any(unsafe_char),
+                "a control or invisible character in the message: {line:?}"
+            );
+            assert!(line.chars().count() <= 400, "an unbounded message: {line:?}");
+        }
+    }
+}

@@ -417,9 +417,11 @@ impl Plan {
             {
                 return Err(invalid(
                     format!("{at}.keyEnv"),
+                    // Not repeated: what was pasted in place of a name is often the key itself.
                     format!(
-                        "\"{}\" is not an environment variable name",
-                        jr2_probe::sanitize::escape_truncate(name, 100)
+                        "is not an environment variable name ({} characters, not repeated: it may be a key); name \
+                         the variable that holds the key",
+                        name.chars().count()
                     ),
                 ));
             }

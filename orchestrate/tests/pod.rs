@@ -379,6 +379,12 @@ fn plan_errors_name_their_field() {
             v["placements"][0]["podSpec"]["containers"][0]["env"][3]["value"] =
                 json!("sk-ant-api03-THISISNOTAREALKEYBUTLOOKSLIKEONE0000000000");
         }),
+        ("model id with an escape and a forged line", |v| {
+            v["models"][1]["model"] = json!("vllm/m\u{1b}[31m\nerror: forged")
+        }),
+        ("model id with a bidi control", |v| {
+            v["models"][0]["model"] = json!("anthropic/claude-haiku-4-5\u{202e}")
+        }),
         ("network policy check of an unknown placement", |v| {
             v["networkPolicyCheck"]["harnessPodLabels"]["gpu"] = json!({"a": "b"});
         }),
@@ -409,6 +415,36 @@ fn plan_errors_name_their_field() {
     }
     assert_eq!(PlanError::EXIT_CODE, 2);
     insta::assert_snapshot!("plan_errors", out);
+}
+
+/// A model id with an escape and a forged line is bad input before anything is printed: `--skip-provider-preflight`
+/// and `--dry-run` included (issue 11, item 5).
+#[test]
+fn a_forged_model_id_is_refused_even_when_the_preflight_is_skipped() {
+    let dir = std::env::temp_dir().join(format!("jr2-model-id-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut v = example_json();
+    v["models"][1]["model"] = json!("vllm/m\u{1b}[31m\nerror: forged");
+    let path = dir.join("plan.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    for flag in ["--skip-provider-preflight", "--dry-run"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+            .args(["run", "--plan"])
+            .arg(&path)
+            .arg(flag)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{flag}: {stderr}");
+        assert!(
+            stderr.starts_with("error: plan.models[1].model: "),
+            "{flag}: {stderr}"
+        );
+        assert!(!stderr.contains('\u{1b}'), "{flag}: a raw ESC: {stderr:?}");
+        assert!(out.stdout.is_empty(), "{flag}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 // --- The pods ------------------------------------------------------------------------------------------------------

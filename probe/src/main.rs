@@ -327,9 +327,22 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
         if model.trim().is_empty() {
             return Err(input_error("--model", format!("model {} is empty", i + 1)));
         }
+        spec::check_model_id(model)
+            .map_err(|problem| input_error("--model", problem.message(in_flags)))?;
     }
     let named_key = match &args.api_key_env {
         None => None,
+        Some(name) if !spec::is_env_name(name) => {
+            // Not repeated: what was pasted in place of a name is often the key itself.
+            return Err(input_error(
+                "--api-key-env",
+                format!(
+                    "is not an environment variable name ({} characters, not repeated: it may be a key); name the \
+                     variable that holds the key",
+                    name.chars().count()
+                ),
+            ));
+        }
         Some(name) => {
             let value = std::env::var(name).map_err(|_| {
                 input_error(

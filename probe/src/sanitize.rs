@@ -86,6 +86,41 @@ impl Redactor {
         replace_folded(&out, sk_tokens)
     }
 
+    /// [`Redactor::redact`], for a text that is the start of a longer one (cut where it ends): a trailing start of
+    /// a held value, at least 4 characters long, is replaced with [`REDACTED`] too, since the rest of the value was
+    /// cut off. The longest such start is masked.
+    pub fn redact_cut(&self, text: &str) -> String {
+        let out = self.redact(text);
+        replace_folded(&out, |view| {
+            let mut longest = 0usize;
+            for secret in &self.secrets {
+                for (at, c) in secret.char_indices().skip(3) {
+                    let len = at + c.len_utf8();
+                    if len > longest && len <= view.len() && view.ends_with(&secret[..len]) {
+                        longest = len;
+                    }
+                }
+            }
+            if longest == 0 {
+                Vec::new()
+            } else {
+                vec![view.len() - longest..view.len()]
+            }
+        })
+    }
+
+    /// A text answer as the verdict shows it: redacted whole (with [`Redactor::redact_cut`] when `cut`, the text
+    /// being the start of a longer answer), then escaped and cut to [`MAX_ERROR_CHARS`]: redaction comes before any
+    /// cut, so a long held value split over many deltas is found whole.
+    pub fn clean_answer(&self, text: &str, cut: bool) -> String {
+        let redacted = if cut {
+            self.redact_cut(text)
+        } else {
+            self.redact(text)
+        };
+        escape_truncate(&redacted, MAX_ERROR_CHARS)
+    }
+
     /// `text`, a URL or what was meant to be one, as a line may show it: [`mask_url`], then the held values
     /// redacted, escaped, at most [`MAX_URL_CHARS`] characters.
     pub fn display_url(&self, text: &str) -> String {
@@ -323,6 +358,36 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_that_ends_in_the_start_of_a_held_value_masks_it() {
+        let key = "abcdefghijklmnopqrstuvwxyz0123456789";
+        let r = Redactor::new([key]);
+        // Uncut, the whole value is redacted wherever it is; a trailing start of it stays (it is not the value).
+        assert_eq!(
+            r.redact(&format!("x {key} y abcdefgh")),
+            "x [redacted] y abcdefgh"
+        );
+        // At a cut, a trailing start of at least 4 characters is masked too, invisible characters inside included.
+        assert_eq!(r.redact_cut("answer: abcdefgh"), "answer: [redacted]");
+        assert_eq!(
+            r.redact_cut("answer: ab\u{200b}cdefgh"),
+            "answer: [redacted]"
+        );
+        assert_eq!(
+            r.redact_cut(&format!("{key} then abc")),
+            "[redacted] then abc"
+        );
+        assert_eq!(r.redact_cut("no key here"), "no key here");
+        assert_eq!(
+            r.clean_answer(&format!("{key}{key}"), false),
+            "[redacted][redacted]"
+        );
+        assert_eq!(
+            r.clean_answer("the start: abcdefghijkl", true),
+            "the start: [redacted]"
+        );
+    }
 
     #[test]
     fn escapes_controls_and_bidi() {

@@ -623,13 +623,57 @@ async fn bad_input_is_one_error_line_naming_the_flag_and_exit_2() {
                 "anthropic/claude-haiku-4-5",
             ],
             &[],
-            "error: --gateway: \"https://litellm.corp.example?x=1\" must not have a query or a fragment",
+            "error: --gateway: \"https://litellm.corp.example?[redacted]\" must not have a query or a fragment",
         ),
     ];
     for (args, envs, want) in cases {
         let run = probe(args, envs).await;
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert_eq!(run.lines(), [want], "{args:?}");
+        assert!(run.stdout.is_empty());
+    }
+}
+
+/// A model id is printed in every line: a control, bidi or invisible character in it is bad input, by hand (custom
+/// and catalog) and in a run spec, one escaped `error:` line and exit 2 (issue 11, item 5).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_id_with_a_control_bidi_or_invisible_character_is_bad_input() {
+    let spec = serde_json::json!({
+        "schema": "jr2.dev/provider-preflight-run/v1",
+        "models": [{"model": "vllm/m\u{202e}x", "source": "custom", "baseUrl": "http://h/v1"}],
+    })
+    .to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "check",
+                "--base-url",
+                "http://h/v1",
+                "--model",
+                "m\u{1b}[31m\nerror: forged",
+            ],
+            "error: --model: model \"m\\u{1b}[31m\\nerror: forged\" has a control character (U+001B); a model id is printed in every line, so control, bidi and invisible characters are refused",
+        ),
+        (
+            &["check", "--model", "anthropic/claude-haiku-4-5\u{200b}"],
+            "error: --model: model \"anthropic/claude-haiku-4-5\\u{200b}\" has an invisible character (U+200B); a model id is printed in every line, so control, bidi and invisible characters are refused",
+        ),
+        (
+            &[
+                "run",
+                "--spec-json",
+                &spec,
+                "--termination-log",
+                "/dev/null",
+            ],
+            "error: models[0].model: model \"vllm/m\\u{202e}x\" has a bidi control (U+202E); a model id is printed in every line, so control, bidi and invisible characters are refused",
+        ),
+    ];
+    for (args, want) in cases {
+        let run = probe(args, &[]).await;
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.lines(), [want], "{args:?}");
+        assert!(!run.stderr.contains('\u{1b}') && !run.stderr.contains('\u{202e}'));
         assert!(run.stdout.is_empty());
     }
 }

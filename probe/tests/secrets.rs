@@ -946,3 +946,213 @@ async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
     );
     assert_eq!(proxy.requests().len(), 2);
 }
+
+/// A handler whose 200 streams `key` back as the answer text, 10 characters per delta, then stops normally.
+fn split_key_handler(key: String) -> Handler {
+    Arc::new(move |_req: Recorded, _try_n: u32| {
+        let key = key.clone();
+        Box::pin(async move {
+            let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+                let c = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                format!("data: {c}\n\n")
+            };
+            let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+            let chars: Vec<char> = key.chars().collect();
+            for piece in chars.chunks(10) {
+                events.push(chunk(
+                    json!({"content": piece.iter().collect::<String>()}),
+                    None,
+                ));
+            }
+            events.push(chunk(json!({}), Some("stop")));
+            events.push("data: [DONE]\n\n".to_owned());
+            stream(events, Duration::ZERO, false)
+        })
+    })
+}
+
+/// A long key (a Bedrock short-term key is over 1 KB) echoed as the text answer, split over many deltas: no part of
+/// it reaches the `answer` or a line, whether the whole key fits what the probe keeps of an answer (500 and 5,000
+/// characters) or not (20,000: the kept text ends in the start of the key, which is masked at the cut).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_key_split_over_text_deltas_leaves_no_part_in_the_answer() {
+    for len in [500usize, 5_000, 20_000] {
+        let key: String = (0..len)
+            .map(|i| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[i * 7 % 36]))
+            .collect();
+        let fake = FakeProvider::start_with(split_key_handler(key.clone()), None).await;
+        let base = fake.base_url();
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--api-key-env",
+                "JR2_LONG_KEY",
+                "-o",
+                "json",
+            ],
+            &[("JR2_LONG_KEY", &key)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{len}: {}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("a verdict");
+        let answer = v["models"][0]["answer"].as_str().expect("an answer");
+        assert!(answer.starts_with("[redacted]"), "{len}: {answer}");
+        // No 16 characters of the key in a row, anywhere (the shortest sample that is surely the key's).
+        for output in [&run.stdout, &run.stderr] {
+            for at in (0..len - 16).step_by(7) {
+                assert!(
+                    !output.contains(&key[at..at + 16]),
+                    "{len}: the key's characters {at}.. are in the output:\n{output}"
+                );
+            }
+        }
+    }
+}
+
+/// Bad input that holds a secret never repeats it (issue 11, item 3): a password in an unparseable, a wrong-scheme or
+/// a scheme-less `--base-url` or `--gateway`, in a run spec's `baseUrl`, in `AZURE_OPENAI_BASE_URL`; a pasted key in
+/// place of `--api-key-env`'s name; a query that may hold a key. And no URL the probe takes may carry credentials:
+/// `AZURE_OPENAI_BASE_URL` with a user and password is bad input, not a base URL shown in the JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_that_holds_a_secret_never_repeats_it() {
+    let secret = "SECRETpw0123456789";
+    let pasted = "sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd";
+    let run_spec = |base: &str| {
+        json!({"schema": "jr2.dev/provider-preflight-run/v1",
+               "models": [{"model": "vllm/m", "source": "custom", "baseUrl": base}]})
+        .to_string()
+    };
+    let bad_bases = [
+        format!("http://u:{secret}@host:80800/v1"),
+        format!("ftp://u:{secret}@host/v1"),
+        format!("u:{secret}@host/v1"),
+        format!("http://host/v1?key={secret}"),
+        format!("http://u:{secret}@[::1/v1"),
+    ];
+    let mut cases: Vec<(Vec<String>, Vec<(String, String)>)> = Vec::new();
+    for base in &bad_bases {
+        cases.push((
+            ["check", "--base-url", base, "--model", "m"]
+                .map(String::from)
+                .to_vec(),
+            vec![],
+        ));
+        cases.push((
+            [
+                "check",
+                "--gateway",
+                base,
+                "--model",
+                "anthropic/claude-haiku-4-5",
+            ]
+            .map(String::from)
+            .to_vec(),
+            vec![],
+        ));
+        cases.push((
+            [
+                "run",
+                "--spec-json",
+                &run_spec(base),
+                "--termination-log",
+                "/dev/null",
+            ]
+            .map(String::from)
+            .to_vec(),
+            vec![],
+        ));
+    }
+    cases.push((
+        [
+            "check",
+            "--base-url",
+            "http://h/v1",
+            "--model",
+            "m",
+            "--api-key-env",
+            pasted,
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![],
+    ));
+    for azure in [
+        format!("https://u:{secret}@res.openai.azure.com/openai/v1"),
+        format!("https://u:{secret}@res.openai.azure.com:99999/openai/v1"),
+    ] {
+        cases.push((
+            [
+                "check",
+                "--model",
+                "azure-openai-responses/gpt-4.1-mini",
+                "-o",
+                "json",
+            ]
+            .map(String::from)
+            .to_vec(),
+            vec![
+                ("AZURE_OPENAI_BASE_URL".to_owned(), azure),
+                (
+                    "AZURE_OPENAI_API_KEY".to_owned(),
+                    "jr2-azure-key-0123456789".to_owned(),
+                ),
+            ],
+        ));
+    }
+    for (args, envs) in cases {
+        let run = probe_owned(&args, &envs).await;
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.lines().len(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        for shown in [&run.stderr, &run.stdout] {
+            assert!(
+                !shown.contains(secret) && !shown.contains(&pasted[10..]),
+                "{args:?} {envs:?}: a secret is repeated: {shown}"
+            );
+        }
+    }
+}
+
+/// A held key inside a base URL's path (a gateway that takes it there) is masked in the JSON `baseUrl` and the lines.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_key_in_a_base_url_path_is_masked_in_the_verdict() {
+    let fake = FakeProvider::start().await;
+    let base = format!("{}/{KEY}", fake.base_url().trim_end_matches('/'));
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            &base,
+            "--model",
+            "ok",
+            "--api-key-env",
+            KEY_ENV,
+            "-o",
+            "json",
+        ],
+        &[(KEY_ENV, KEY)],
+    )
+    .await;
+    assert_clean(
+        "a key in the base URL's path",
+        &[("stdout", &run.stdout), ("stderr", &run.stderr)],
+    );
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("a verdict");
+    assert!(
+        v["models"][0]["baseUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with("/[redacted]"),
+        "{}",
+        v["models"][0]["baseUrl"]
+    );
+}

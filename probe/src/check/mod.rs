@@ -363,7 +363,9 @@ impl Checker {
         tries: Vec<Try>,
         attempt: Attempt,
     ) -> ModelResult {
-        let answer = (!attempt.answer.is_empty()).then(|| self.redactor.clean(&attempt.answer));
+        let cut = attempt.answer.len() >= stream::ANSWER_KEEP_BYTES;
+        let answer =
+            (!attempt.answer.is_empty()).then(|| self.redactor.clean_answer(&attempt.answer, cut));
         let status = attempt.status;
         match attempt.end {
             End::ToolCall { name } => {
@@ -446,7 +448,7 @@ impl Checker {
             model: target.model.clone(),
             id: target.id.clone(),
             api: target.api,
-            base_url: target.base_url.to_string(),
+            base_url: self.redactor.display_url(target.base_url.as_str()),
             host: target.host(),
             route: target.route.clone(),
             outcome,

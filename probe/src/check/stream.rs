@@ -10,8 +10,10 @@
 use crate::api::{ProviderError, StopKind, StreamEvent, StreamReader, Wire};
 use crate::framing::{self, FrameDecoder, sse};
 
-/// The most answer text the judge keeps (it stops appending once past this many characters).
-const ANSWER_CHARS: usize = 400;
+/// The most answer text the judge keeps, in bytes: the verdict shows 300 characters of it, but the whole kept text is
+/// redacted before that cut, so a held value split over many deltas is found whole (a Bedrock short-term key is over
+/// 1 KB). A text cut here is redacted with [`crate::sanitize::Redactor::redact_cut`].
+pub const ANSWER_KEEP_BYTES: usize = 16 * 1024;
 
 /// How a 200's stream ended, as far as its bytes tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,7 +101,7 @@ impl<'w> StreamJudge<'w> {
             .unwrap_or_else(|| self.conclude())
     }
 
-    /// The start of the answer text seen so far (at most a little past 400 characters).
+    /// The start of the answer text seen so far (at most [`ANSWER_KEEP_BYTES`]).
     pub fn answer(&self) -> &str {
         &self.answer
     }
@@ -131,9 +133,12 @@ impl<'w> StreamJudge<'w> {
                 match ev {
                     StreamEvent::ToolCall { name } => return Some(StreamEnd::ToolCall { name }),
                     StreamEvent::Text(t) => {
-                        if self.answer.chars().count() < ANSWER_CHARS {
-                            self.answer.push_str(&t);
+                        let room = ANSWER_KEEP_BYTES - self.answer.len();
+                        let mut take = t.len().min(room);
+                        while !t.is_char_boundary(take) {
+                            take -= 1;
                         }
+                        self.answer.push_str(&t[..take]);
                     }
                     StreamEvent::Stop(reason) => self.stop = Some(reason),
                     StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),

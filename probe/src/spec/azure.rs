@@ -57,8 +57,12 @@ pub fn api_version(env: Env<'_>) -> String {
 /// Normalizing a normalized URL changes nothing.
 pub fn normalize(text: &str) -> Result<reqwest::Url, String> {
     let trimmed = text.trim().trim_end_matches('/');
-    let mut url = reqwest::Url::parse(trimmed)
-        .map_err(|e| format!("the Azure OpenAI base URL \"{trimmed}\" is not a URL ({e})"))?;
+    let mut url = reqwest::Url::parse(trimmed).map_err(|e| {
+        format!(
+            "the Azure OpenAI base URL \"{}\" is not a URL ({e})",
+            crate::sanitize::display_url(trimmed)
+        )
+    })?;
     let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
     let azure_host = [
         ".openai.azure.com",

@@ -185,6 +185,21 @@ pub enum SpecProblem {
         /// The text, as shown.
         shown: String,
     },
+    /// The model id holds a character no line may show as it is: a control (ESC, a newline), a bidi control or an
+    /// invisible one ([`crate::sanitize::needs_escape`]). The id is printed in every line, so it is refused.
+    ModelChars {
+        /// The id, escaped and cut to 100 characters.
+        shown: String,
+        /// The first such character.
+        found: char,
+    },
+    /// A URL the environment names (`AZURE_OPENAI_BASE_URL`) is wrong.
+    InEnv {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong with its URL.
+        problem: Box<SpecProblem>,
+    },
     /// The catalog's base URL is a template that needs a variable the environment does not set.
     NeedsEnv {
         /// The catalog's base URL.
@@ -200,6 +215,7 @@ impl SpecProblem {
         match self {
             SpecProblem::NotInCatalog { .. } => Some(Remedy::CheckAsCustom),
             SpecProblem::Credentials => Some(Remedy::KeyInEnv),
+            SpecProblem::InEnv { problem, .. } => problem.remedy(),
             _ => None,
         }
     }
@@ -228,6 +244,15 @@ impl SpecProblem {
             }
             SpecProblem::QueryOrFragment { shown } => {
                 format!("\"{shown}\" must not have a query or a fragment")
+            }
+            SpecProblem::ModelChars { shown, found } => format!(
+                "model \"{shown}\" has {} (U+{:04X}); a model id is printed in every line, so control, bidi and \
+                 invisible characters are refused",
+                char_kind(*found),
+                u32::from(*found)
+            ),
+            SpecProblem::InEnv { name, problem } => {
+                format!("the environment's {name}: {}", problem.message(remedy))
             }
             SpecProblem::NeedsEnv { base, name } => {
                 format!("the catalog's base URL {base} needs {name} in the environment, as pi does")
@@ -278,10 +303,34 @@ impl std::fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// What kind of character [`check_model_id`] refused, in words.
+fn char_kind(c: char) -> &'static str {
+    match c {
+        '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {
+            "a bidi control"
+        }
+        c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => "a control character",
+        _ => "an invisible character",
+    }
+}
+
+/// Checks a model id (`<provider>/<id>` or an endpoint's own id) as every front end takes it: no control, bidi or
+/// invisible character, since the id is printed in every line ([`SpecProblem::ModelChars`]).
+pub fn check_model_id(model: &str) -> Result<(), SpecProblem> {
+    match model.chars().find(|c| crate::sanitize::needs_escape(*c)) {
+        Some(found) => Err(SpecProblem::ModelChars {
+            shown: crate::sanitize::escape_truncate(model, 100),
+            found,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Parses and checks a base URL: http or https, a host, no credentials, no query. The one parser of base URLs:
 /// `jr2-probe check --base-url` and every spec go through it.
 pub fn parse_base_url(text: &str) -> Result<reqwest::Url, SpecProblem> {
-    let shown = || crate::sanitize::escape_truncate(text, 200);
+    // Shown masked: a URL that is refused may still hold a password or a key (in its userinfo or query).
+    let shown = || crate::sanitize::display_url(text);
     let url = reqwest::Url::parse(text).map_err(|e| SpecProblem::NotAUrl {
         shown: shown(),
         reason: e.to_string(),
@@ -316,6 +365,7 @@ pub fn resolve(
             problem,
         }
     };
+    check_model_id(&spec.model).map_err(error(SpecInput::Model))?;
     let (provider, id) = catalog::split_model_name(&spec.model)
         .map_err(|e| error(SpecInput::Model)(SpecProblem::Name(e)))?;
     let key = match &spec.key_env {
@@ -403,6 +453,9 @@ pub fn resolve(
         facts,
         session_id: session_id.to_owned(),
     };
+    if target.api == ApiKind::AzureOpenAiResponses {
+        check_env_url(env, "AZURE_OPENAI_BASE_URL").map_err(error(SpecInput::Model))?;
+    }
     // Azure's catalog base URL is empty: pi takes it from the environment. Resolve it here, once, so the lines name
     // the host the request goes to; unresolved, the target keeps the placeholder and the wire says why.
     if target.api == ApiKind::AzureOpenAiResponses
@@ -411,6 +464,42 @@ pub fn resolve(
         target.base_url = base;
     }
     Ok(target)
+}
+
+/// A base URL the environment names (`AZURE_OPENAI_BASE_URL`), when set: it parses, and carries no credentials.
+fn check_env_url(
+    env: &dyn Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<(), SpecProblem> {
+    let Some(text) = env(name)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    else {
+        return Ok(());
+    };
+    let inner = match reqwest::Url::parse(&text) {
+        Err(e) => SpecProblem::NotAUrl {
+            shown: crate::sanitize::display_url(&text),
+            reason: e.to_string(),
+        },
+        Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+            SpecProblem::Credentials
+        }
+        Ok(_) => return Ok(()),
+    };
+    Err(SpecProblem::InEnv {
+        name,
+        problem: Box::new(inner),
+    })
+}
+
+/// An environment variable's name, as a shell and Kubernetes take one: a letter or `_`, then letters, digits, `_`.
+pub fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A catalog base URL. Some are templates: `{CLOUDFLARE_ACCOUNT_ID}` is filled from the environment, as pi fills it;
@@ -619,7 +708,7 @@ mod tests {
             (
                 "http://h/v1?x=1",
                 SpecProblem::QueryOrFragment {
-                    shown: "http://h/v1?x=1".into(),
+                    shown: "http://h/v1?[redacted]".into(),
                 },
             ),
         ];
@@ -634,6 +723,52 @@ mod tests {
         let e = parse_base_url("http://user:hunter2@h/v1").unwrap_err();
         assert!(!e.message(SpecProblem::plain_remedy).contains("hunter2"));
         assert_eq!(e.remedy(), Some(Remedy::KeyInEnv));
+    }
+
+    #[test]
+    fn model_ids_with_controls_bidi_or_invisible_characters_are_refused() {
+        for (model, source, found, kind) in [
+            (
+                "vllm/m\u{1b}[31m\nerror: forged",
+                Source::Custom,
+                '\u{1b}',
+                "a control character",
+            ),
+            (
+                "anthropic/claude-haiku-4-5\u{202e}",
+                Source::Catalog,
+                '\u{202e}',
+                "a bidi control",
+            ),
+            (
+                "vllm/a\u{200b}b",
+                Source::Custom,
+                '\u{200b}',
+                "an invisible character",
+            ),
+            (
+                "vllm/a\u{2028}b",
+                Source::Custom,
+                '\u{2028}',
+                "a control character",
+            ),
+        ] {
+            let mut s = spec(model, source);
+            s.base_url = Some("http://h/v1".into());
+            let e = resolve(&s, "models[0]", &env(&[]), "s").unwrap_err();
+            assert_eq!(e.field(), "models[0].model", "{model:?}");
+            assert!(
+                matches!(e.problem, SpecProblem::ModelChars { found: f, .. } if f == found),
+                "{model:?}: {e}"
+            );
+            let line = e.to_string();
+            assert!(line.contains(kind), "{line}");
+            assert!(
+                !line.chars().any(crate::sanitize::needs_escape),
+                "the message shows the id escaped: {line:?}"
+            );
+        }
+        assert!(check_model_id("vllm/Qwen/Qwen3-32B:Q4_K_M \u{e9}").is_ok());
     }
 
     #[test]
