@@ -24,7 +24,7 @@ step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
 step "lints" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests" cargo test --workspace --locked --no-fail-fast
-# Reliability (README, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
+# Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.
 export JR2_RELIABILITY_DIR="$CARGO_TARGET_DIR/tmp/reliability"
 if [ "${CI:-}" = true ]; then export JR2_NETNS_REQUIRED=1; fi

@@ -40,7 +40,7 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// The plan (JSON, schemas/plan.v1.schema.json): a file, or - for stdin.
+    /// The plan (JSON, orchestrate/schemas/plan.v1.schema.json): a file, or - for stdin.
     #[arg(long, value_name = "FILE")]
     plan: PathBuf,
 

@@ -3,8 +3,8 @@
 //! A plan names the namespace and the Instance, the probe's image, the deadline of the whole check, the placements
 //! of the Harness pods (each with the pod spec `jr2 up` renders for them, Custodian container and volumes included)
 //! and the models to check, each on the placement whose Harness pods run it. It is versioned (`schema`,
-//! [`PLAN_SCHEMA`]) and closed: an unknown field is an error. Its JSON Schema is `schemas/plan.v1.schema.json`; an
-//! example is `examples/plan.json`.
+//! [`PLAN_SCHEMA`]) and closed: an unknown field is an error. Its JSON Schema is `orchestrate/schemas/plan.v1.schema.json`; an
+//! example is `orchestrate/examples/plan.json`.
 //!
 //! A plan never holds a secret value: the Harness env carries Stand-ins (`jr2-held-<NAME>`) and `valueFrom`
 //! references, the models name the env var of their key. [`Plan::parse`] refuses a plan whose Harness env sets a
@@ -838,7 +838,7 @@ mod tests {
     use jr2_probe::spec::RUN_SPEC_SCHEMA;
 
     fn example() -> Value {
-        serde_json::from_str(include_str!("../../examples/plan.json")).unwrap()
+        serde_json::from_str(include_str!("../examples/plan.json")).unwrap()
     }
 
     #[test]

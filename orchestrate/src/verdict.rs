@@ -1,4 +1,4 @@
-//! The driver's verdict: its types (what `--output json` prints, `schemas/driver-verdict.v1.schema.json`) and its
+//! The driver's verdict: its types (what `--output json` prints, `orchestrate/schemas/driver-verdict.v1.schema.json`) and its
 //! assembly from a run, one result per model in plan order (from the probe's log, else its termination message, else
 //! `not checked` from what the plan's validation resolved), the pods' own failure lines, and the exit code.
 

@@ -178,7 +178,7 @@ mod tests {
     use super::*;
 
     fn plan() -> Plan {
-        let text = include_str!("../../examples/plan.json");
+        let text = include_str!("../examples/plan.json");
         let mut plan: Plan = serde_json::from_str(text).expect("the example plan");
         plan.validate().expect("a valid example");
         plan

@@ -23,7 +23,7 @@ fn now() -> SystemTime {
 }
 
 fn example_json() -> Value {
-    serde_json::from_str(include_str!("../../examples/plan.json")).expect("the example is JSON")
+    serde_json::from_str(include_str!("../examples/plan.json")).expect("the example is JSON")
 }
 
 fn example() -> Plan {
@@ -157,7 +157,7 @@ fn the_example_plan_parses_and_validates() {
         "jr2-sandbox"
     );
     // Read from a file as the driver does.
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plan.json");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plan.json");
     assert_eq!(Plan::read(&file).unwrap(), plan);
     let e = Plan::read(Path::new("/nonexistent/plan.json")).unwrap_err();
     assert!(
@@ -168,7 +168,7 @@ fn the_example_plan_parses_and_validates() {
 }
 
 fn plan_schema() -> jsonschema::Validator {
-    let s: Value = serde_json::from_str(include_str!("../../schemas/plan.v1.schema.json")).unwrap();
+    let s: Value = serde_json::from_str(include_str!("../schemas/plan.v1.schema.json")).unwrap();
     jsonschema::draft202012::meta::validate(&s).expect("valid against the 2020-12 meta-schema");
     assert_eq!(s["properties"]["schema"]["const"], PLAN_SCHEMA);
     jsonschema::draft202012::new(&s).expect("the schema compiles")

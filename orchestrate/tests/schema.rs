@@ -9,8 +9,8 @@ fn load(text: &str) -> Value {
 
 #[test]
 fn the_model_definitions_are_the_probes() {
-    let driver = load(include_str!("../../schemas/driver-verdict.v1.schema.json"));
-    let probe = load(include_str!("../../schemas/verdict.v1.schema.json"));
+    let driver = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
+    let probe = load(include_str!("../../probe/schemas/verdict.v1.schema.json"));
     for (name, def) in probe["$defs"].as_object().unwrap() {
         assert_eq!(
             &driver["$defs"][name], def,
@@ -21,9 +21,9 @@ fn the_model_definitions_are_the_probes() {
 
 #[test]
 fn verdicts_the_driver_prints_validate() {
-    let schema = load(include_str!("../../schemas/driver-verdict.v1.schema.json"));
+    let schema = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
     let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
-    let plan = jr2_preflight::plan::Plan::parse(include_str!("../../examples/plan.json")).unwrap();
+    let plan = jr2_preflight::plan::Plan::parse(include_str!("../examples/plan.json")).unwrap();
     let skipped = serde_json::to_value(jr2_preflight::verdict::skipped(&plan, "run0001")).unwrap();
     assert!(
         validator.is_valid(&skipped),
@@ -38,7 +38,7 @@ fn verdicts_the_driver_prints_validate() {
         .args([
             "run",
             "--plan",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plan.json"),
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plan.json"),
             "--skip-provider-preflight",
             "-o",
             "json",

@@ -41,7 +41,7 @@ enum Command {
     Check(CheckArgs),
     /// Check the models of a run spec, in the check pod: JSON lines on stdout, a summary in the termination message.
     ///
-    /// The spec's JSON Schema is schemas/run-spec.v1.schema.json. NODE_NAME names the node in the lines;
+    /// The spec's JSON Schema is probe/schemas/run-spec.v1.schema.json. NODE_NAME names the node in the lines;
     /// JR2_PROBE_DEADLINE (Unix seconds) is the pod's deadline, which the probe finishes before.
     Run(RunArgs),
 }

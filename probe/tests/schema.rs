@@ -1,4 +1,4 @@
-//! The verdict's JSON Schema (`schemas/verdict.v1.schema.json`) matches the Rust types: every verdict the types can
+//! The verdict's JSON Schema (`probe/schemas/verdict.v1.schema.json`) matches the Rust types: every verdict the types can
 //! produce validates, the schema's enums are exactly the Rust enums, and the schema is strict enough to reject a
 //! verdict that is not one.
 
@@ -10,7 +10,7 @@ use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::verdict::{ModelResult, Origin, Route, Timings, Try, VERDICT_SCHEMA, Verdict};
 use serde_json::{Value, json};
 
-const SCHEMA: &str = include_str!("../../schemas/verdict.v1.schema.json");
+const SCHEMA: &str = include_str!("../schemas/verdict.v1.schema.json");
 
 fn schema() -> Value {
     serde_json::from_str(SCHEMA).expect("the schema file is JSON")

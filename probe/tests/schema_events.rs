@@ -1,6 +1,6 @@
 //! The schemas of pod mode's output agree with what `jr2-probe run` writes: every JSON line validates against
-//! `schemas/events.v1.schema.json` and reads back as the same [`ProbeEvent`], byte for byte; every termination
-//! message validates against `schemas/summary.v1.schema.json`, however much of it had to be cut.
+//! `probe/schemas/events.v1.schema.json` and reads back as the same [`ProbeEvent`], byte for byte; every termination
+//! message validates against `probe/schemas/summary.v1.schema.json`, however much of it had to be cut.
 
 mod common;
 
@@ -14,9 +14,9 @@ use jr2_probe::run::{Summary, TERMINATION_LIMIT};
 use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
 use serde_json::{Value, json};
 
-const EVENTS: &str = include_str!("../../schemas/events.v1.schema.json");
-const SUMMARY: &str = include_str!("../../schemas/summary.v1.schema.json");
-const VERDICT: &str = include_str!("../../schemas/verdict.v1.schema.json");
+const EVENTS: &str = include_str!("../schemas/events.v1.schema.json");
+const SUMMARY: &str = include_str!("../schemas/summary.v1.schema.json");
+const VERDICT: &str = include_str!("../schemas/verdict.v1.schema.json");
 
 fn load(text: &str) -> Value {
     serde_json::from_str(text).expect("the schema is JSON")

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 fn schema() -> jsonschema::Validator {
     let schema: Value =
-        serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../schemas/run-spec.v1.schema.json")).unwrap();
     jsonschema::draft202012::new(&schema).expect("a valid schema")
 }
 
@@ -65,7 +65,7 @@ fn both_refuse_what_is_not_a_spec() {
 #[test]
 fn every_model_field_the_probe_serializes_is_in_the_schema() {
     let schema: Value =
-        serde_json::from_str(include_str!("../../schemas/run-spec.v1.schema.json")).unwrap();
+        serde_json::from_str(include_str!("../schemas/run-spec.v1.schema.json")).unwrap();
     let props = schema["$defs"]["model"]["properties"].as_object().unwrap();
     let full: ModelSpec = serde_json::from_value(json!({"model": "a/b", "source": "custom", "baseUrl": "http://h/v1",
         "api": "openai-completions", "keyEnv": "K", "keyHeld": true, "viaCustodian": true, "maxTokens": 1, "contextWindow": 2, "toolChoice": "auto"})).unwrap();

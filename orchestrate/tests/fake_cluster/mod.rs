@@ -92,7 +92,7 @@ impl DriverRun {
             )
         });
         let schema: Value = serde_json::from_str(include_str!(
-            "../../../schemas/driver-verdict.v1.schema.json"
+            "../../schemas/driver-verdict.v1.schema.json"
         ))
         .unwrap();
         let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");

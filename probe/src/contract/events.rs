@@ -3,7 +3,7 @@
 //! One object per line, tagged by `event`: the run started, a model started, a try ended, a model's result, then
 //! the summary with the whole verdict. [`ProbeEvent`] is the one type both sides use: the probe serializes it
 //! ([`ProbeEvent::to_line`]), the driver and the tests deserialize it ([`ProbeEvent::from_line`]). Its schema is
-//! `schemas/events.v1.schema.json`.
+//! `probe/schemas/events.v1.schema.json`.
 
 use serde::{Deserialize, Serialize};
 

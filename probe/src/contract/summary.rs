@@ -2,7 +2,7 @@
 //!
 //! The kubelet keeps at most [`TERMINATION_LIMIT`] bytes of it whatever the number of models, so its keys are
 //! short; it is what the driver falls back on when the log stream was lost. Its schema is
-//! `schemas/summary.v1.schema.json`. How much detail of a verdict fits is the probe's business
+//! `probe/schemas/summary.v1.schema.json`. How much detail of a verdict fits is the probe's business
 //! (`jr2_probe::run`); the shape is here, for both sides.
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! The machine-readable result: per model what happened, and the run's verdict.
 //!
 //! These types are the JSON `jr2 up` reads (`--output json`) and the driver builds its own verdict from; their
-//! schema is `schemas/verdict.v1.schema.json` (a test validates every verdict the suites produce against it).
+//! schema is `probe/schemas/verdict.v1.schema.json` (a test validates every verdict the suites produce against it).
 //! Field names are camelCase for the TypeScript caller. Nothing in here may hold a secret value: every free text
 //! went through [`crate::sanitize::Redactor`] before it was stored.
 

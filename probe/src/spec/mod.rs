@@ -5,7 +5,7 @@
 //! (`harness.provider`). [`resolve`] looks the catalog up (the data file generated from the pinned pi-ai package),
 //! reads the key from the env var the Harness reads (in a Custodian pod, the Stand-in `jr2-held-<NAME>`), clamps the
 //! token cap as pi does, and yields the [`Target`] a check runs. A [`RunSpec`] is the list `jr2-probe run` reads in
-//! the check pod; its JSON Schema is `schemas/run-spec.v1.schema.json`.
+//! the check pod; its JSON Schema is `probe/schemas/run-spec.v1.schema.json`.
 
 use serde::{Deserialize, Serialize};
 

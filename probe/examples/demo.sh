@@ -4,7 +4,7 @@
 # that does not exist), printing the exact lines and the JSON verdict. Point jr2-probe at your own endpoint with:
 #   jr2-probe check --base-url http://<host>:8000/v1 --model <id as GET /v1/models lists it> [--api-key-env NAME]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release -q -p jr2-probe -p jr2-testkit
 target=${CARGO_TARGET_DIR:-target}/release
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

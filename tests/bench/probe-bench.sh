@@ -11,7 +11,7 @@
 #   RSS   peak resident memory of the musl probe, 1-model and 16-model runs (/usr/bin/time -f %M)
 #
 # How to run (from anywhere; as root, or with sudo available for the installs):
-#   bench/probe-bench.sh
+#   tests/bench/probe-bench.sh
 # Knobs (environment): RUNS_A (default 30), RUNS_B (default 10), RSS_RUNS (default 5),
 #   BENCH_STRICT=1 to exit 1 when a target is missed (by default the script exits 0 and prints FAIL).
 # It installs what is missing (hyperfine, curl, time, musl-tools, file, the rustup musl target), builds
@@ -19,7 +19,7 @@
 # is also written to target/bench/probe-bench.txt.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
 MUSL_TARGET=x86_64-unknown-linux-musl
