@@ -104,7 +104,7 @@ impl Redactor {
             if longest == 0 {
                 Vec::new()
             } else {
-                vec![view.len() - longest..view.len()]
+                std::iter::once(view.len() - longest..view.len()).collect()
             }
         })
     }
