@@ -91,10 +91,9 @@ impl DriverRun {
                 self.stdout, self.stderr
             )
         });
-        let schema: Value = serde_json::from_str(include_str!(
-            "../../schemas/driver-verdict.v1.schema.json"
-        ))
-        .unwrap();
+        let schema: Value =
+            serde_json::from_str(include_str!("../../schemas/driver-verdict.v1.schema.json"))
+                .unwrap();
         let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
         let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
         assert!(
