@@ -1034,7 +1034,9 @@ async fn bad_input_that_holds_a_secret_never_repeats_it() {
         format!("http://host/v1?key={secret}"),
         format!("http://u:{secret}@[::1/v1"),
     ];
-    let mut cases: Vec<(Vec<String>, Vec<(String, String)>)> = Vec::new();
+    // Each case: the probe's arguments, and the environment it runs with.
+    type Case = (Vec<String>, Vec<(String, String)>);
+    let mut cases: Vec<Case> = Vec::new();
     for base in &bad_bases {
         cases.push((
             ["check", "--base-url", base, "--model", "m"]
