@@ -45,6 +45,9 @@ pub(super) struct Run {
     namespace: String,
     opts: RunConfig,
     pods: Vec<PodState>,
+    /// The (reason, message) of the last pending line written by any pod: the same line is never written twice in
+    /// a row, whichever pod says it.
+    last_pending: Option<(String, String)>,
     by_name: HashMap<String, usize>,
     streams: SelectAll<BoxStream<'static, Input>>,
     warnings: Vec<String>,
@@ -84,6 +87,7 @@ impl Run {
             start,
             cleanup,
             one_watch: true,
+            last_pending: None,
         }
     }
 
@@ -254,9 +258,10 @@ impl Run {
                 self.pods.iter().enumerate().any(|(j, other)| {
                     j != i && other.pending.written == self.pods[i].pending.written
                 });
-            if shown {
+            if shown || self.last_pending == self.pods[i].pending.written {
                 return;
             }
+            self.last_pending = self.pods[i].pending.written.clone();
             self.emit(RunUpdate::Pending {
                 pod,
                 reason,
