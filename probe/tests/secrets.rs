@@ -897,7 +897,9 @@ async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
             &[
                 "check",
                 "--base-url",
-                "http://10.255.255.1:8000/v1",
+                // A name that never resolves: the request goes to the proxy on loopback; were the proxy bypassed, no address
+                // would be dialed.
+                "http://upstream.invalid:8000/v1",
                 "--model",
                 "m",
                 "--api-key-env",
