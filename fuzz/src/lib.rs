@@ -222,6 +222,16 @@ pub fn unsafe_char(c: char) -> bool {
 
 /// A cleaned line: at most `max` characters, no control, bidi or invisible character, never the held key.
 pub fn check_clean(line: &str, max: usize) {
+    check_escaped(line, max);
+    assert!(
+        !line.contains(HELD_KEY),
+        "the held key in a cleaned line: {line:?}"
+    );
+}
+
+/// An escaped, bounded line: at most `max` characters, no control, bidi or invisible character. What a display
+/// without a redactor promises: it cannot know a held value that sits where a URL's host or path does.
+pub fn check_escaped(line: &str, max: usize) {
     assert!(
         line.chars().count() <= max,
         "a cleaned line past {max} chars: {line:?}"
@@ -229,10 +239,6 @@ pub fn check_clean(line: &str, max: usize) {
     assert!(
         !line.chars().any(unsafe_char),
         "a control or invisible character in a cleaned line: {line:?}"
-    );
-    assert!(
-        !line.contains(HELD_KEY),
-        "the held key in a cleaned line: {line:?}"
     );
 }
 
@@ -363,7 +369,9 @@ pub fn url_display(data: &[u8]) {
     };
     let redactor = Redactor::new([HELD_KEY]);
     check_clean(&redactor.display_url(text), MAX_URL_CHARS);
-    check_clean(&jr2_probe::sanitize::display_url(text), MAX_URL_CHARS);
+    // Without a redactor the display still drops userinfo, query and fragment (asserted below), but a held value
+    // in the host or path is only the redactor's to know (seed-11: the key as a host name).
+    check_escaped(&jr2_probe::sanitize::display_url(text), MAX_URL_CHARS);
     let masked = jr2_probe::sanitize::mask_url(text);
     assert_eq!(
         jr2_probe::sanitize::mask_url(&masked),
