@@ -1,6 +1,6 @@
 //! The HTTP pieces every fake server here shares, so that each is written once: the response body type, a whole
 //! response, a streamed one whose frames a task sends, the request as a provider fake records it, and the
-//! percent-decoding of paths and queries.
+//! percent-decoding of paths and queries, and the accept loop every server here stops the same way.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -10,7 +10,8 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
 
 /// A response body.
 pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
@@ -166,4 +167,25 @@ mod tests {
         assert_eq!(q["watch"], "");
         assert_eq!(q["a+b"], "100%");
     }
+}
+
+/// Accepts connections on `listener` until the returned sender fires or is dropped, and serves each one on a task of
+/// its own (a failed accept is skipped). Every fake server here runs and stops this way.
+pub fn accept_until_stopped<F, Fut>(listener: TcpListener, serve: F) -> oneshot::Sender<()>
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = &mut stop_rx => return,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            tokio::spawn(serve(stream));
+        }
+    });
+    stop_tx
 }

@@ -7,6 +7,7 @@
 //!
 //! It binds 127.0.0.1 only. Dropping the server stops it.
 
+use crate::http::accept_until_stopped;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -48,38 +49,30 @@ impl RedirectServer {
         let addr = listener.local_addr().expect("a local address");
         let acceptor = tls.map(TestCa::acceptor);
         let arrivals = Arc::new(Mutex::new(Vec::new()));
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let seen = arrivals.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    a = listener.accept() => a,
-                    _ = &mut stop_rx => return,
+        let stop_tx = accept_until_stopped(listener, move |stream| {
+            let (acceptor, handler, seen) = (acceptor.clone(), handler.clone(), seen.clone());
+            async move {
+                let mut first = [0u8; 1];
+                let tls = match stream.peek(&mut first).await {
+                    Ok(1) => first[0] == 0x16 && acceptor.is_some(),
+                    _ => return,
                 };
-                let Ok((stream, _)) = accepted else { continue };
-                let (acceptor, handler, seen) = (acceptor.clone(), handler.clone(), seen.clone());
-                tokio::spawn(async move {
-                    let mut first = [0u8; 1];
-                    let tls = match stream.peek(&mut first).await {
-                        Ok(1) => first[0] == 0x16 && acceptor.is_some(),
-                        _ => return,
-                    };
-                    let scheme = if tls { "https" } else { "http" };
-                    let service = hyper::service::service_fn(move |req| {
-                        answer(req, scheme, handler.clone(), seen.clone())
-                    });
-                    let http = hyper::server::conn::http1::Builder::new();
-                    match acceptor.filter(|_| tls) {
-                        Some(acceptor) => {
-                            if let Ok(stream) = acceptor.accept(stream).await {
-                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
-                            }
-                        }
-                        None => {
+                let scheme = if tls { "https" } else { "http" };
+                let service = hyper::service::service_fn(move |req| {
+                    answer(req, scheme, handler.clone(), seen.clone())
+                });
+                let http = hyper::server::conn::http1::Builder::new();
+                match acceptor.filter(|_| tls) {
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(stream).await {
                             let _ = http.serve_connection(TokioIo::new(stream), service).await;
                         }
                     }
-                });
+                    None => {
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                }
             }
         });
         Self {

@@ -53,6 +53,7 @@ mod selector;
 mod store;
 mod watch;
 
+use crate::http::accept_until_stopped;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -186,25 +187,17 @@ impl FakeKube {
             bookmark_every: Mutex::new(Duration::from_secs(5)),
             uid_base: u64::from(addr.port()),
         });
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let served = inner.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    a = listener.accept() => a,
-                    _ = &mut stop_rx => return,
-                };
-                let Ok((stream, _)) = accepted else { continue };
-                // As Go's net package does for the real API server: no Nagle delay on the small watch and log writes.
-                let _ = stream.set_nodelay(true);
-                let inner = served.clone();
-                tokio::spawn(async move {
-                    let service =
-                        hyper::service::service_fn(move |req| routes::handle(req, inner.clone()));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+        let stop_tx = accept_until_stopped(listener, move |stream| {
+            // As Go's net package does for the real API server: no Nagle delay on the small watch and log writes.
+            let _ = stream.set_nodelay(true);
+            let inner = served.clone();
+            async move {
+                let service =
+                    hyper::service::service_fn(move |req| routes::handle(req, inner.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             }
         });
         Self {

@@ -20,6 +20,7 @@ pub mod mistral;
 pub mod openai_completions;
 pub mod openai_responses;
 
+use crate::http::accept_until_stopped;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -93,35 +94,27 @@ impl FakeProvider {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(Mutex::new(State::default()));
-        let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
         let served = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    a = listener.accept() => a,
-                    _ = &mut stop_rx => return,
-                };
-                let Ok((stream, _)) = accepted else { continue };
-                let state = served.clone();
-                let tls = tls.clone();
-                let handler = handler.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req| {
-                        handle(req, state.clone(), handler.clone())
-                    });
-                    let http = hyper::server::conn::http1::Builder::new();
-                    match tls {
-                        Some(acceptor) => {
-                            // A client that refuses the certificate ends the handshake here.
-                            if let Ok(stream) = acceptor.accept(stream).await {
-                                let _ = http.serve_connection(TokioIo::new(stream), service).await;
-                            }
-                        }
-                        None => {
+        let stop_tx = accept_until_stopped(listener, move |stream| {
+            let state = served.clone();
+            let tls = tls.clone();
+            let handler = handler.clone();
+            async move {
+                let service = hyper::service::service_fn(move |req| {
+                    handle(req, state.clone(), handler.clone())
+                });
+                let http = hyper::server::conn::http1::Builder::new();
+                match tls {
+                    Some(acceptor) => {
+                        // A client that refuses the certificate ends the handshake here.
+                        if let Ok(stream) = acceptor.accept(stream).await {
                             let _ = http.serve_connection(TokioIo::new(stream), service).await;
                         }
                     }
-                });
+                    None => {
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                    }
+                }
             }
         });
         Ok(Self {
