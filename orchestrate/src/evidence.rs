@@ -1,7 +1,14 @@
 //! `--evidence DIR`: the bundle a failed check leaves to attach to a report, written through the one YAML writer
 //! (`yaml.rs`) that the dry run uses. Nothing in it holds a secret value: the pods carry references and Stand-ins,
 //! and the probe's output is redacted at the source.
+//!
+//! The bundle goes into a directory of its own that the driver creates (an existing empty one is taken, an existing
+//! non-empty one, a symbolic link or a file is refused up front by [`check`], as bad input), and every file in it is
+//! created new (`create_new`: `O_CREAT | O_EXCL`, which follows no symbolic link, dangling or not), so that a link
+//! planted in the directory can neither overwrite its target nor create one.
 
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -12,45 +19,94 @@ use crate::run::RunResult;
 use crate::verdict::DriverVerdict;
 use crate::yaml;
 
-/// Writes the evidence bundle: the pods as created (Stand-ins only), their last status, Events, the probe's lines,
-/// the Custodian's log, the verdict, the run id and UTC times. Nothing in it holds a secret value: the pods carry
-/// references and Stand-ins, and the probe's output is redacted at the source.
+/// Whether `dir` can take the bundle: absent (it is created when the bundle is written), or an empty directory that
+/// is not a symbolic link. The refusal says why, for `error: --evidence: <why>` (exit 2, nothing created).
+pub fn check(dir: &Path) -> Result<(), String> {
+    let shown = jr2_probe::sanitize::escape_truncate(&dir.display().to_string(), 200);
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "{shown} is a symbolic link: name a new directory for the bundle"
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!(
+            "{shown} exists and is not a directory: name a new directory for the bundle"
+        ));
+    }
+    match fs::read_dir(dir).map(|mut entries| entries.next().is_none()) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!(
+            "{shown} is not empty: name a new directory for the bundle (or an empty one)"
+        )),
+        Err(e) => Err(format!("cannot read {shown}: {e}")),
+    }
+}
+
+/// Creates `dir` (its parents as needed), or takes it when [`check`] lets it (an empty directory, no link).
+fn make_dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => check(dir).map_err(io::Error::other),
+        other => other,
+    }
+}
+
+/// Writes a file that did not exist: an existing path, a symbolic link among them, is an error.
+fn new_file(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
+    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
+    f.write_all(contents.as_ref())
+}
+
+/// Writes the evidence bundle into `dir`, which it creates (see [`check`]): the pods as created (Stand-ins only),
+/// their last status, Events, the probe's lines, the Custodian's log, the verdict, the run id and UTC times. Every
+/// file is created new. Nothing in it holds a secret value: the pods carry references and Stand-ins, and the
+/// probe's output is redacted at the source.
 pub fn write(
     dir: &Path,
     created: &[CheckPod],
     run: &RunResult,
     verdict: &DriverVerdict,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(
-        dir.join("pods-as-created.yaml"),
+) -> io::Result<()> {
+    make_dir(dir)?;
+    new_file(
+        &dir.join("pods-as-created.yaml"),
         yaml::documents(created.iter().map(|c| &c.pod))?,
     )?;
     for pod in &run.pods {
         let d = dir.join(&pod.name);
-        std::fs::create_dir_all(&d)?;
+        fs::create_dir(&d)?;
         if let Some(p) = &pod.evidence.pod {
-            std::fs::write(d.join("pod-last-status.yaml"), yaml::document(p)?)?;
+            new_file(&d.join("pod-last-status.yaml"), yaml::document(p)?)?;
         }
-        std::fs::write(d.join("events.yaml"), yaml::document(&pod.evidence.events)?)?;
-        std::fs::write(d.join("probe.jsonl"), pod.evidence.probe_lines.join("\n"))?;
-        std::fs::write(
-            d.join("custodian.log"),
+        new_file(
+            &d.join("events.yaml"),
+            yaml::document(&pod.evidence.events)?,
+        )?;
+        new_file(&d.join("probe.jsonl"), pod.evidence.probe_lines.join("\n"))?;
+        new_file(
+            &d.join("custodian.log"),
             pod.evidence.custodian_log.join("\n"),
         )?;
         if pod.evidence.events_forbidden {
-            std::fs::write(
-                d.join("events-forbidden.txt"),
+            new_file(
+                &d.join("events-forbidden.txt"),
                 "the Events of this pod could not be read (RBAC)\n",
             )?;
         }
     }
-    std::fs::write(
-        dir.join("verdict.json"),
+    new_file(
+        &dir.join("verdict.json"),
         serde_json::to_string_pretty(verdict).unwrap_or_default(),
     )?;
-    std::fs::write(
-        dir.join("run.txt"),
+    new_file(
+        &dir.join("run.txt"),
         format!(
             "run id: {}\nnamespace: {}\nstarted at (UTC): {}\nwritten at (UTC): {}\n",
             verdict.run_id,
@@ -60,4 +116,117 @@ pub fn write(
         ),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
+
+    /// A fresh directory of this test's own under the temp dir.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("jr2-evidence-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn verdict() -> DriverVerdict {
+        DriverVerdict {
+            schema: crate::verdict::DRIVER_VERDICT_SCHEMA.to_owned(),
+            ok: false,
+            exit_code: 1,
+            run_id: "run0001".to_owned(),
+            namespace: "demo".to_owned(),
+            skipped: false,
+            started_at: "2026-12-04T18:36:47Z".to_owned(),
+            elapsed_ms: 1,
+            models: Vec::new(),
+            pods: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    fn empty_run() -> RunResult {
+        RunResult {
+            pods: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_new_directory_is_created_and_an_empty_one_taken() {
+        let base = scratch("new");
+        let dir = base.join("a/b/evidence");
+        assert_eq!(check(&dir), Ok(()));
+        write(&dir, &[], &empty_run(), &verdict()).unwrap();
+        for f in ["pods-as-created.yaml", "verdict.json", "run.txt"] {
+            assert!(dir.join(f).is_file(), "{f}");
+        }
+        let empty = base.join("empty");
+        fs::create_dir(&empty).unwrap();
+        assert_eq!(check(&empty), Ok(()));
+        write(&empty, &[], &empty_run(), &verdict()).unwrap();
+        // Written once: a second bundle into the same directory is refused, nothing overwritten.
+        assert!(check(&dir).unwrap_err().contains("is not empty"));
+        assert!(write(&dir, &[], &empty_run(), &verdict()).is_err());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_verdict_json_link_in_an_existing_directory_is_not_followed() {
+        let base = scratch("link");
+        let target = base.join("precious");
+        fs::write(&target, "keep me").unwrap();
+        let dir = base.join("evidence");
+        fs::create_dir(&dir).unwrap();
+        symlink(&target, dir.join("verdict.json")).unwrap();
+        assert!(check(&dir).unwrap_err().contains("is not empty"));
+        assert!(write(&dir, &[], &empty_run(), &verdict()).is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_dangling_link_creates_no_target() {
+        let base = scratch("dangling");
+        let dir = base.join("evidence");
+        fs::create_dir(&dir).unwrap();
+        let target = base.join("created-through-the-link");
+        symlink(&target, dir.join("run.txt")).unwrap();
+        assert!(check(&dir).unwrap_err().contains("is not empty"));
+        assert!(write(&dir, &[], &empty_run(), &verdict()).is_err());
+        assert!(!target.exists());
+        // Even past the check (a link planted after it), the file is created new: the link is not followed.
+        assert!(new_file(&dir.join("run.txt"), "x").is_err());
+        assert!(!target.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_non_empty_directory_a_file_and_a_linked_directory_are_refused() {
+        let base = scratch("refused");
+        let full = base.join("full");
+        fs::create_dir(&full).unwrap();
+        fs::write(full.join("notes.txt"), "mine").unwrap();
+        assert!(
+            check(&full)
+                .unwrap_err()
+                .ends_with("is not empty: name a new directory for the bundle (or an empty one)")
+        );
+        assert!(write(&full, &[], &empty_run(), &verdict()).is_err());
+        assert_eq!(fs::read_dir(&full).unwrap().count(), 1, "nothing written");
+        let file = base.join("file");
+        fs::write(&file, "").unwrap();
+        assert!(check(&file).unwrap_err().contains("is not a directory"));
+        let empty = base.join("empty");
+        fs::create_dir(&empty).unwrap();
+        let link = base.join("link");
+        symlink(&empty, &link).unwrap();
+        assert!(check(&link).unwrap_err().contains("symbolic link"));
+        assert!(write(&link, &[], &empty_run(), &verdict()).is_err());
+        assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+        fs::remove_dir_all(&base).unwrap();
+    }
 }

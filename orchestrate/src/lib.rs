@@ -6,6 +6,7 @@
 
 pub mod diagnose;
 pub mod evidence;
+pub mod host_access;
 pub mod network_policy;
 pub mod plan;
 pub mod pod;

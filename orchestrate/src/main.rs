@@ -188,6 +188,13 @@ async fn run(args: RunArgs) -> ExitCode {
             None => Exit::Ok.into(),
         };
     }
+    // `--evidence DIR` must be a new directory (or an empty one): refused now, before anything reaches the cluster.
+    if let Some(dir) = &args.evidence
+        && let Err(why) = evidence::check(dir)
+    {
+        eprintln!("error: --evidence: {why}");
+        return Exit::Usage.into();
+    }
     // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
     // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
     // sweeps again, so it is dropped where it stands.

@@ -588,6 +588,7 @@ fn validate_placement(at: &str, p: &Placement) -> Result<(), PlanError> {
         let custodian = p.custodian().expect("found above");
         check_mounts(&path, custodian, spec)?;
     }
+    crate::host_access::check(at, p)?;
     Ok(())
 }
 

@@ -192,6 +192,57 @@ fn model_result(i: usize, outcome: Outcome) -> ModelResult {
     }
 }
 
+/// A model name a hostile probe claims: an escape, a newline and a forged `error:` line.
+const HOSTILE_MODEL: &str = "m\u{1b}[31m\nerror: forged model";
+/// A key the driver holds (its redactor knows it), echoed by the hostile probe.
+const HELD_KEY: &str = "sk-ant-api03-HELDHELDHELDHELD";
+
+/// An `<error>` as a hostile probe writes it: ESC, OSC 52 (write the clipboard), U+202E, invisible characters, a
+/// forged second `error:` line, a held key, and 1000 characters.
+fn hostile_error() -> String {
+    format!(
+        "HTTP 500: \u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{202e}dlrow\u{200b} {HELD_KEY}\nerror: provider preflight failed for model \"forged\"\r\n{}",
+        "x".repeat(1000)
+    )
+}
+
+/// A result with every string hostile: the model, id, base URL, host and route name another model and host.
+fn hostile_result(i: usize) -> ModelResult {
+    let mut r = model_result(i, Outcome::Http);
+    r.model = HOSTILE_MODEL.to_owned();
+    r.id = "id\u{1b}[0m".to_owned();
+    r.base_url = "http://user:pw@evil.example\u{1b}[31m/v1?key=x".to_owned();
+    r.host = "evil.example\u{202e}".to_owned();
+    r.route = Route::Catalog {
+        provider: "evil\u{1b}".to_owned(),
+        via_custodian: true,
+        key_env: "FORGED\nerror: x".to_owned(),
+        key_held: true,
+        gateway: false,
+    };
+    r.error = Some(hostile_error());
+    r.next_action = "\u{1b}]52;c;ZXZpbA==\u{7}run this".to_owned();
+    r.stop_reason = Some("\u{1b}[31mstop".to_owned());
+    r.tool_name = Some("\u{1b}[31mtool".to_owned());
+    r.answer = Some(format!("{HELD_KEY}\u{1b}[31m{}", "a".repeat(1000)));
+    r.http_status = Some(500);
+    r
+}
+
+/// No control, bidi or invisible character, no line break, at most `max` characters, no held key.
+fn assert_clean(text: &str, max: usize) {
+    assert!(
+        !text.chars().any(jr2_probe::sanitize::needs_escape),
+        "{text:?}"
+    );
+    assert!(!text.contains(HELD_KEY), "{text:?}");
+    assert!(
+        text.chars().count() <= max,
+        "{} chars: {text:?}",
+        text.chars().count()
+    );
+}
+
 fn verdict() -> Verdict {
     Verdict::new(
         Origin::Node {
@@ -395,6 +446,9 @@ enum Scenario {
     StaysUnschedulable,
     /// The log breaks off after one result; the pod ends; the log cannot be read again: the termination message.
     LogLost,
+    /// The probe's log and termination message are hostile (escapes, OSC 52, bidi, a forged `error:` line, a long
+    /// error, a held key, another model and host): the log breaks off after one result, then the termination message.
+    HostileLog,
     /// The Events are forbidden (RBAC): a verdict all the same.
     EventsForbidden,
     /// The watch stream closes mid-way: the driver watches again from the last resource version.
@@ -934,6 +988,55 @@ impl ApiServerVerifier {
                 send.send_response(json_response(
                     500,
                     &status_body(500, "InternalError", "failed to try resolving symlinks in path \"/var/log/pods/demo_x/probe/0.log\": no such file or directory"),
+                ));
+                self.delete(POD, Some("uid-1"), 200).await;
+            }
+            Scenario::HostileLog => {
+                let (pods, _events) = self.begin().await;
+                let obj = self.object(POD, &running());
+                pods.watch("MODIFIED", obj);
+                let log = self.probe_log(POD).await;
+                log.event(&ev_start());
+                log.event(&ProbeEvent::ModelStarted {
+                    index: 0,
+                    model: HOSTILE_MODEL.to_owned(),
+                });
+                log.event(&ProbeEvent::Result {
+                    index: 0,
+                    result: Box::new(hostile_result(0)),
+                });
+                log.break_off();
+                let summary = Summary {
+                    schema: jr2_probe::contract::summary::SUMMARY_SCHEMA.to_owned(),
+                    ok: false,
+                    n: 3,
+                    models: (0..3)
+                        .map(|_| jr2_probe::contract::summary::SummaryModel {
+                            model: Some(HOSTILE_MODEL.to_owned()),
+                            outcome: Outcome::Http,
+                            code: Outcome::Http.default_code(),
+                            status: Some(500),
+                            tries: 1,
+                            elapsed_ms: 5,
+                            error: Some(hostile_error()),
+                        })
+                        .collect(),
+                    truncated: false,
+                };
+                let message = serde_json::to_string(&summary).unwrap();
+                let obj = self.object(
+                    POD,
+                    &Stage::Scheduled {
+                        phase: "Failed",
+                        custodian: c_running("custodian"),
+                        probe: c_terminated("probe", "Error", 1, Some(&message)),
+                    },
+                );
+                pods.watch("MODIFIED", obj);
+                let (_, send) = self.log_request(POD, "probe").await;
+                send.send_response(json_response(
+                    500,
+                    &status_body(500, "InternalError", "the log is gone"),
                 ));
                 self.delete(POD, Some("uid-1"), 200).await;
             }
@@ -1482,6 +1585,106 @@ async fn a_lost_log_falls_back_to_the_termination_message() {
             .count(),
         1
     );
+}
+
+#[tokio::test]
+async fn the_pods_text_is_cleaned_and_the_plan_names_the_model_and_host() {
+    let mut opts = options();
+    opts.redactor = jr2_probe::sanitize::Redactor::new([HELD_KEY]);
+    let o = drive(Scenario::HostileLog, vec![check_pod(POD)], opts).await;
+    let plan = plan();
+    let run = &o.result.pods[0];
+    // The model the probe started is the plan's, whatever its line says.
+    let started: Vec<&str> = o
+        .progress
+        .iter()
+        .filter_map(|p| match p {
+            RunUpdate::ModelStarted { model, .. } => Some(model.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [MODELS[0]]);
+    // The result from the log: every string cleaned, the model, id, base URL, host and route the plan's.
+    let r = run.results[0].as_ref().expect("the first result came");
+    let facts = plan.models[0].resolved().unwrap();
+    assert_eq!(r.model, MODELS[0]);
+    assert_eq!(
+        (&r.id, &r.base_url, &r.host, &r.route),
+        (&facts.id, &facts.base_url, &facts.host, &facts.route)
+    );
+    assert_eq!(r.next_action, r.code.next_action());
+    assert_clean(
+        r.error.as_deref().unwrap(),
+        jr2_probe::sanitize::MAX_ERROR_CHARS,
+    );
+    for s in [&r.stop_reason, &r.tool_name, &r.answer] {
+        assert_clean(s.as_deref().unwrap(), 400);
+    }
+    let result_update = o
+        .progress
+        .iter()
+        .find_map(|p| match p {
+            RunUpdate::Result { result, .. } => Some(result),
+            _ => None,
+        })
+        .expect("the result was sent");
+    assert_eq!(**result_update, *r);
+    // The termination message: the models the plan's (or none), the errors cleaned.
+    let PodOutcome::Finished(report) = &run.outcome else {
+        panic!("{:?}", run.outcome)
+    };
+    let summary = report.summary.as_ref().expect("the termination message");
+    for (i, m) in summary.models.iter().enumerate() {
+        assert!(
+            m.model.as_deref().is_none_or(|name| name == MODELS[i]),
+            "{m:?}"
+        );
+        assert_clean(
+            m.error.as_deref().unwrap(),
+            jr2_probe::sanitize::MAX_ERROR_CHARS,
+        );
+    }
+    // The driver's lines and its JSON verdict: one `error:` line per failed model, each clean, naming the plan's model
+    // and host.
+    let checks: Vec<_> = pod::check_pods(&plan, RUN, now())
+        .into_iter()
+        .filter(|c| c.pod.metadata.name.as_deref() == Some(POD))
+        .collect();
+    let verdict = jr2_preflight::verdict::assemble(
+        &plan,
+        &checks,
+        &o.result,
+        RUN,
+        now(),
+        std::time::Instant::now(),
+        Vec::new(),
+    );
+    let errors: Vec<&String> = verdict
+        .lines
+        .iter()
+        .filter(|l| l.starts_with("error:"))
+        .collect();
+    assert_eq!(errors.len(), 3, "{:#?}", verdict.lines);
+    for (i, line) in errors.iter().enumerate() {
+        assert!(
+            line.starts_with(&format!(
+                "error: provider preflight failed for model \"{}\"",
+                MODELS[i]
+            )),
+            "{line}"
+        );
+        let host = &plan.models[i].resolved().unwrap().host;
+        assert!(line.contains(&format!(" {host} (")), "{line}");
+        assert!(
+            !line.contains("evil.example") && !line.contains("forged model"),
+            "{line}"
+        );
+    }
+    for line in &verdict.lines {
+        assert_clean(line, 600);
+    }
+    let json = serde_json::to_string(&verdict).unwrap();
+    assert!(!json.contains(HELD_KEY) && !json.contains("evil.example") && !json.contains('\u{1b}'));
 }
 
 #[tokio::test]

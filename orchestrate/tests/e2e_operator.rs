@@ -286,6 +286,30 @@ async fn evidence_of_a_model_that_fails_holds_the_probe_lines() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evidence_directory_that_is_not_empty_is_bad_input_and_creates_nothing() {
+    let s = Setup::new(Scenario::ImagePullBackOff).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let dir = evidence_dir(&s);
+    std::fs::create_dir_all(&dir).unwrap();
+    let precious = s.dir.join("precious");
+    std::fs::write(&precious, "keep me").unwrap();
+    std::os::unix::fs::symlink(&precious, dir.join("verdict.json")).unwrap();
+    let run = s
+        .run(s.args(&plan, &["--evidence", &dir.display().to_string()]))
+        .await;
+    assert_eq!(run.code(), Some(2), "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("error: --evidence: ") && lines[0].contains("is not empty"),
+        "{lines:#?}"
+    );
+    assert_eq!(run.stdout, "", "no verdict on bad input");
+    no_pod_was_posted(&s);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_evidence_when_the_check_passes() {
     let s = Setup::new(Scenario::AllOk).await;
     let plan = s.plan(&[("harness", &["ok"])]);

@@ -423,8 +423,17 @@ impl Run {
         }
     }
 
+    /// What the plan says of pod `i`'s models, and how to clean what its probe says.
+    fn trusted(&self, i: usize) -> protocol::Trusted<'_> {
+        protocol::Trusted {
+            redactor: &self.opts.redactor,
+            models: &self.pods[i].models,
+            resolved: &self.pods[i].resolved,
+        }
+    }
+
     fn on_log_line(&mut self, i: usize, line: String) {
-        let event = protocol::event(&line);
+        let event = protocol::event(&line, &self.trusted(i));
         let st = &mut self.pods[i];
         st.keep_line(line);
         match event {
@@ -578,7 +587,10 @@ impl Run {
                 if self.wait_for_log(i, now) {
                     return;
                 }
-                match message.as_deref().map(protocol::termination) {
+                let termination = message
+                    .as_deref()
+                    .map(|m| protocol::termination(m, &self.trusted(i)));
+                match termination {
                     Some(Termination::Verdict(v)) => self.on_summary(i, v),
                     Some(Termination::Summary(summary)) => {
                         self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 
 use jr2_probe::sanitize::Redactor;
 
-use crate::plan::Plan;
+use crate::plan::{Plan, Resolved};
 use crate::pod::CheckPod;
 
 pub use cancel::Cancel;
@@ -107,6 +107,9 @@ pub struct PodToRun {
     pub pod: Pod,
     /// Its models' names, in its run spec's order.
     pub models: Vec<String>,
+    /// What the plan's validation resolved of each model, in the same order (`None`: a plan not validated): the
+    /// id, base URL, host and route the driver's lines name, whatever the pod says.
+    pub resolved: Vec<Option<Resolved>>,
 }
 
 impl PodToRun {
@@ -118,6 +121,11 @@ impl PodToRun {
                 .models
                 .iter()
                 .map(|&i| plan.models[i].model.clone())
+                .collect(),
+            resolved: check
+                .models
+                .iter()
+                .map(|&i| plan.models[i].resolved().cloned())
                 .collect(),
         }
     }

@@ -16,6 +16,7 @@ use jr2_probe::contract::verdict::ModelResult;
 use super::PodToRun;
 use super::report::{Evidence, FailureKind, PodFailure, PodOutcome, PodRun};
 use crate::diagnose;
+use crate::plan::Resolved;
 
 /// How often the probe's log is opened, at most, per pod.
 pub(super) const MAX_LOG_OPENS: u32 = 5;
@@ -138,6 +139,8 @@ pub(super) struct PodState {
     pub(super) name: String,
     /// Its models, in its run spec's order (the probe's `index`).
     pub(super) models: Vec<String>,
+    /// What the plan resolved of each model, in the same order.
+    pub(super) resolved: Vec<Option<Resolved>>,
     /// Its uid, once created.
     pub(super) uid: Option<String>,
     /// Where it is.
@@ -162,6 +165,7 @@ impl PodState {
         Self {
             name: to_run.pod.name_any(),
             models: to_run.models.clone(),
+            resolved: to_run.resolved.clone(),
             uid: None,
             phase: Phase::Creating,
             ran: false,
@@ -282,6 +286,7 @@ mod tests {
         PodState::new(&PodToRun {
             pod,
             models: models.iter().map(|m| (*m).to_owned()).collect(),
+            resolved: Vec::new(),
         })
     }
 

@@ -1,13 +1,165 @@
 //! The probe's protocol, read: its JSON lines (one [`ProbeEvent`] per line on stdout, the type the probe writes
 //! them with) and its termination message (the compact [`Summary`]).
+//!
+//! This is the one place where the pod's text enters the driver, so it is cleaned here, as a provider's text is
+//! cleaned in the probe: the pod runs an image and talks to servers the driver does not control, and what it says
+//! goes to a terminal and to `jr2 up`'s JSON. Every string is redacted (the held values), escaped (ESC, OSC, bidi,
+//! invisible characters, newlines: no forged second `error:` line) and cut (an `<error>` to the contract's 300
+//! characters). What a line names of a model (its name, id, API, base URL, host and route) is the plan's, by the
+//! model's index in the run spec, never the pod's; a `level` and `nextAction` are derived again from the outcome and
+//! code.
 
 use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::summary::Summary;
-use jr2_probe::contract::verdict::Verdict;
+use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
+use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
 
-/// Reads one line of the probe's log: `None` for a line that is not one of its events.
-pub(super) fn event(line: &str) -> Option<ProbeEvent> {
-    ProbeEvent::from_line(line)
+use crate::plan::Resolved;
+
+/// The longest short field of the pod's text kept (a node name, a model name the plan does not know, a version).
+const MAX_NAME_CHARS: usize = 253;
+/// The longest answer, stop reason or tool name kept (the probe keeps 400 characters of an answer).
+const MAX_TEXT_CHARS: usize = 400;
+/// The longest of the probe's own lines kept in its verdict.
+const MAX_LINE_CHARS: usize = 1000;
+
+/// What the driver knows of a pod's models before its probe says anything, and how to clean what it says.
+pub(super) struct Trusted<'a> {
+    /// Cleans the pod's text.
+    pub(super) redactor: &'a Redactor,
+    /// The models' names, by the probe's index.
+    pub(super) models: &'a [String],
+    /// What the plan's validation resolved of each, by the same index.
+    pub(super) resolved: &'a [Option<Resolved>],
+}
+
+impl Trusted<'_> {
+    fn name(&self, text: &str) -> String {
+        self.redactor.clean_to(text, MAX_NAME_CHARS)
+    }
+
+    /// The model `index`: the plan's name, or (an index the plan does not know) the pod's, cleaned.
+    fn model(&self, index: usize, said: &str) -> String {
+        self.models
+            .get(index)
+            .cloned()
+            .unwrap_or_else(|| self.name(said))
+    }
+
+    fn origin(&self, origin: Origin) -> Origin {
+        match origin {
+            Origin::Node { name } => Origin::Node {
+                name: self.name(&name),
+            },
+            Origin::ThisMachine => Origin::ThisMachine,
+        }
+    }
+
+    /// A model's result as the driver keeps it: the plan's facts, every other string cleaned.
+    fn result(&self, index: usize, mut r: ModelResult) -> ModelResult {
+        let c = |s: &str, max: usize| self.redactor.clean_to(s, max);
+        r.model = self.model(index, &r.model);
+        match self.resolved.get(index).and_then(Option::as_ref) {
+            Some(facts) => {
+                r.id = facts.id.clone();
+                r.api = facts.api;
+                r.base_url = facts.base_url.clone();
+                r.host = facts.host.clone();
+                r.route = facts.route.clone();
+            }
+            None => {
+                r.id = self.name(&r.id);
+                r.base_url = self.redactor.display_url(&r.base_url);
+                r.host = self.name(&r.host);
+                if let Route::Catalog {
+                    provider, key_env, ..
+                } = &mut r.route
+                {
+                    *provider = self.name(provider);
+                    *key_env = self.name(key_env);
+                }
+            }
+        }
+        r.level = r.outcome.level(r.api);
+        r.next_action = r.code.next_action().to_owned();
+        r.error = r.error.as_deref().map(|e| c(e, MAX_ERROR_CHARS));
+        r.stop_reason = r.stop_reason.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
+        r.tool_name = r.tool_name.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
+        r.answer = r.answer.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
+        r
+    }
+
+    fn verdict(&self, mut v: Verdict) -> Verdict {
+        v.schema = self.name(&v.schema);
+        v.probe_version = self.name(&v.probe_version);
+        v.origin = self.origin(v.origin);
+        v.started_at = self.name(&v.started_at);
+        v.models = std::mem::take(&mut v.models)
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| self.result(i, r))
+            .collect();
+        for line in &mut v.lines {
+            *line = self.redactor.clean_to(line, MAX_LINE_CHARS);
+        }
+        v
+    }
+
+    fn summary(&self, mut s: Summary) -> Summary {
+        s.schema = self.name(&s.schema);
+        for (i, m) in s.models.iter_mut().enumerate() {
+            m.model = m.model.as_deref().map(|said| self.model(i, said));
+            m.error = m
+                .error
+                .as_deref()
+                .map(|e| self.redactor.clean_to(e, MAX_ERROR_CHARS));
+        }
+        s
+    }
+
+    /// The event, cleaned.
+    fn event(&self, event: ProbeEvent) -> ProbeEvent {
+        match event {
+            ProbeEvent::Start {
+                schema,
+                probe_version,
+                origin,
+                models,
+                budget_ms,
+            } => ProbeEvent::Start {
+                schema: self.name(&schema),
+                probe_version: self.name(&probe_version),
+                origin: self.origin(origin),
+                models,
+                budget_ms,
+            },
+            ProbeEvent::ModelStarted { index, model } => ProbeEvent::ModelStarted {
+                index,
+                model: self.model(index, &model),
+            },
+            ProbeEvent::Try {
+                index,
+                model,
+                attempt,
+            } => ProbeEvent::Try {
+                index,
+                model: self.model(index, &model),
+                attempt,
+            },
+            ProbeEvent::Result { index, result } => ProbeEvent::Result {
+                index,
+                result: Box::new(self.result(index, *result)),
+            },
+            ProbeEvent::Summary { verdict } => ProbeEvent::Summary {
+                verdict: Box::new(self.verdict(*verdict)),
+            },
+        }
+    }
+}
+
+/// Reads one line of the probe's log, cleaned: `None` for a line that is not one of its events.
+pub(super) fn event(line: &str, trusted: &Trusted) -> Option<ProbeEvent> {
+    ProbeEvent::from_line(line).map(|e| trusted.event(e))
 }
 
 /// What a termination message holds.
@@ -21,12 +173,12 @@ pub(super) enum Termination {
     Nothing,
 }
 
-/// Reads a termination message.
-pub(super) fn termination(message: &str) -> Termination {
+/// Reads a termination message, cleaned.
+pub(super) fn termination(message: &str, trusted: &Trusted) -> Termination {
     if let Ok(s) = serde_json::from_str::<Summary>(message.trim()) {
-        return Termination::Summary(s);
+        return Termination::Summary(trusted.summary(s));
     }
-    let verdict = message.lines().rev().find_map(|l| match event(l) {
+    let verdict = message.lines().rev().find_map(|l| match event(l, trusted) {
         Some(ProbeEvent::Summary { verdict }) => Some(verdict),
         _ => None,
     });
@@ -38,7 +190,22 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
-    use jr2_probe::contract::verdict::Origin;
+    fn trusted() -> Trusted<'static> {
+        static REDACTOR: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+        Trusted {
+            redactor: REDACTOR.get_or_init(Redactor::default),
+            models: &[],
+            resolved: &[],
+        }
+    }
+
+    fn termination(message: &str) -> Termination {
+        super::termination(message, &trusted())
+    }
+
+    fn event(line: &str) -> Option<ProbeEvent> {
+        super::event(line, &trusted())
+    }
 
     fn verdict() -> Verdict {
         Verdict::new(
