@@ -115,7 +115,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            jr2_probe::say!("error: cannot start the async runtime: {e}");
             return Exit::Failed.into();
         }
     };
@@ -130,7 +130,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         return Exit::Ok.into();
     }
     let line = jr2_probe::cli::usage_line(&e);
-    eprintln!("error: {} (see jr2-preflight run --help)", line);
+    jr2_probe::say!("error: {} (see jr2-preflight run --help)", line);
     Exit::Usage.into()
 }
 
@@ -152,7 +152,7 @@ async fn run(args: RunArgs) -> ExitCode {
     let mut plan = match Plan::read(&args.plan) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {}", sanitize::escape(&e.to_string()));
+            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
             return PlanError::EXIT.into();
         }
     };
@@ -163,36 +163,37 @@ async fn run(args: RunArgs) -> ExitCode {
         plan.probe_image = image.clone();
     }
     if let Err(e) = plan.validate() {
-        eprintln!("error: {}", sanitize::escape(&e.to_string()));
+        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
         return PlanError::EXIT.into();
     }
     let run_id = pod::new_run_id();
     if args.skip_provider_preflight {
         let verdict = verdict::skipped(&plan, &run_id);
         for line in &verdict.lines {
-            eprintln!("{line}");
+            jr2_probe::say!("{line}");
         }
-        print_verdict(&args, &verdict);
+        let printed = print_verdict(&args, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
             Some(exit) => interrupted(exit),
-            None => Exit::Ok.into(),
+            None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
     let now = SystemTime::now();
     if args.dry_run {
         let checks = pod::check_pods(&plan, &run_id, now);
-        print!("{}", pod::to_yaml(checks.iter().map(|c| &c.pod)));
+        let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
+        let printed = jr2_probe::console::out("the dry-run pods", yaml.as_bytes());
         return match signals.received() {
             Some(exit) => interrupted(exit),
-            None => Exit::Ok.into(),
+            None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
     // `--evidence DIR` must be a new directory (or an empty one): refused now, before anything reaches the cluster.
     if let Some(dir) = &args.evidence
         && let Err(why) = evidence::check(dir)
     {
-        eprintln!("error: --evidence: {why}");
+        jr2_probe::say!("error: --evidence: {why}");
         return Exit::Usage.into();
     }
     // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
@@ -244,13 +245,13 @@ async fn run(args: RunArgs) -> ExitCode {
         verdict.exit_code = i32::from(exit);
     }
     for line in &verdict.lines[before..] {
-        eprintln!("{line}");
+        jr2_probe::say!("{line}");
     }
-    print_verdict(&args, &verdict);
+    let printed = print_verdict(&args, &verdict);
     if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
         && let Err(e) = evidence::write(dir, &checks, &result, &verdict)
     {
-        eprintln!(
+        jr2_probe::say!(
             "{}",
             render::evidence_not_written(&dir.display().to_string(), &e.to_string())
         );
@@ -263,17 +264,26 @@ async fn run(args: RunArgs) -> ExitCode {
             .iter()
             .chain(report.failed.iter().map(|(n, _)| n))
         {
-            eprintln!("{}", render::pod_may_still_exist(&plan.namespace, name));
+            jr2_probe::say!("{}", render::pod_may_still_exist(&plan.namespace, name));
         }
     }
     if let Some(exit) = interrupted_by {
         return interrupted(exit);
     }
-    Exit::of_run(verdict.ok).into()
+    match printed {
+        Ok(()) => Exit::of_run(verdict.ok).into(),
+        Err(e) => stdout_failed(e),
+    }
+}
+
+/// The verdict or the dry-run pods did not reach stdout: one line, exit 1 (the caller has nothing to read).
+fn stdout_failed(e: jr2_probe::console::StdoutError) -> ExitCode {
+    jr2_probe::say!("{}", e.line());
+    Exit::Failed.into()
 }
 
 fn interrupted(exit: Exit) -> ExitCode {
-    eprintln!("{}", render::interrupted());
+    jr2_probe::say!("{}", render::interrupted());
     exit.into()
 }
 
@@ -283,7 +293,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
     let client = match client(args).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
+            jr2_probe::say!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
             return Err(Exit::Failed.into());
         }
     };
@@ -293,7 +303,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
             Err(e) => Err(e),
         };
         if let Err(e) = applied {
-            eprintln!(
+            jr2_probe::say!(
                 "error: --from-deployment: {}",
                 sanitize::escape(&e.to_string())
             );
@@ -398,12 +408,14 @@ fn not_run(to_run: &[PodToRun]) -> RunResult {
     }
 }
 
-fn print_verdict(args: &RunArgs, verdict: &DriverVerdict) {
+fn print_verdict(
+    args: &RunArgs,
+    verdict: &DriverVerdict,
+) -> Result<(), jr2_probe::console::StdoutError> {
     if args.output == Output::Json {
-        let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer_pretty(&mut out, verdict);
-        let _ = writeln!(out);
+        jr2_probe::console::out_json("the verdict", verdict)?;
     }
+    Ok(())
 }
 
 /// A client from the kubeconfig, kubectl's way: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`; `--context`.

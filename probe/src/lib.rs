@@ -10,6 +10,7 @@ pub mod api;
 pub mod catalog;
 pub mod check;
 pub mod cli;
+pub mod console;
 pub mod contract;
 pub mod framing;
 pub mod prompt;

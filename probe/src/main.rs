@@ -198,7 +198,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            jr2_probe::say!("error: cannot start the async runtime: {e}");
             return Exit::Failed.into();
         }
     };
@@ -212,7 +212,7 @@ fn main() -> ExitCode {
         tokio::select! {
             code = work => code,
             _ = tokio::signal::ctrl_c() => {
-                eprintln!("error: interrupted; the models not finished were not checked");
+                jr2_probe::say!("error: interrupted; the models not finished were not checked");
                 Exit::Interrupted.into()
             }
         }
@@ -242,7 +242,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .filter(|c| c == "check" || c == "run")
         .map(|c| format!(" {c}"))
         .unwrap_or_default();
-    eprintln!("error: {line} (see jr2-probe{command} --help)");
+    jr2_probe::say!("error: {line} (see jr2-probe{command} --help)");
     Exit::Usage.into()
 }
 
@@ -260,7 +260,7 @@ async fn check(args: CheckArgs) -> ExitCode {
     let (targets, checker) = match prepare(&args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {}", sanitize::escape(&e.to_string()));
+            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
             return Exit::Usage.into();
         }
     };
@@ -297,10 +297,11 @@ async fn check(args: CheckArgs) -> ExitCode {
         })
         .await;
     let verdict = Verdict::new(origin, started_at, start.elapsed(), results, lines);
-    if args.output == Output::Json {
-        let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer_pretty(&mut out, &verdict);
-        let _ = writeln!(out);
+    if args.output == Output::Json
+        && let Err(e) = jr2_probe::console::out_json("the verdict", &verdict)
+    {
+        jr2_probe::say!("{}", e.line());
+        return Exit::Failed.into();
     }
     Exit::of_run(verdict.ok).into()
 }
@@ -500,7 +501,7 @@ fn load_trust(ca_bundle: &[PathBuf]) -> Result<Trust, InputError> {
         ca_files.extend(env_files);
         match Trust::load(&ca_files) {
             Ok(t) => trust = t,
-            Err(e) => eprintln!(
+            Err(e) => jr2_probe::say!(
                 "warning: provider: {}; going on without it",
                 sanitize::escape(&e.to_string())
             ),
@@ -525,12 +526,12 @@ async fn run(args: RunArgs) -> ExitCode {
     {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {}", sanitize::escape(&e));
+            jr2_probe::say!("error: {}", sanitize::escape(&e));
             return Exit::Usage.into();
         }
     };
     if spec.schema != jr2_probe::spec::RUN_SPEC_SCHEMA {
-        eprintln!(
+        jr2_probe::say!(
             "error: --spec: schema \"{}\" is not {}",
             sanitize::escape(&spec.schema),
             jr2_probe::spec::RUN_SPEC_SCHEMA
@@ -540,7 +541,7 @@ async fn run(args: RunArgs) -> ExitCode {
     let trust = match load_trust(&args.ca_bundle) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}", sanitize::escape(&e.to_string()));
+            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
             return Exit::Usage.into();
         }
     };
@@ -552,7 +553,7 @@ async fn run(args: RunArgs) -> ExitCode {
             Ok(t) => targets.push(t),
             Err(e) => {
                 let line = format!("{}: {}", e.field(), e.problem.message(in_flags));
-                eprintln!("error: {}", sanitize::escape(&line));
+                jr2_probe::say!("error: {}", sanitize::escape(&line));
                 return Exit::Usage.into();
             }
         }
@@ -576,13 +577,22 @@ async fn run(args: RunArgs) -> ExitCode {
         settings,
     );
     for proxy in checker.factory().proxy().unusable() {
-        eprintln!("{}", proxy.warning_line());
+        jr2_probe::say!("{}", proxy.warning_line());
     }
-    let deadline = std::env::var("JR2_PROBE_DEADLINE")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| std::time::UNIX_EPOCH + Duration::from_secs_f64(s));
+    let deadline = match std::env::var_os("JR2_PROBE_DEADLINE") {
+        None => None,
+        Some(value) => {
+            let value = value.to_string_lossy();
+            let deadline = jr2_probe::run::parse_deadline(&value);
+            if deadline.is_none() {
+                jr2_probe::say!(
+                    "{}",
+                    render::deadline_unusable(&sanitize::escape_truncate(&value, 40))
+                );
+            }
+            deadline
+        }
+    };
     let options = RunOptions {
         node: args.node.clone().filter(|n| !n.is_empty()),
         deadline,

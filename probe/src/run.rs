@@ -12,6 +12,8 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::sync::Mutex;
+#[cfg(test)]
+use std::time::UNIX_EPOCH;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::check::{Checker, Progress};
@@ -94,6 +96,17 @@ fn emit(out: &Mutex<Box<dyn Write + Send>>, event: &ProbeEvent) {
     let _ = out.flush();
 }
 
+/// `JR2_PROBE_DEADLINE`'s value as a time: Unix seconds, positive and finite, and a time this machine can hold
+/// (`1e300` is none). `None` for anything else.
+pub fn parse_deadline(value: &str) -> Option<SystemTime> {
+    let seconds = value.trim().parse::<f64>().ok()?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return None;
+    }
+    let since_epoch = Duration::try_from_secs_f64(seconds).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(since_epoch)
+}
+
 /// Checks `targets` as pod mode does, writing JSON lines to `out`. Returns the verdict.
 pub async fn run(
     checker: &Checker,
@@ -108,11 +121,18 @@ pub async fn run(
         Some(name) => Origin::Node { name: name.clone() },
         None => Origin::ThisMachine,
     };
+    let now = SystemTime::now();
     let budget = options.deadline.map(|d| {
-        d.duration_since(SystemTime::now())
+        d.duration_since(now)
             .unwrap_or(Duration::ZERO)
             .saturating_sub(DEADLINE_MARGIN)
     });
+    // A deadline already behind us (less than the margin ahead) leaves no time to send anything: every model is
+    // not checked, and the line says why rather than blaming the models with "no answer in 0 s".
+    let passed_by = options
+        .deadline
+        .filter(|_| budget == Some(Duration::ZERO))
+        .map(|d| now.duration_since(d).unwrap_or(Duration::ZERO));
     emit(
         &out,
         &ProbeEvent::start(
@@ -171,6 +191,10 @@ pub async fn run(
     };
     let both = async { tokio::join!(work, watch) };
     let finished = match budget {
+        _ if passed_by.is_some() => {
+            drop(both);
+            false
+        }
         Some(b) => tokio::time::timeout(b, both).await.is_ok(),
         None => {
             both.await;
@@ -196,11 +220,15 @@ pub async fn run(
                         target.route.may_load_on_first_use(),
                     ),
                 )
-            } else {
+            } else if let Some(ago) = passed_by {
                 (
                     Outcome::NotChecked,
-                    "not checked: the check pod's deadline came first".to_owned(),
+                    render::deadline_passed_error(&render::seconds(Duration::from_secs(
+                        ago.as_secs(),
+                    ))),
                 )
+            } else {
+                (Outcome::NotChecked, render::deadline_came_first_error())
             };
             let result = checker.unfinished(target, outcome, error, waited);
             emit(
@@ -275,6 +303,17 @@ mod tests {
             (0..n).map(|i| model(i, error_len)).collect(),
             Vec::new(),
         )
+    }
+
+    #[test]
+    fn a_deadline_is_unix_seconds_this_machine_can_hold() {
+        assert_eq!(
+            parse_deadline(" 1700000000.5 "),
+            Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_500))
+        );
+        for bad in ["1e300", "1e19", "inf", "-inf", "NaN", "0", "-1", "", "soon"] {
+            assert_eq!(parse_deadline(bad), None, "{bad}");
+        }
     }
 
     #[test]

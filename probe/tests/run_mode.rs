@@ -204,3 +204,94 @@ async fn a_bad_spec_is_one_error_line_and_exit_2() {
         run.stderr
     );
 }
+
+/// A deadline behind the probe's clock (a node clock ahead of the driver's by more than the deadline): nothing is
+/// sent, every model is `not_checked`, and the line says the deadline had passed rather than "no answer in 0 s".
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deadline_already_passed_checks_nothing_and_says_so() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1",
+                      "models": [custom("ok@a", &base), custom("ok@b", &base)]});
+    let passed = SystemTime::now() - Duration::from_secs(90);
+    let passed_s = passed.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[("JR2_PROBE_DEADLINE", &format!("{passed_s:.3}"))],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent past the deadline"
+    );
+    let ev = events(&run.stdout);
+    let verdict: jr2_probe::verdict::Verdict =
+        serde_json::from_value(ev.last().unwrap()["verdict"].clone()).unwrap();
+    for m in &verdict.models {
+        assert_eq!(m.outcome, Outcome::NotChecked, "{m:?}");
+        let error = m.error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with("not checked: the check pod's deadline had passed 9")
+                && error.ends_with(
+                    " s before the probe started — is this node's clock ahead of the machine that ran jr2 up?"
+                ),
+            "{error}"
+        );
+    }
+    assert!(
+        !ev.iter().any(|e| e["event"] == "modelStarted"),
+        "no model is started"
+    );
+}
+
+/// A `JR2_PROBE_DEADLINE` the probe cannot use (too large for a time, not a number, negative) is one warning line
+/// and a run without it: never a panic (the release build aborts on one, with no JSON and no termination message).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_deadline_is_a_warning_not_a_panic() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let spec =
+        json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [custom("ok@a", &base)]});
+    let term = temp_path("termination-bad-deadline");
+    for value in [
+        "1e300",
+        "1e19",
+        "18446744073709551616",
+        "-5",
+        "NaN",
+        "inf",
+        "soon\u{1b}[31m",
+    ] {
+        let run = common::probe(
+            &[
+                "run",
+                "--spec-json",
+                &spec.to_string(),
+                "--termination-log",
+                term.to_str().unwrap(),
+            ],
+            &[("JR2_PROBE_DEADLINE", value)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{value}: {}", run.stderr);
+        let shown = jr2_probe::sanitize::escape(value);
+        assert_eq!(
+            run.lines(),
+            [format!(
+                "warning: JR2_PROBE_DEADLINE={shown} is not a Unix time in seconds; the probe does not stop before the pod's deadline"
+            )],
+            "{value}"
+        );
+        let summary: Summary =
+            serde_json::from_str(&std::fs::read_to_string(&term).unwrap()).unwrap();
+        assert!(summary.ok, "{value}");
+    }
+    let _ = std::fs::remove_file(term);
+}

@@ -145,6 +145,27 @@ pub fn parse_query(q: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Accepts connections on `listener` until the returned sender fires or is dropped, and serves each one on a task of
+/// its own (a failed accept is skipped). Every fake server here runs and stops this way.
+pub fn accept_until_stopped<F, Fut>(listener: TcpListener, serve: F) -> oneshot::Sender<()>
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = &mut stop_rx => return,
+            };
+            let Ok((stream, _)) = accepted else { continue };
+            tokio::spawn(serve(stream));
+        }
+    });
+    stop_tx
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,25 +188,4 @@ mod tests {
         assert_eq!(q["watch"], "");
         assert_eq!(q["a+b"], "100%");
     }
-}
-
-/// Accepts connections on `listener` until the returned sender fires or is dropped, and serves each one on a task of
-/// its own (a failed accept is skipped). Every fake server here runs and stops this way.
-pub fn accept_until_stopped<F, Fut>(listener: TcpListener, serve: F) -> oneshot::Sender<()>
-where
-    F: Fn(TcpStream) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                a = listener.accept() => a,
-                _ = &mut stop_rx => return,
-            };
-            let Ok((stream, _)) = accepted else { continue };
-            tokio::spawn(serve(stream));
-        }
-    });
-    stop_tx
 }

@@ -110,6 +110,26 @@ pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
     }
 }
 
+/// The `<error>` of a model the pod's deadline stopped before it was sent.
+pub fn deadline_came_first_error() -> String {
+    "not checked: the check pod's deadline came first".to_owned()
+}
+
+/// The `<error>` of every model when the pod's deadline had already passed as the probe started: nothing was
+/// sent. Seen when the node's clock is ahead of the driver's by more than the deadline.
+pub fn deadline_passed_error(seconds_ago: &str) -> String {
+    format!(
+        "not checked: the check pod's deadline had passed {seconds_ago} s before the probe started — is this node's clock ahead of the machine that ran jr2 up?"
+    )
+}
+
+/// `warning:` line of a `JR2_PROBE_DEADLINE` that is not a Unix time in seconds (`value` escaped, cut).
+pub fn deadline_unusable(value: &str) -> String {
+    format!(
+        "warning: JR2_PROBE_DEADLINE={value} is not a Unix time in seconds; the probe does not stop before the pod's deadline"
+    )
+}
+
 /// The `<error>` of a model the preflight cannot send yet: `not supported by the preflight yet: <why>`.
 pub fn unsupported_error(why: &str) -> String {
     format!("not supported by the preflight yet: {why}")
