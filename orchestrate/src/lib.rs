@@ -11,6 +11,7 @@ pub mod network_policy;
 pub mod plan;
 pub mod pod;
 pub mod run;
+pub mod secret_env;
 pub mod signals;
 pub mod verdict;
 pub mod workload;

@@ -339,7 +339,7 @@ impl Plan {
     }
 
     /// Checks what the types do not: names, references between fields, the models (through the probe's own
-    /// resolution, with an empty environment), and that no model key is a literal. Each model keeps what its
+    /// resolution, with an empty environment), and that no secret is a literal ([`crate::secret_env`]). Each model keeps what its
     /// resolution gave ([`PlanModel::resolved`]); one resolved already, and unchanged since, is not resolved again.
     pub fn validate(&mut self) -> Result<(), PlanError> {
         if self.schema != PLAN_SCHEMA {
@@ -379,6 +379,11 @@ impl Plan {
                 "empty: name the placement of the Harness pods",
             ));
         }
+        let key_envs: Vec<&str> = self
+            .models
+            .iter()
+            .filter_map(|m| m.key_env.as_deref())
+            .collect();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, p) in self.placements.iter().enumerate() {
             let at = format!("plan.placements[{i}]");
@@ -393,6 +398,7 @@ impl Plan {
                 ));
             }
             validate_placement(&at, p)?;
+            crate::secret_env::check(&at, p, &key_envs)?;
         }
 
         if self.models.is_empty() {
@@ -443,9 +449,6 @@ impl Plan {
                         m.model, m.placement
                     ),
                 ));
-            }
-            if let Some(key_env) = &m.key_env {
-                no_literal_key(self, placement, key_env)?;
             }
         }
         for (m, r) in self.models.iter_mut().zip(resolved) {
@@ -610,41 +613,6 @@ fn check_mounts(at: &str, c: &Container, spec: &PodSpec) -> Result<(), PlanError
             return Err(invalid(
                 format!("{at}.volumeMounts[{j}].name"),
                 format!("no volume \"{}\" in the pod spec's volumes", m.name),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A model's key env var in the Harness env is its Stand-in or a `valueFrom` reference, never a literal key.
-fn no_literal_key(plan: &Plan, placement: &Placement, key_env: &str) -> Result<(), PlanError> {
-    let pi = plan
-        .placements
-        .iter()
-        .position(|p| p.name == placement.name)
-        .expect("the placement is the plan's");
-    let spec = &placement.pod_spec;
-    let Some(ci) = spec
-        .containers
-        .iter()
-        .position(|c| c.name == placement.harness_container)
-    else {
-        return Ok(());
-    };
-    for (k, e) in spec.containers[ci].env.iter().flatten().enumerate() {
-        if e.name != key_env {
-            continue;
-        }
-        if let Some(v) = &e.value
-            && !v.is_empty()
-            && *v != stand_in(key_env)
-        {
-            return Err(invalid(
-                format!("plan.placements[{pi}].podSpec.containers[{ci}].env[{k}].value"),
-                format!(
-                    "{key_env} is a literal; a plan carries the Stand-in \"{}\" or a valueFrom reference, never a key",
-                    stand_in(key_env)
-                ),
             ));
         }
     }

@@ -155,6 +155,39 @@ async fn from_deployment_with_a_literal_key_is_refused_without_echoing_it() {
     no_pod_was_posted(&s);
 }
 
+/// A Deployment whose Custodian holds a literal secret-shaped value is refused like a plan would be (issue 11,
+/// item 2): the Deployment's field, the value never repeated, nothing created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_deployment_with_a_literal_in_the_custodian_is_refused() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let literal = "hunter2-0123456789-correct-horse-battery";
+    let mut spec = pod_spec();
+    let custodian = spec["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["name"] == "custodian")
+        .expect("the fake Deployment has a Custodian");
+    spec["containers"][custodian]["env"] = json!([{"name": "DATABASE_PASSWORD", "value": literal}]);
+    s.kube
+        .add_deployment(NS, deployment("jr2-leaky-custodian", spec));
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run(s.args(&plan, &["--from-deployment", "jr2-leaky-custodian"]))
+        .await;
+    assert_eq!(run.code(), Some(2), "{}", run.stderr);
+    let lines = run.lines();
+    assert_eq!(
+        lines,
+        [format!(
+            "error: --from-deployment: Deployment \"jr2-leaky-custodian\": spec.template.spec.containers[{custodian}].env[0].value: DATABASE_PASSWORD looks like a secret and is a literal ({} characters, not repeated); a plan carries the Stand-in \"jr2-held-DATABASE_PASSWORD\" or a valueFrom reference, never a secret value",
+            literal.len()
+        )]
+    );
+    assert!(!run.stderr.contains(literal));
+    no_pod_was_posted(&s);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // --evidence
 

@@ -447,6 +447,97 @@ fn a_forged_model_id_is_refused_even_when_the_preflight_is_skipped() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A literal secret in the Harness or the Custodian env, named like a key of pi's catalog or shaped like a secret,
+/// is bad input: the field named, the value never repeated, nothing printed on stdout (issue 11, item 2). The
+/// Stand-ins and `valueFrom` references of the example stay accepted.
+#[test]
+fn a_literal_secret_in_either_container_is_refused_without_repeating_it() {
+    let dir = std::env::temp_dir().join(format!("jr2-literal-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let literal = "sk-proj-Zq0123456789abcdefghijklmnopqrstuvwxyzAB";
+    assert_eq!(literal.len(), 48);
+    // (placement, container, env entry, the field's start, the message's start)
+    let cases = [
+        (
+            0,
+            0,
+            json!({"name": "OPENAI_API_KEY", "value": literal}),
+            "plan.placements[0].podSpec.containers[0].env[13].value",
+            "OPENAI_API_KEY is a literal; a plan carries the Stand-in \"jr2-held-OPENAI_API_KEY\"",
+        ),
+        (
+            0,
+            0,
+            json!({"name": "DATABASE_PASSWORD", "value": literal}),
+            "plan.placements[0].podSpec.containers[0].env[13].value",
+            "DATABASE_PASSWORD looks like a secret and is a literal (48 characters, not repeated)",
+        ),
+        (
+            1,
+            1,
+            json!({"name": "GEMINI_API_KEY", "value": literal}),
+            "plan.placements[1].podSpec.containers[1].env[0].value",
+            "GEMINI_API_KEY is a literal",
+        ),
+        (
+            1,
+            1,
+            json!({"name": "upstream_token", "value": literal}),
+            "plan.placements[1].podSpec.containers[1].env[0].value",
+            "upstream_token looks like a secret",
+        ),
+    ];
+    for (pi, ci, entry, field, message) in cases {
+        let mut v = example_json();
+        let container = &mut v["placements"][pi]["podSpec"]["containers"][ci];
+        if container.get("env").is_none() {
+            container["env"] = json!([]);
+        }
+        container["env"].as_array_mut().unwrap().push(entry.clone());
+        let err = Plan::from_value(v.clone()).expect_err(&entry.to_string());
+        let line = format!("error: {err}");
+        assert!(
+            line.starts_with(&format!("error: {field}: {message}")),
+            "{line}"
+        );
+        assert!(!line.contains(literal), "the value is repeated: {line}");
+        let path = dir.join("plan.json");
+        std::fs::write(&path, v.to_string()).unwrap();
+        for flag in ["--dry-run", "--skip-provider-preflight"] {
+            let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+                .args(["run", "--plan"])
+                .arg(&path)
+                .arg(flag)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+            assert_eq!(
+                stderr.lines().collect::<Vec<_>>(),
+                [line.as_str()],
+                "{flag}"
+            );
+            assert!(out.stdout.is_empty(), "{flag}: nothing is printed");
+        }
+        // The Stand-in and an empty value are what a plan may hold.
+        for value in [
+            format!("jr2-held-{}", entry["name"].as_str().unwrap()),
+            String::new(),
+        ] {
+            let mut ok = example_json();
+            let container = &mut ok["placements"][pi]["podSpec"]["containers"][ci];
+            if container.get("env").is_none() {
+                container["env"] = json!([]);
+            }
+            let mut e = entry.clone();
+            e["value"] = json!(value);
+            container["env"].as_array_mut().unwrap().push(e);
+            Plan::from_value(ok).unwrap_or_else(|e| panic!("{value:?}: {e}"));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 // --- The pods ------------------------------------------------------------------------------------------------------
 
 #[test]
