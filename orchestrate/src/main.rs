@@ -156,6 +156,19 @@ async fn run(args: RunArgs) -> ExitCode {
             return PlanError::EXIT.into();
         }
     };
+    // The flags' values are checked under their own names, before they stand in for the plan's.
+    let flags = [
+        args.namespace
+            .as_deref()
+            .map(|ns| jr2_preflight::plan::check_namespace("--namespace", ns)),
+        args.probe_image
+            .as_deref()
+            .map(|image| jr2_preflight::plan::image_reference("--probe-image", image)),
+    ];
+    if let Some(e) = flags.into_iter().flatten().find_map(Result::err) {
+        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+        return PlanError::EXIT.into();
+    }
     if let Some(ns) = &args.namespace {
         plan.namespace = ns.clone();
     }

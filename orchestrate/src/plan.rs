@@ -247,9 +247,20 @@ pub enum PlanError {
         #[source]
         source: std::io::Error,
     },
+    /// The plan is larger than [`MAX_PLAN_BYTES`].
+    #[error(
+        "--plan: {path} is larger than 1 MiB; a plan's check pods must fit the API server's limit on one object (1.5 MiB)"
+    )]
+    TooLarge {
+        /// The path (`-`: stdin).
+        path: String,
+    },
     /// The plan is not JSON.
     #[error("plan: not JSON: {0}")]
     Json(String),
+    /// An object of the plan gives a key twice.
+    #[error("plan: {0}; a plan gives each field once")]
+    Repeated(String),
     /// A field is missing, of the wrong type, unknown, or invalid.
     #[error("{field}: {message}")]
     Invalid {
@@ -270,7 +281,10 @@ impl PlanError {
     pub fn field(&self) -> Option<&str> {
         match self {
             PlanError::Invalid { field, .. } => Some(field),
-            PlanError::Read { .. } | PlanError::Json(_) => None,
+            PlanError::Read { .. }
+            | PlanError::TooLarge { .. }
+            | PlanError::Json(_)
+            | PlanError::Repeated(_) => None,
         }
     }
 }
@@ -305,25 +319,57 @@ pub fn stand_in(name: &str) -> String {
     format!("jr2-held-{name}")
 }
 
+/// The largest plan read, in bytes. Each check pod copies its placement's pod spec and carries its models as one
+/// argument, and the API server stores a pod of at most 1.5 MiB (etcd's request limit): a plan of 1 MiB keeps every
+/// pod under it. `/dev/zero` as the plan stops here instead of filling memory.
+pub const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+
+/// The longest run spec one check pod's probe takes, in bytes of JSON: it is one argument (`--spec-json`), and
+/// Linux takes at most 128 KiB per argument (`MAX_ARG_STRLEN`, with its NUL). Past it the container cannot start.
+pub const MAX_RUN_SPEC_BYTES: usize = 128 * 1024 - 1;
+
 impl Plan {
-    /// Reads a plan from a file, or stdin for `-`, and validates it.
+    /// Reads a plan from a file, or stdin for `-` (at most [`MAX_PLAN_BYTES`]), and validates it. A pipe or a
+    /// process substitution (`--plan <(jr2 plan)`) is read like a file.
     pub fn read(path: &Path) -> Result<Plan, PlanError> {
-        let text = if path == Path::new("-") {
-            std::io::read_to_string(std::io::stdin())
-        } else {
-            std::fs::read_to_string(path)
-        }
-        .map_err(|source| PlanError::Read {
+        use std::io::Read;
+        let read_error = |source| PlanError::Read {
             path: path.display().to_string(),
             source,
+        };
+        let source: Box<dyn Read> = if path == Path::new("-") {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(std::fs::File::open(path).map_err(read_error)?)
+        };
+        let mut bytes = Vec::new();
+        source
+            .take(MAX_PLAN_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > MAX_PLAN_BYTES {
+            return Err(PlanError::TooLarge {
+                path: path.display().to_string(),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            read_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
+            ))
         })?;
         Plan::parse(&text)
     }
 
-    /// Parses and validates a plan.
+    /// Parses and validates a plan. A leading UTF-8 byte order mark (what some Windows editors write) is skipped; a
+    /// key given twice in one object is refused (serde_json would keep the last one: a second `namespace` could
+    /// point the run elsewhere than the first one a reader sees).
     pub fn parse(text: &str) -> Result<Plan, PlanError> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| PlanError::Json(e.to_string()))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let value = strict_json::parse(text).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => PlanError::Repeated(e.to_string()),
+            _ => PlanError::Json(e.to_string()),
+        })?;
         Plan::from_value(value)
     }
 
@@ -347,20 +393,7 @@ impl Plan {
         }
         dns_label("plan.namespace", &self.namespace)?;
         dns_label("plan.instance", &self.instance)?;
-        if self.probe_image.is_empty()
-            || self
-                .probe_image
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control())
-        {
-            return Err(invalid(
-                "plan.probeImage",
-                format!(
-                    "\"{}\" is not an image reference",
-                    jr2_probe::sanitize::escape_truncate(&self.probe_image, 200)
-                ),
-            ));
-        }
+        image_reference("plan.probeImage", &self.probe_image)?;
         seconds("plan.deadlineSeconds", self.deadline_seconds)?;
         seconds("plan.timeoutSeconds", self.timeout_seconds)?;
         if self.deadline_seconds <= self.timeout_seconds {
@@ -453,6 +486,21 @@ impl Plan {
         }
         for (m, r) in self.models.iter_mut().zip(resolved) {
             m.resolved = Some(r);
+        }
+        for p in &self.placements {
+            let bytes =
+                serde_json::to_string(&self.run_spec_for(&p.name)).map_or(0, |json| json.len());
+            if bytes > MAX_RUN_SPEC_BYTES {
+                let n = self.models.iter().filter(|m| m.placement == p.name).count();
+                return Err(invalid(
+                    "plan.models",
+                    format!(
+                        "the {n} models of placement \"{}\" make a run spec of {bytes} bytes; the probe takes it as \
+                         one argument, and Linux takes at most 131072 bytes per argument: check fewer models in one run",
+                        p.name
+                    ),
+                ));
+            }
         }
 
         if let Some(check) = &self.network_policy_check {
@@ -563,6 +611,10 @@ fn validate_placement(at: &str, p: &Placement) -> Result<(), PlanError> {
         &spec.containers[hi],
         spec,
     )?;
+    env_names(
+        &format!("{at}.podSpec.containers[{hi}]"),
+        &spec.containers[hi],
+    )?;
     if let Some(name) = &p.custodian_container {
         if *name == p.harness_container {
             return Err(invalid(
@@ -590,6 +642,16 @@ fn validate_placement(at: &str, p: &Placement) -> Result<(), PlanError> {
         };
         let custodian = p.custodian().expect("found above");
         check_mounts(&path, custodian, spec)?;
+        env_names(&path, custodian)?;
+        match custodian.image.as_deref() {
+            Some(image) => image_reference(&format!("{path}.image"), image)?,
+            None => {
+                return Err(invalid(
+                    format!("{path}.image"),
+                    "missing: the check pod runs the Custodian's image",
+                ));
+            }
+        }
     }
     crate::host_access::check(at, p)?;
     Ok(())
@@ -617,6 +679,179 @@ fn check_mounts(at: &str, c: &Container, spec: &PodSpec) -> Result<(), PlanError
         }
     }
     Ok(())
+}
+
+/// The env names of a container the check pod copies, as the API server takes them (1.35): not empty, printable
+/// ASCII, no `=`. Refused here rather than by the create, with the field named.
+fn env_names(at: &str, c: &Container) -> Result<(), PlanError> {
+    for (k, e) in c.env.iter().flatten().enumerate() {
+        let ok = !e.name.is_empty()
+            && e.name
+                .bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && b != b'=');
+        if !ok {
+            return Err(invalid(
+                format!("{at}.env[{k}].name"),
+                format!(
+                    "\"{}\" is not an environment variable name (printable ASCII, no '=', not empty)",
+                    jr2_probe::sanitize::escape_truncate(&e.name, 100)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A namespace (`plan.namespace`, `--namespace`) is a DNS-1123 label; `field` names where it came from.
+pub fn check_namespace(field: &str, value: &str) -> Result<(), PlanError> {
+    dns_label(field, value)
+}
+
+/// An image reference (`plan.probeImage`, `--probe-image`, the Custodian's image) as a container runtime parses it
+/// (distribution's reference grammar): `[host[:port]/]path[:tag][@algorithm:hex]`, the path's components lower-case
+/// letters and digits joined by `.`, `_`, `__` or dashes, the tag at most 128 of `[A-Za-z0-9_.-]` (not starting with
+/// `.` or `-`), the name at most 255 characters. The API server takes any string, and the kubelet refuses a bad one
+/// only once the pod is scheduled (`InvalidImageName`), so it is refused here, before anything is created.
+pub fn image_reference(field: &str, value: &str) -> Result<(), PlanError> {
+    match image_reference_problem(value) {
+        None => Ok(()),
+        Some(why) => Err(invalid(
+            field,
+            format!(
+                "\"{}\" is not an image reference ({why})",
+                jr2_probe::sanitize::escape_truncate(value, 200)
+            ),
+        )),
+    }
+}
+
+fn image_reference_problem(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        return Some("empty");
+    }
+    let (rest, digest) = match value.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (value, None),
+    };
+    if let Some(digest) = digest {
+        let Some((algorithm, hex)) = digest.split_once(':') else {
+            return Some("a digest is <algorithm>:<hex>");
+        };
+        let algorithm_ok = !algorithm.is_empty()
+            && algorithm.split(['+', '.', '_', '-']).all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
+        if !algorithm_ok || hex.len() < 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Some("a digest is <algorithm>:<at least 32 hex digits>");
+        }
+    }
+    // A tag follows the last ':' after the last '/' (a ':' before it is the registry's port).
+    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match rest[last_slash..].rfind(':') {
+        Some(i) => (&rest[..last_slash + i], Some(&rest[last_slash + i + 1..])),
+        None => (rest, None),
+    };
+    if let Some(tag) = tag {
+        let ok = !tag.is_empty()
+            && tag.len() <= 128
+            && !tag.starts_with(['.', '-'])
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        if !ok {
+            return Some(
+                "a tag is 1 to 128 of letters, digits, '_', '.', '-', not starting with '.' or '-'",
+            );
+        }
+    }
+    if name.is_empty() {
+        return Some("no name");
+    }
+    if name.len() > 255 {
+        return Some("the name is longer than 255 characters");
+    }
+    let mut components: Vec<&str> = name.split('/').collect();
+    // The first component is a registry when it looks like a host: a '.', a ':' or `localhost` (as Docker reads it).
+    if components.len() > 1 {
+        let first = components[0];
+        if first.contains(['.', ':']) || first == "localhost" {
+            if !is_registry(first) {
+                return Some("the registry is <host>[:<port>]");
+            }
+            components.remove(0);
+        }
+    }
+    if !components.iter().all(|c| is_path_component(c)) {
+        return Some(
+            "the path's components are lower-case letters and digits joined by '.', '_', '__' or '-'",
+        );
+    }
+    None
+}
+
+/// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`: runs of lower-case letters and digits, one separator between two runs.
+fn is_path_component(c: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let bytes = c.as_bytes();
+    if bytes.is_empty() || !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+        return false;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        if alnum(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && !alnum(bytes[i]) {
+            i += 1;
+        }
+        let separator = &c[start..i];
+        if !(matches!(separator, "." | "_" | "__") || separator.bytes().all(|b| b == b'-')) {
+            return false;
+        }
+    }
+    true
+}
+
+/// `host[:port]` of a registry: DNS labels (letters, digits, inner '-') joined by '.', or `[IPv6]`, and a port.
+fn is_registry(text: &str) -> bool {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let Some((v6, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match after {
+            "" => return true,
+            p => match p.strip_prefix(':') {
+                Some(port) => ("", Some(port)),
+                None => return false,
+            },
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
+        }
+    };
+    let port_ok =
+        port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    let host_ok = host.is_empty() && text.starts_with('[')
+        || !host.is_empty()
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            });
+    port_ok && host_ok
 }
 
 fn dns_label(field: &str, value: &str) -> Result<(), PlanError> {
@@ -666,41 +901,78 @@ fn is_env_name(name: &str) -> bool {
 // serde_json's errors from a `Value` say what is wrong but not where. When the plan does not deserialize, `locate`
 // walks it again, one field at a time, with the type of each field, and names the first one that fails.
 
-type Check = fn(&Value) -> Result<(), String>;
+type Check = fn(&Value) -> Result<(), Wrong>;
 
-fn is<T: DeserializeOwned>(v: &Value) -> Result<(), String> {
+/// What a [`Check`] found wrong: the message, and the field below the checked one it is about, when it knows it.
+struct Wrong {
+    /// `containers[0].env[1].value`, under the checked field.
+    inner: Option<String>,
+    message: String,
+}
+
+impl From<String> for Wrong {
+    fn from(message: String) -> Self {
+        Wrong {
+            inner: None,
+            message,
+        }
+    }
+}
+
+fn is<T: DeserializeOwned>(v: &Value) -> Result<(), Wrong> {
     serde_json::from_value::<T>(v.clone())
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string().into())
 }
 
-fn api_kind(v: &Value) -> Result<(), String> {
-    is::<ApiKind>(v).map_err(|_| match v {
-        Value::String(s) => format!(
-            "unknown API kind \"{}\" (pi's kinds: {})",
-            jr2_probe::sanitize::escape_truncate(s, 100),
-            ApiKind::ALL.map(ApiKind::as_str).join(", ")
-        ),
-        other => format!("must be a string, not {}", kind_of(other)),
+/// A pod spec that does not deserialize names its inner field: `containers[0].env[1].value: invalid type...`, as
+/// the API server would, rather than the whole `podSpec`.
+fn pod_spec(v: &Value) -> Result<(), Wrong> {
+    serde_path_to_error::deserialize::<_, PodSpec>(v.clone())
+        .map(|_| ())
+        .map_err(|e| {
+            let inner = e.path().to_string();
+            Wrong {
+                inner: (!inner.is_empty() && inner != ".").then_some(inner),
+                message: e.into_inner().to_string(),
+            }
+        })
+}
+
+fn api_kind(v: &Value) -> Result<(), Wrong> {
+    is::<ApiKind>(v).map_err(|_| {
+        match v {
+            Value::String(s) => format!(
+                "unknown API kind \"{}\" (pi's kinds: {})",
+                jr2_probe::sanitize::escape_truncate(s, 100),
+                ApiKind::ALL.map(ApiKind::as_str).join(", ")
+            ),
+            other => format!("must be a string, not {}", kind_of(other)),
+        }
+        .into()
     })
 }
 
-fn source(v: &Value) -> Result<(), String> {
-    is::<Source>(v).map_err(|_| match v {
-        Value::String(s) => format!(
-            "unknown source \"{}\" (one of: catalog, gateway, custom)",
-            jr2_probe::sanitize::escape_truncate(s, 100)
-        ),
-        other => format!("must be a string, not {}", kind_of(other)),
+fn source(v: &Value) -> Result<(), Wrong> {
+    is::<Source>(v).map_err(|_| {
+        match v {
+            Value::String(s) => format!(
+                "unknown source \"{}\" (one of: catalog, gateway, custom)",
+                jr2_probe::sanitize::escape_truncate(s, 100)
+            ),
+            other => format!("must be a string, not {}", kind_of(other)),
+        }
+        .into()
     })
 }
 
-fn tool_choice(v: &Value) -> Result<(), String> {
+fn tool_choice(v: &Value) -> Result<(), Wrong> {
     is::<ToolChoice>(v).map_err(|_| {
         format!(
             "{} is not a tool choice (one of: unset, auto, none, required, named)",
             jr2_probe::sanitize::escape_truncate(&v.to_string(), 100)
         )
+        .into()
     })
 }
 
@@ -730,7 +1002,7 @@ const TOP: &[(&str, bool, Check)] = &[
 
 const PLACEMENT: &[(&str, bool, Check)] = &[
     ("name", true, is::<String>),
-    ("podSpec", true, is::<PodSpec>),
+    ("podSpec", true, pod_spec),
     ("harnessContainer", false, is::<String>),
     ("custodianContainer", false, is::<String>),
 ];
@@ -776,7 +1048,10 @@ fn check_object(at: &str, v: &Value, fields: &[(&str, bool, Check)]) -> Result<(
         match obj.get(*name) {
             None if *required => return Err(invalid(format!("{at}.{name}"), "missing")),
             None => {}
-            Some(value) => check(value).map_err(|m| invalid(format!("{at}.{name}"), m))?,
+            Some(value) => check(value).map_err(|w| match w.inner {
+                Some(inner) => invalid(format!("{at}.{name}.{inner}"), w.message),
+                None => invalid(format!("{at}.{name}"), w.message),
+            })?,
         }
     }
     Ok(())
@@ -798,6 +1073,92 @@ fn locate(value: &Value, error: &serde_json::Error) -> PlanError {
     match walk() {
         Err(e) => e,
         Ok(()) => invalid("plan", error.to_string()),
+    }
+}
+
+/// JSON read as [`Value`], except that a key given twice in one object is an error (serde_json keeps the last).
+mod strict_json {
+    use std::fmt;
+
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    /// Parses `text`; a repeated key is a data error: `key "namespace" given twice at line 4 column 15`.
+    pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value = Strict.deserialize(&mut de)?;
+        de.end()?;
+        Ok(value)
+    }
+
+    /// A [`Value`] whose objects never repeat a key.
+    struct Strict;
+
+    impl<'de> DeserializeSeed<'de> for Strict {
+        type Value = Value;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Strict {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+
+        fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Bool(v))
+        }
+
+        fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+
+        fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+            Ok(Value::from(v))
+        }
+
+        fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_owned()))
+        }
+
+        fn visit_string<E>(self, v: String) -> Result<Value, E> {
+            Ok(Value::String(v))
+        }
+
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Strict)? {
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut object = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if object.contains_key(&key) {
+                    return Err(de::Error::custom(format_args!(
+                        "key \"{}\" given twice",
+                        jr2_probe::sanitize::escape_truncate(&key, 100)
+                    )));
+                }
+                let value = map.next_value_seed(Strict)?;
+                object.insert(key, value);
+            }
+            Ok(Value::Object(object))
+        }
     }
 }
 

@@ -391,6 +391,53 @@ fn plan_errors_name_their_field() {
         ("network policy check misspelt", |v| {
             v["networkPolicyCheck"] = json!({"labels": {}})
         }),
+        // Issue 11, items 9 and 14: the inner field of a pod spec, image references, env names, sizes.
+        ("env value not a string, inside the pod spec", |v| {
+            v["placements"][0]["podSpec"]["containers"][0]["env"][1]["value"] = json!(8081)
+        }),
+        ("toleration seconds as text, inside the pod spec", |v| {
+            v["placements"][0]["podSpec"]["tolerations"][0]["tolerationSeconds"] = json!("60")
+        }),
+        ("probe image with upper case", |v| {
+            v["probeImage"] = json!("registry.example.com/JR2/probe:0.1.0")
+        }),
+        ("probe image with a bad tag", |v| {
+            v["probeImage"] = json!("registry.example.com/jr2/probe:-0.1")
+        }),
+        ("probe image with a short digest", |v| {
+            v["probeImage"] = json!("registry.example.com/jr2/probe@sha256:abc")
+        }),
+        ("probe image with a bad registry port", |v| {
+            v["probeImage"] = json!("registry.example.com:80a/jr2/probe")
+        }),
+        ("custodian image with a space", |v| {
+            v["placements"][1]["podSpec"]["containers"][1]["image"] = json!("envoy proxy")
+        }),
+        ("custodian without an image", |v| {
+            v["placements"][1]["podSpec"]["containers"][1]
+                .as_object_mut()
+                .unwrap()
+                .remove("image");
+        }),
+        ("env name with '='", |v| {
+            v["placements"][0]["podSpec"]["containers"][0]["env"][1]["name"] = json!("A=B")
+        }),
+        ("empty env name", |v| {
+            v["placements"][1]["podSpec"]["containers"][0]["env"][0]["name"] = json!("")
+        }),
+        ("a model id of 100,000 characters", |v| {
+            v["models"][1]["model"] = json!(format!("vllm/{}", "m".repeat(100_000)))
+        }),
+        ("10,000 models on one placement", |v| {
+            let one = v["models"][1].clone();
+            v["models"] = (0..10_000)
+                .map(|i| {
+                    let mut m = one.clone();
+                    m["model"] = json!(format!("vllm/qwen3-{i}"));
+                    m
+                })
+                .collect();
+        }),
     ];
     let mut out = String::new();
     for (name, edit) in cases {
@@ -409,7 +456,18 @@ fn plan_errors_name_their_field() {
         );
         out.push_str(&format!("{name}\n  {text}\n"));
     }
-    for (name, text) in [("not JSON", "{"), ("not an object", "[]")] {
+    for (name, text) in [
+        ("not JSON", "{"),
+        ("not an object", "[]"),
+        (
+            "a key twice",
+            "{\"namespace\": \"demo\",\n \"namespace\": \"kube-system\"}",
+        ),
+        (
+            "a key twice, deeper",
+            "{\"placements\": [{\"name\": \"a\", \"name\": \"b\"}]}",
+        ),
+    ] {
         let e = Plan::parse(text).expect_err(name);
         out.push_str(&format!("{name}\n  {e}\n"));
     }
@@ -444,6 +502,74 @@ fn a_forged_model_id_is_refused_even_when_the_preflight_is_skipped() {
         assert!(!stderr.contains('\u{1b}'), "{flag}: a raw ESC: {stderr:?}");
         assert!(out.stdout.is_empty(), "{flag}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// What the command line and the file bring (issue 11, items 9 and 14): a BOM is skipped; a plan past 1 MiB
+/// (`/dev/zero` too) is one line, not a machine out of memory; the flags' values are refused under the flags' names.
+#[test]
+fn the_plan_file_and_the_flags_are_bounded_and_named() {
+    let example = include_str!("../examples/plan.json");
+    Plan::parse(&format!("\u{feff}{example}")).expect("a BOM is skipped");
+    let dir = std::env::temp_dir().join(format!("jr2-plan-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = dir.join("big.json");
+    std::fs::write(&big, format!("{example}{}", " ".repeat(1024 * 1024))).unwrap();
+    let plan = dir.join("plan.json");
+    std::fs::write(&plan, example).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+            .arg("run")
+            .args(args)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.stdout.is_empty(),
+            out.status.code() != Some(0),
+            "{args:?}: the pods on stdout, or nothing"
+        );
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let cases: Vec<(Vec<&std::ffi::OsStr>, String)> = vec![
+        (
+            vec![os("--plan"), os("/dev/zero")],
+            "error: --plan: /dev/zero is larger than 1 MiB; a plan's check pods must fit the API server's limit on one object (1.5 MiB)\n".to_owned(),
+        ),
+        (
+            vec![os("--plan"), big.as_os_str()],
+            format!("error: --plan: {} is larger than 1 MiB; a plan's check pods must fit the API server's limit on one object (1.5 MiB)\n", big.display()),
+        ),
+        (
+            vec![os("--plan"), plan.as_os_str(), os("-n"), os("Kube_System")],
+            "error: --namespace: \"Kube_System\" is not a DNS-1123 label (lower-case letters, digits and '-', at most 63, starting and ending with a letter or digit)\n".to_owned(),
+        ),
+        (
+            vec![os("--plan"), plan.as_os_str(), os("--probe-image"), os("jr2/Probe:1")],
+            "error: --probe-image: \"jr2/Probe:1\" is not an image reference (the path's components are lower-case letters and digits joined by '.', '_', '__' or '-')\n".to_owned(),
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, stderr) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr, want, "{args:?}");
+    }
+    // Good flag values pass.
+    let (code, stderr) = run(&[
+        os("--plan"),
+        plan.as_os_str(),
+        os("-n"),
+        os("other-ns"),
+        os("--probe-image"),
+        os(
+            "localhost:5000/jr2/jr2-probe:0.1.0@sha256:eb2c01c13125d1629637cb4e4cce7207009fb7cc2c8027f9742758549d15b6f4",
+        ),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -193,6 +193,13 @@ pub enum SpecProblem {
         /// The first such character.
         found: char,
     },
+    /// A model id longer than [`MAX_MODEL_ID_CHARS`].
+    ModelTooLong {
+        /// The id, escaped and cut to 60 characters.
+        shown: String,
+        /// Its length in characters.
+        chars: usize,
+    },
     /// A URL the environment names (`AZURE_OPENAI_BASE_URL`) is wrong.
     InEnv {
         /// The variable.
@@ -250,6 +257,9 @@ impl SpecProblem {
                  invisible characters are refused",
                 char_kind(*found),
                 u32::from(*found)
+            ),
+            SpecProblem::ModelTooLong { shown, chars } => format!(
+                "model \"{shown}\" is {chars} characters long; a model id is at most {MAX_MODEL_ID_CHARS}"
             ),
             SpecProblem::InEnv { name, problem } => {
                 format!("the environment's {name}: {}", problem.message(remedy))
@@ -314,9 +324,21 @@ fn char_kind(c: char) -> &'static str {
     }
 }
 
-/// Checks a model id (`<provider>/<id>` or an endpoint's own id) as every front end takes it: no control, bidi or
-/// invisible character, since the id is printed in every line ([`SpecProblem::ModelChars`]).
+/// The longest model id taken, in characters: far above any provider's ids (a Bedrock inference-profile ARN is
+/// about 100, a vLLM model path rarely 200), far below what would swell every line and the probe's argument.
+pub const MAX_MODEL_ID_CHARS: usize = 512;
+
+/// Checks a model id (`<provider>/<id>` or an endpoint's own id) as every front end takes it: at most
+/// [`MAX_MODEL_ID_CHARS`], no control, bidi or invisible character, since the id is printed in every line
+/// ([`SpecProblem::ModelChars`]).
 pub fn check_model_id(model: &str) -> Result<(), SpecProblem> {
+    let chars = model.chars().count();
+    if chars > MAX_MODEL_ID_CHARS {
+        return Err(SpecProblem::ModelTooLong {
+            shown: crate::sanitize::escape_truncate(model, 60),
+            chars,
+        });
+    }
     match model.chars().find(|c| crate::sanitize::needs_escape(*c)) {
         Some(found) => Err(SpecProblem::ModelChars {
             shown: crate::sanitize::escape_truncate(model, 100),
@@ -772,6 +794,23 @@ mod tests {
             );
         }
         assert!(check_model_id("vllm/Qwen/Qwen3-32B:Q4_K_M \u{e9}").is_ok());
+    }
+
+    #[test]
+    fn a_model_id_past_the_limit_is_refused_with_its_length() {
+        let at_limit = format!("vllm/{}", "\u{e9}".repeat(MAX_MODEL_ID_CHARS - 5));
+        assert!(check_model_id(&at_limit).is_ok());
+        let long = format!("vllm/{}", "m".repeat(100_000));
+        let mut s = spec(&long, Source::Custom);
+        s.base_url = Some("http://h/v1".into());
+        let e = resolve(&s, "models[0]", &env(&[]), "s").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "models[0].model: model \"vllm/{}…\" is 100005 characters long; a model id is at most 512",
+                "m".repeat(54)
+            )
+        );
     }
 
     #[test]
