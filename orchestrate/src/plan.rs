@@ -19,6 +19,7 @@ use std::path::Path;
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::contract::Exit;
 use jr2_probe::contract::verdict::Route;
+use jr2_probe::spec::input::InputError;
 use jr2_probe::spec::{ModelSpec, Remedy, RunSpec, Source, SpecError};
 use jr2_probe::target::Target;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
@@ -238,23 +239,9 @@ pub struct NetworkPolicyCheck {
 /// [`PlanError::EXIT`], before contacting the cluster.
 #[derive(Debug, Error)]
 pub enum PlanError {
-    /// The plan file cannot be read.
-    #[error("--plan: cannot read {path}: {source}")]
-    Read {
-        /// The path (`-`: stdin).
-        path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The plan is larger than [`MAX_PLAN_BYTES`].
-    #[error(
-        "--plan: {path} is larger than 1 MiB; a plan's check pods must fit the API server's limit on one object (1.5 MiB)"
-    )]
-    TooLarge {
-        /// The path (`-`: stdin).
-        path: String,
-    },
+    /// The plan file cannot be read, is larger than [`MAX_PLAN_BYTES`], or is not text.
+    #[error("--plan: {0}{hint}", hint = read_hint(.0))]
+    Read(#[from] InputError),
     /// The plan is not JSON.
     #[error("plan: not JSON: {0}")]
     Json(String),
@@ -281,10 +268,7 @@ impl PlanError {
     pub fn field(&self) -> Option<&str> {
         match self {
             PlanError::Invalid { field, .. } => Some(field),
-            PlanError::Read { .. }
-            | PlanError::TooLarge { .. }
-            | PlanError::Json(_)
-            | PlanError::Repeated(_) => None,
+            PlanError::Read(_) | PlanError::Json(_) | PlanError::Repeated(_) => None,
         }
     }
 }
@@ -307,6 +291,16 @@ impl From<SpecError> for PlanError {
     }
 }
 
+/// What a plan too large to read is too large for.
+fn read_hint(e: &InputError) -> &'static str {
+    match e {
+        InputError::TooLarge { .. } => {
+            "; a plan's check pods must fit the API server's limit on one object (1.5 MiB)"
+        }
+        _ => "",
+    }
+}
+
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> PlanError {
     PlanError::Invalid {
         field: field.into(),
@@ -322,7 +316,7 @@ pub fn stand_in(name: &str) -> String {
 /// The largest plan read, in bytes. Each check pod copies its placement's pod spec and carries its models as one
 /// argument, and the API server stores a pod of at most 1.5 MiB (etcd's request limit): a plan of 1 MiB keeps every
 /// pod under it. `/dev/zero` as the plan stops here instead of filling memory.
-pub const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+pub const MAX_PLAN_BYTES: u64 = jr2_probe::spec::input::MIB;
 
 /// The longest run spec one check pod's probe takes, in bytes of JSON: it is one argument (`--spec-json`), and
 /// Linux takes at most 128 KiB per argument (`MAX_ARG_STRLEN`, with its NUL). Past it the container cannot start.
@@ -332,32 +326,7 @@ impl Plan {
     /// Reads a plan from a file, or stdin for `-` (at most [`MAX_PLAN_BYTES`]), and validates it. A pipe or a
     /// process substitution (`--plan <(jr2 plan)`) is read like a file.
     pub fn read(path: &Path) -> Result<Plan, PlanError> {
-        use std::io::Read;
-        let read_error = |source| PlanError::Read {
-            path: path.display().to_string(),
-            source,
-        };
-        let source: Box<dyn Read> = if path == Path::new("-") {
-            Box::new(std::io::stdin())
-        } else {
-            Box::new(std::fs::File::open(path).map_err(read_error)?)
-        };
-        let mut bytes = Vec::new();
-        source
-            .take(MAX_PLAN_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read_error)?;
-        if bytes.len() as u64 > MAX_PLAN_BYTES {
-            return Err(PlanError::TooLarge {
-                path: path.display().to_string(),
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            read_error(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
-            ))
-        })?;
+        let text = jr2_probe::spec::input::read_text(path)?;
         Plan::parse(&text)
     }
 

@@ -513,15 +513,11 @@ fn load_trust(ca_bundle: &[PathBuf]) -> Result<Trust, InputError> {
 async fn run(args: RunArgs) -> ExitCode {
     let text = match (&args.spec, &args.spec_json) {
         (_, Some(json)) => Ok(json.clone()),
-        (Some(path), None) if path.as_os_str() == "-" => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
-        }
-        (Some(path), None) => std::fs::read_to_string(path),
+        (Some(path), None) => spec::input::read_text(path),
         (None, None) => unreachable!("clap requires one of them"),
     };
     let spec: RunSpec = match text
-        .map_err(|e| format!("--spec: cannot read it: {e}"))
+        .map_err(|e| format!("--spec: {e}"))
         .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("--spec: not a run spec ({e})")))
     {
         Ok(s) => s,

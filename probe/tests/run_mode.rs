@@ -295,3 +295,26 @@ async fn an_unusable_deadline_is_a_warning_not_a_panic() {
     }
     let _ = std::fs::remove_file(term);
 }
+
+/// `--spec` is read to 1 MiB at most: `/dev/zero` is one line and exit 2, not a probe out of memory (issue 11,
+/// item 9).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spec_file_past_one_mib_is_refused() {
+    let run = common::probe(
+        &[
+            "run",
+            "--spec",
+            "/dev/zero",
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.lines(),
+        ["error: --spec: /dev/zero is larger than 1 MiB"]
+    );
+    assert!(run.stdout.is_empty());
+}

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod input;
+
 pub mod azure;
 
 use crate::catalog;
