@@ -143,10 +143,43 @@ pub async fn run(
     );
     let results: Mutex<Vec<Option<ModelResult>>> = Mutex::new(vec![None; targets.len()]);
     let started: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    // The progress events come through a channel, the results through a callback: a model's result waits until its
+    // `modelStarted` and `try` events, already sent, are written (the order the README and the driver rely on). The
+    // receiver is locked only for one poll or one drain, never across an await.
+    let rx = Mutex::new(rx);
+    let on_progress = |p: Progress| match p {
+        Progress::Started { index } => {
+            started
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(index);
+            emit(
+                &out,
+                &ProbeEvent::ModelStarted {
+                    index,
+                    model: targets[index].model.clone(),
+                },
+            );
+        }
+        Progress::Try { index, attempt } => {
+            emit(
+                &out,
+                &ProbeEvent::Try {
+                    index,
+                    model: targets[index].model.clone(),
+                    attempt,
+                },
+            );
+        }
+    };
+    let lock_rx = || rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let work = async {
         checker
             .check_all_observed(targets, Some(tx), |i, result| {
+                while let Ok(p) = lock_rx().try_recv() {
+                    on_progress(p);
+                }
                 emit(
                     &out,
                     &ProbeEvent::Result {
@@ -161,32 +194,8 @@ pub async fn run(
             .await
     };
     let watch = async {
-        while let Some(p) = rx.recv().await {
-            match p {
-                Progress::Started { index } => {
-                    started
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(index);
-                    emit(
-                        &out,
-                        &ProbeEvent::ModelStarted {
-                            index,
-                            model: targets[index].model.clone(),
-                        },
-                    );
-                }
-                Progress::Try { index, attempt } => {
-                    emit(
-                        &out,
-                        &ProbeEvent::Try {
-                            index,
-                            model: targets[index].model.clone(),
-                            attempt,
-                        },
-                    );
-                }
-            }
+        while let Some(p) = std::future::poll_fn(|cx| lock_rx().poll_recv(cx)).await {
+            on_progress(p);
         }
     };
     let both = async { tokio::join!(work, watch) };

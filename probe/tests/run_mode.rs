@@ -72,6 +72,24 @@ async fn streams_json_lines_and_writes_the_termination_message() {
         "every try is streamed"
     );
     assert_eq!(*kinds.last().unwrap(), "summary");
+    // Per model: modelStarted, its tries, then its result (the documented order, whatever the interleaving).
+    for index in 0..3 {
+        let of_model: Vec<&str> = ev
+            .iter()
+            .filter(|e| e["index"] == index)
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            of_model.first(),
+            Some(&"modelStarted"),
+            "{index}: {of_model:?}"
+        );
+        assert_eq!(of_model.last(), Some(&"result"), "{index}: {of_model:?}");
+        assert!(
+            of_model[1..of_model.len() - 1].iter().all(|k| *k == "try"),
+            "{index}: {of_model:?}"
+        );
+    }
 
     let verdict: jr2_probe::verdict::Verdict =
         serde_json::from_value(ev.last().unwrap()["verdict"].clone()).unwrap();
