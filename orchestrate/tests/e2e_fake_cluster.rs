@@ -396,3 +396,57 @@ async fn figures_termination_to_verdict_and_driver_cpu() {
         stats(cpu_proc)
     );
 }
+
+/// An API server on a closed port (issue 12, item 6): the driver's own "cannot reach the cluster" line with the
+/// cause in plain words, no pod left to delete, and no log line on stderr (`jr2 up` parses it; a log comes only when
+/// `RUST_LOG` asks, and never coloured on a pipe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_on_a_closed_port_is_one_plain_line_and_no_log() {
+    let s = Setup::new(Scenario::AllOk).await;
+    // Two placements, two pods that cannot be created: one line.
+    let plan = s.plan(&[("harness", &["ok"]), ("gpu", &["ok"])]);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let kubeconfig = std::fs::read_to_string(s.kubeconfig())
+        .unwrap()
+        .replace(&s.kube.server_url(), &format!("http://127.0.0.1:{closed}"));
+    let path = std::path::Path::new(&s.kubeconfig()).with_file_name("closed-kubeconfig");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let args = |extra: &[&str]| {
+        let mut a: Vec<String> = [
+            "run",
+            "--plan",
+            &plan,
+            "--kubeconfig",
+            path.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = s.run(args(&[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert_eq!(
+        run.lines(),
+        ["error: provider preflight: cannot reach the cluster: Connection refused (os error 111)"]
+    );
+    // With RUST_LOG the log comes, uncoloured on a pipe.
+    let run = s
+        .run_with(args(&[]), vec![("RUST_LOG".into(), "debug".into())], None)
+        .await;
+    assert_eq!(run.code(), Some(1));
+    assert!(
+        run.lines().len() > 1,
+        "the log was asked for: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains('\u{1b}'),
+        "no colour on a pipe: {:?}",
+        run.stderr
+    );
+}

@@ -64,6 +64,22 @@ pub fn out_json(what: &'static str, value: &impl serde::Serialize) -> Result<(),
     out(what, &text)
 }
 
+/// The log of both binaries: nothing unless `RUST_LOG` asks for it (`jr2 up` reads stderr line by line, and every
+/// line there is one of the contract's), on stderr, coloured only when stderr is a terminal.
+pub fn init_tracing() {
+    use std::io::IsTerminal;
+    // Unset or not a filter: no log at all.
+    let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() else {
+        return;
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -190,7 +190,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    init_tracing();
+    jr2_probe::console::init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -244,16 +244,6 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .unwrap_or_default();
     jr2_probe::say!("error: {line} (see jr2-probe{command} --help)");
     Exit::Usage.into()
-}
-
-fn init_tracing() {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }
 
 async fn check(args: CheckArgs) -> ExitCode {

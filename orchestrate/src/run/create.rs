@@ -14,8 +14,20 @@ use super::cleanup::Cleanup;
 pub(super) enum Created {
     /// Created: the pod as the API server answered.
     Ok(Box<Pod>),
-    /// Refused (or not answered): the HTTP status when one came, and the message.
+    /// Refused (or not answered in time): the HTTP status when one came, and the message.
     Refused(Option<u16>, String),
+    /// The API server could not be reached at all: why, in plain words.
+    Unreachable(String),
+}
+
+/// Why a request got no answer, in plain words: the innermost cause (`Connection refused (os error 111)`), which
+/// is what a person acts on, rather than the layers above it (`ServiceError: client error (Connect)`).
+pub(super) fn plain_cause(e: &kube::Error) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
 }
 
 /// Creates one pod; retries what may pass on a second try (429, 5xx but 501, no answer).
@@ -30,6 +42,7 @@ pub(super) async fn create_pod(
     cleanup.creating(&name);
     let mut wait = Duration::from_millis(500);
     let mut last: (Option<u16>, String) = (None, String::new());
+    let mut unreachable = None;
     for attempt in 0..tries.max(1) {
         if attempt > 0 {
             if Instant::now() + wait >= deadline {
@@ -55,7 +68,10 @@ pub(super) async fn create_pod(
                     break;
                 }
             }
-            Ok(Err(e)) => last = (None, format!("cannot reach the API server: {e}")),
+            Ok(Err(e)) => {
+                last = (None, format!("cannot reach the API server: {e}"));
+                unreachable = Some(plain_cause(&e));
+            }
             Err(_) => {
                 last = (
                     None,
@@ -71,5 +87,9 @@ pub(super) async fn create_pod(
     } else {
         cleanup.not_created(&name);
     }
-    Created::Refused(last.0, last.1)
+    match unreachable {
+        // The last try got no answer at all, so nothing was written.
+        Some(why) if last.0.is_none() => Created::Unreachable(why),
+        _ => Created::Refused(last.0, last.1),
+    }
 }

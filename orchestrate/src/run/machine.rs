@@ -174,6 +174,14 @@ impl Run {
         let st = &self.pods[i];
         let lines = match &kind {
             FailureKind::Refused { message, .. } => vec![render::cluster_refused(&c(message))],
+            FailureKind::Unreachable { why } => {
+                // One cluster: said once, whichever pods could not be created.
+                let line = render::cannot_reach_cluster(&c(why));
+                let said = self.pods.iter().any(|p| {
+                    matches!(&p.phase, Phase::Done(PodOutcome::Failed(f)) if f.lines.contains(&line))
+                });
+                if said { Vec::new() } else { vec![line] }
+            }
             FailureKind::CannotStart(f) => vec![f.line(&self.opts.redactor)],
             FailureKind::Stopped {
                 reason,
@@ -695,7 +703,10 @@ impl Run {
             }
             let failed = matches!(
                 outcome,
-                PodOutcome::Failed(f) if !matches!(f.kind, FailureKind::Refused { .. } | FailureKind::Interrupted)
+                PodOutcome::Failed(f) if !matches!(
+                    f.kind,
+                    FailureKind::Refused { .. } | FailureKind::Unreachable { .. } | FailureKind::Interrupted
+                )
             );
             if self.opts.keep_failed && failed && st.uid.is_some() {
                 self.cleanup.keep(&st.name);

@@ -193,6 +193,7 @@ pub async fn run_pods(
             Ok(Created::Refused(code, message)) => {
                 run.fail(i, FailureKind::Refused { code, message })
             }
+            Ok(Created::Unreachable(why)) => run.fail(i, FailureKind::Unreachable { why }),
             Err(e) => run.fail(
                 i,
                 FailureKind::Refused {

@@ -181,6 +181,12 @@ pub enum FailureKind {
         /// The API server's message, raw.
         message: String,
     },
+    /// The API server did not answer the create (a closed port, no route, a TLS failure): the cluster cannot be
+    /// reached, which is no refusal.
+    Unreachable {
+        /// Why, in plain words (`connection refused`).
+        why: String,
+    },
     /// One of the contract's start failures.
     CannotStart(StartFailure),
     /// The pod stopped before the probe finished.
