@@ -315,7 +315,7 @@ async fn busy_after_every_try_is_a_warning_and_every_try_is_recorded() {
         assert_eq!(
             run.lines()[1],
             format!(
-                "warning: provider: {model} is busy toward {} after 4 tries (HTTP {status}) — not confirmed; a Turn retries the same way",
+                "warning: provider: {model} is busy toward {} after 4 tries (HTTP {status}) — not confirmed; a Turn makes one try, so it can fail the same way",
                 host(&fake)
             )
         );

@@ -348,7 +348,7 @@ general_settings: {{master_key: {MASTER_KEY}}}
     assert_eq!(
         run.lines()[1],
         format!(
-            "warning: provider: anthropic/claude-sonnet-4-5 is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way"
+            "warning: provider: anthropic/claude-sonnet-4-5 is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn makes one try, so it can fail the same way"
         )
     );
     let run = probe(

@@ -54,7 +54,7 @@ pub enum Level {
 }
 
 impl Outcome {
-    /// The level of this outcome for a model of `api`. Busy is a warning (a Turn retries the same way) except for
+    /// The level of this outcome for a model of `api`. Busy is a warning (not confirmed either way) except for
     /// Gemini and Vertex, whose tries are not seen.
     pub fn level(self, api: ApiKind) -> Level {
         match self {
@@ -210,7 +210,7 @@ impl Code {
                  --tool-call-parser; llama.cpp: --jinja), or choose a model that calls tools"
             }
             Code::Busy => {
-                "none required: a Turn retries the same way; run jr2 up again later to confirm the model"
+                "none required: a Turn makes one try, so it can fail the same way; run jr2 up again later to confirm the model"
             }
             Code::Unavailable => {
                 "wait until the server has loaded its model, or give the gateway a backend, then run jr2 up again"

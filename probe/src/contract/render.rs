@@ -68,7 +68,7 @@ pub fn text_warning(model: &str) -> String {
 pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) -> String {
     let status = status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
     format!(
-        "warning: provider: {model} is busy toward {host} after {tries} tries (HTTP {status}) — not confirmed; a Turn retries the same way"
+        "warning: provider: {model} is busy toward {host} after {tries} tries (HTTP {status}) — not confirmed; a Turn makes one try, so it can fail the same way"
     )
 }
 

@@ -286,7 +286,7 @@ pub fn assert_busy_warning(r: &ModelResult, model: &str, host: &str) {
     assert_eq!(
         lines(r),
         [format!(
-            "warning: provider: {model} is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn retries the same way"
+            "warning: provider: {model} is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn makes one try, so it can fail the same way"
         )]
     );
 }
