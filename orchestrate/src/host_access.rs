@@ -51,19 +51,8 @@ pub fn check(at: &str, p: &Placement) -> Result<(), PlanError> {
             ));
         }
     }
-    let wanted = [
-        Some(p.harness_container.as_str()),
-        p.custodian_container.as_deref(),
-    ];
-    for (list, containers) in [
-        ("containers", Some(&spec.containers)),
-        ("initContainers", spec.init_containers.as_ref()),
-    ] {
-        for (i, c) in containers.into_iter().flatten().enumerate() {
-            if wanted.contains(&Some(c.name.as_str())) {
-                container(&format!("{at_spec}.{list}[{i}]"), c)?;
-            }
-        }
+    for (field, c) in p.copied_containers() {
+        container(&format!("{at_spec}.{field}"), c)?;
     }
     Ok(())
 }

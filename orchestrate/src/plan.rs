@@ -128,6 +128,29 @@ impl Placement {
             .find(|c| c.name == name)
     }
 
+    /// The containers the check pod copies (the Harness and the Custodian), each with its field under the pod spec
+    /// (`containers[0]`, `initContainers[1]`).
+    pub fn copied_containers(&self) -> impl Iterator<Item = (String, &Container)> {
+        let wanted = [
+            Some(self.harness_container.as_str()),
+            self.custodian_container.as_deref(),
+        ];
+        let spec = &self.pod_spec;
+        [
+            ("containers", Some(&spec.containers)),
+            ("initContainers", spec.init_containers.as_ref()),
+        ]
+        .into_iter()
+        .flat_map(|(list, containers)| {
+            containers
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(i, c)| (format!("{list}[{i}]"), c))
+        })
+        .filter(move |(_, c)| wanted.contains(&Some(c.name.as_str())))
+    }
+
     /// Calls go through a Custodian: the pods have one.
     pub fn via_custodian(&self) -> bool {
         self.custodian_container.is_some()

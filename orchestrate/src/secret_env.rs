@@ -49,20 +49,8 @@ fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
 /// Refuses a literal secret in the env of `p`'s Harness or Custodian container (see the module's doc). `at` is the
 /// placement's field (`plan.placements[0]`); `key_envs` are the `keyEnv`s of the plan's models.
 pub fn check(at: &str, p: &Placement, key_envs: &[&str]) -> Result<(), PlanError> {
-    let spec = &p.pod_spec;
-    let wanted = [
-        Some(p.harness_container.as_str()),
-        p.custodian_container.as_deref(),
-    ];
-    for (list, containers) in [
-        ("containers", Some(&spec.containers)),
-        ("initContainers", spec.init_containers.as_ref()),
-    ] {
-        for (i, c) in containers.into_iter().flatten().enumerate() {
-            if wanted.contains(&Some(c.name.as_str())) {
-                container(&format!("{at}.podSpec.{list}[{i}]"), c, key_envs)?;
-            }
-        }
+    for (field, c) in p.copied_containers() {
+        container(&format!("{at}.podSpec.{field}"), c, key_envs)?;
     }
     Ok(())
 }

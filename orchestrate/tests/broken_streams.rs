@@ -8,22 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use jr2_testkit::streams::{closed_pipe, dev_full};
+
 fn example_plan() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plan.json")
-}
-
-fn dev_full() -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full")
-}
-
-/// The write end of a pipe whose read end is closed: every write to it is EPIPE.
-fn closed_pipe() -> std::io::PipeWriter {
-    let (reader, writer) = std::io::pipe().expect("pipe");
-    drop(reader);
-    writer
 }
 
 fn driver(args: &[&str], stdout: impl Into<Stdio>, stderr: impl Into<Stdio>) -> Output {

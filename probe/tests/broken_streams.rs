@@ -3,19 +3,7 @@
 
 use std::process::{Command, Stdio};
 
-fn dev_full() -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full")
-}
-
-/// The write end of a pipe whose read end is closed: every write to it is EPIPE.
-fn closed_pipe() -> std::io::PipeWriter {
-    let (reader, writer) = std::io::pipe().expect("pipe");
-    drop(reader);
-    writer
-}
+use jr2_testkit::streams::{closed_pipe, dev_full};
 
 #[test]
 fn the_probe_survives_a_closed_stdout_and_a_full_stderr() {

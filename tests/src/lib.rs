@@ -23,6 +23,7 @@ pub mod kube;
 pub mod peers;
 pub mod provider;
 pub mod redirect;
+pub mod streams;
 pub mod tls;
 
 // The old names.
