@@ -221,7 +221,10 @@ async fn run(args: RunArgs) -> ExitCode {
     let start = Instant::now();
     let mut lines = Lines(Vec::new());
     if let Some(client) = &client {
-        match signals.until(prepare(client.clone(), &plan, now)).await {
+        match signals
+            .until(prepare(client.clone(), &plan, &checks, now))
+            .await
+        {
             Ok(warnings) => {
                 for w in warnings {
                     lines.emit(w);
@@ -322,7 +325,12 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
 
 /// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), then the
 /// NetworkPolicy warning lines.
-async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<String> {
+async fn prepare(
+    client: kube::Client,
+    plan: &Plan,
+    checks: &[pod::CheckPod],
+    now: SystemTime,
+) -> Vec<String> {
     match tokio::time::timeout(
         Duration::from_secs(15),
         sweep_stale(client.clone(), &plan.namespace, &plan.instance, now),
@@ -335,7 +343,7 @@ async fn prepare(client: kube::Client, plan: &Plan, now: SystemTime) -> Vec<Stri
         Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
         _ => {}
     }
-    network_policy::warnings(client, plan).await
+    network_policy::warnings(client, plan, checks).await
 }
 
 /// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are

@@ -1,21 +1,25 @@
-//! The NetworkPolicy check: the policies of the namespace that select a placement's Harness pods and limit their
-//! egress. The check pod carries labels of its own, so such a policy does not select it, and a check that passes may
-//! not say what a Harness pod would see: each such policy is a warning line before the run.
+//! The NetworkPolicy check: the policies of the namespace that limit the egress of a placement's Harness pods and do
+//! not select its check pod. The check pod carries labels of its own, so such a policy leaves it free where a Harness
+//! pod is held, and a check that passes may not say what a Turn would see: each such policy is a warning line before
+//! the run. A policy that selects the check pod too (an empty `podSelector`, or one on `jr2.dev/instance`, which both
+//! carry) or that allows all egress (`egress: [{}]`) is not a difference, so it is not named.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use jr2_probe::contract::render;
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{Api, ListParams};
 
 use crate::plan::Plan;
+use crate::pod::CheckPod;
 
-/// The NetworkPolicies of the namespace that select a placement's Harness pods and limit their egress: the check
-/// pod has labels of its own, so they do not select it. A policy list that cannot be read yields no warning.
-pub async fn warnings(client: Client, plan: &Plan) -> Vec<String> {
+/// The NetworkPolicies of the namespace that limit the egress of a placement's Harness pods and do not select that
+/// placement's check pod (matched on the labels it is created with). A policy list that cannot be read yields no
+/// warning.
+pub async fn warnings(client: Client, plan: &Plan, checks: &[CheckPod]) -> Vec<String> {
     if plan.network_policy_check.is_none() {
         return Vec::new();
     }
@@ -26,27 +30,50 @@ pub async fn warnings(client: Client, plan: &Plan) -> Vec<String> {
         tracing::info!("cannot list NetworkPolicies; no NetworkPolicy warning");
         return Vec::new();
     };
+    differences(plan, checks, &list.items)
+        .iter()
+        .map(|n| render::network_policy_warning(n))
+        .collect()
+}
+
+/// The names of the policies that hold a placement's Harness pods and not its check pod, sorted and once each.
+fn differences(plan: &Plan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for placement in plan.placements_with_models() {
-        let Some(labels) = plan.harness_pod_labels(&placement.name) else {
+    for check in checks {
+        let Some(harness) = plan.harness_pod_labels(&check.placement) else {
             continue;
         };
-        for policy in &list.items {
+        let empty = BTreeMap::new();
+        let check_labels = check.pod.metadata.labels.as_ref().unwrap_or(&empty);
+        for policy in policies {
             let Some(spec) = &policy.spec else { continue };
-            let limits_egress = spec
-                .policy_types
-                .as_ref()
-                .is_some_and(|t| t.iter().any(|t| t == "Egress"))
-                || spec.egress.is_some();
-            if limits_egress && selects(&spec.pod_selector, labels) {
+            if limits_egress(spec)
+                && selects(&spec.pod_selector, harness)
+                && !selects(&spec.pod_selector, check_labels)
+            {
                 names.insert(policy.metadata.name.clone().unwrap_or_default());
             }
         }
     }
     names
-        .iter()
-        .map(|n| render::network_policy_warning(n))
-        .collect()
+}
+
+/// The policy limits the egress of the pods it selects: it is of type Egress (given, or by default when it has egress
+/// rules, as the API server defaults `policyTypes`), and none of its rules allows everything (a rule with no `to`
+/// and no `ports` allows every destination and port).
+fn limits_egress(spec: &NetworkPolicySpec) -> bool {
+    let rules = spec.egress.as_deref().unwrap_or_default();
+    let of_type_egress = match &spec.policy_types {
+        Some(types) => types.iter().any(|t| t == "Egress"),
+        None => !rules.is_empty(),
+    };
+    of_type_egress && !rules.iter().any(allows_all)
+}
+
+/// An egress rule that allows every destination on every port.
+fn allows_all(rule: &NetworkPolicyEgressRule) -> bool {
+    rule.to.as_deref().unwrap_or_default().is_empty()
+        && rule.ports.as_deref().unwrap_or_default().is_empty()
 }
 
 /// A label selector matches these labels (matchLabels and the matchExpressions operators).
@@ -117,5 +144,34 @@ mod tests {
         ));
         assert!(selects(&by(&[], vec![req("Exists", &[])]), &labels));
         assert!(!selects(&by(&[], vec![req("DoesNotExist", &[])]), &labels));
+    }
+
+    #[test]
+    fn egress_is_limited_as_the_api_server_reads_the_policy() {
+        let spec =
+            |v: serde_json::Value| -> NetworkPolicySpec { serde_json::from_value(v).unwrap() };
+        let to_llm = serde_json::json!({"to": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]});
+        // Of type Egress with no rules: all egress denied.
+        assert!(limits_egress(&spec(
+            serde_json::json!({"policyTypes": ["Egress"]})
+        )));
+        // No policyTypes: Egress when it has egress rules, as the API server defaults it.
+        assert!(limits_egress(&spec(
+            serde_json::json!({"egress": [to_llm]})
+        )));
+        assert!(!limits_egress(&spec(serde_json::json!({"egress": []}))));
+        assert!(!limits_egress(&spec(serde_json::json!({}))));
+        // Ingress only: its egress rules are not read.
+        assert!(!limits_egress(&spec(
+            serde_json::json!({"policyTypes": ["Ingress"], "egress": [to_llm]})
+        )));
+        // A rule with no `to` and no `ports` allows everything, whatever the other rules say.
+        assert!(!limits_egress(&spec(
+            serde_json::json!({"policyTypes": ["Egress"], "egress": [to_llm, {}]})
+        )));
+        // Every destination, but one port: limited.
+        assert!(limits_egress(&spec(
+            serde_json::json!({"policyTypes": ["Egress"], "egress": [{"ports": [{"port": 443}]}]})
+        )));
     }
 }

@@ -359,7 +359,7 @@ async fn no_evidence_when_the_check_passes() {
 // NetworkPolicies
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn network_policies_that_limit_the_harness_egress_are_named() {
+async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_are_named() {
     let s = Setup::new(Scenario::AllOk).await;
     let policy = |name: &str, selector: Value, types: Value| json!({"metadata": {"name": name}, "spec": {"podSelector": selector, "policyTypes": types}});
     let harness = json!({"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}});
@@ -368,7 +368,13 @@ async fn network_policies_that_limit_the_harness_egress_are_named() {
         NS,
         policy("harness-egress", harness.clone(), json!(["Egress"])),
     );
-    // Every pod of the namespace (an empty selector), egress denied: named.
+    // No `policyTypes`, egress rules: of type Egress, as the API server defaults it: named.
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "harness-to-llm"}, "spec": {"podSelector": harness.clone(),
+            "egress": [{"to": [{"ipBlock": {"cidr": "203.0.113.0/24"}}], "ports": [{"port": 443}]}]}}),
+    );
+    // Every pod of the namespace (an empty selector), egress denied: the check pod is under it too.
     s.kube.add_network_policy(
         NS,
         policy(
@@ -376,6 +382,21 @@ async fn network_policies_that_limit_the_harness_egress_are_named() {
             json!({}),
             json!(["Ingress", "Egress"]),
         ),
+    );
+    // The Instance's pods, by the label the check pod carries too: the check pod is under it.
+    s.kube.add_network_policy(
+        NS,
+        policy(
+            "instance-egress",
+            json!({"matchLabels": {"jr2.dev/instance": "e2e"}}),
+            json!(["Egress"]),
+        ),
+    );
+    // Selects the Harness pods, allows all egress (`egress: [{}]`): limits nothing.
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "harness-allow-all"}, "spec": {"podSelector": harness.clone(),
+            "policyTypes": ["Egress"], "egress": [{}]}}),
     );
     // Ingress only: the check's path out is not limited.
     s.kube.add_network_policy(
@@ -410,7 +431,7 @@ async fn network_policies_that_limit_the_harness_egress_are_named() {
     };
     assert_eq!(
         lines[..2],
-        [warning("default-deny-egress"), warning("harness-egress")],
+        [warning("harness-egress"), warning("harness-to-llm")],
         "{lines:#?}"
     );
     assert_eq!(
@@ -420,7 +441,7 @@ async fn network_policies_that_limit_the_harness_egress_are_named() {
     );
     let v = run.verdict();
     assert_eq!(v["ok"], true);
-    assert_eq!(v["lines"][0], warning("default-deny-egress"));
+    assert_eq!(v["lines"][0], warning("harness-egress"));
     // Listed in the namespace only.
     let lists: Vec<String> = s
         .kube
