@@ -174,8 +174,13 @@ async fn run(args: RunArgs) -> ExitCode {
         return PlanError::EXIT.into();
     }
     let run_id = pod::new_run_id();
-    if args.skip_provider_preflight {
-        let verdict = verdict::skipped(&plan, &run_id);
+    // Skipped, or nothing to check: no pod, nothing contacted.
+    if args.skip_provider_preflight || (plan.models.is_empty() && !args.dry_run) {
+        let verdict = if args.skip_provider_preflight {
+            verdict::skipped(&plan, &run_id)
+        } else {
+            verdict::nothing_to_check(&plan, &run_id)
+        };
         for line in &verdict.lines {
             jr2_probe::say!("{line}");
         }

@@ -426,9 +426,6 @@ impl Plan {
             crate::secret_env::check(&at, p, &key_envs)?;
         }
 
-        if self.models.is_empty() {
-            return Err(invalid("plan.models", "empty: there is no model to check"));
-        }
         let mut checked: HashMap<(&str, &str), usize> = HashMap::new();
         let mut resolved = Vec::with_capacity(self.models.len());
         for (i, m) in self.models.iter().enumerate() {

@@ -64,21 +64,42 @@ pub struct DriverVerdict {
     pub lines: Vec<String>,
 }
 
-/// The skip: one warning line, nothing contacted.
+/// The skip: one warning line that names each model once (a model on two placements is one model to the user),
+/// nothing contacted. A plan without models skips nothing, so it has no line.
 pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
-    let models: Vec<String> = plan.models.iter().map(|m| m.model.clone()).collect();
+    let mut models: Vec<String> = Vec::new();
+    for m in &plan.models {
+        if !models.contains(&m.model) {
+            models.push(m.model.clone());
+        }
+    }
+    let lines = if models.is_empty() {
+        Vec::new()
+    } else {
+        vec![render::skipped_warning(&models)]
+    };
+    DriverVerdict {
+        skipped: true,
+        lines,
+        ..nothing_to_check(plan, run_id)
+    }
+}
+
+/// A plan without models: nothing to check, so nothing is contacted or created, no line, and the verdict is ok
+/// (it is not bad input: an Instance may have no provider yet).
+pub fn nothing_to_check(plan: &Plan, run_id: &str) -> DriverVerdict {
     DriverVerdict {
         schema: DRIVER_VERDICT_SCHEMA.to_owned(),
         ok: true,
         exit_code: i32::from(Exit::Ok),
         run_id: run_id.to_owned(),
         namespace: plan.namespace.clone(),
-        skipped: true,
+        skipped: false,
         started_at: rfc3339_utc(SystemTime::now()),
         elapsed_ms: 0,
         models: Vec::new(),
         pods: Vec::new(),
-        lines: vec![render::skipped_warning(&models)],
+        lines: Vec::new(),
     }
 }
 

@@ -321,7 +321,6 @@ fn plan_errors_name_their_field() {
                 .unwrap()
                 .remove(3);
         }),
-        ("no model", |v| v["models"] = json!([])),
         ("unknown model field", |v| {
             v["models"][0]["keyHel"] = json!(true)
         }),
@@ -502,6 +501,57 @@ fn a_forged_model_id_is_refused_even_when_the_preflight_is_skipped() {
         assert!(!stderr.contains('\u{1b}'), "{flag}: a raw ESC: {stderr:?}");
         assert!(out.stdout.is_empty(), "{flag}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A plan without models is nothing to check, not bad input: exit 0, an ok verdict, no line, and nothing contacted
+/// (the kubeconfig points nowhere), skipped or not. A skipped model on two placements is named once (issue 12,
+/// item 15).
+#[test]
+fn a_plan_without_models_checks_nothing_and_a_skip_names_each_model_once() {
+    let dir = std::env::temp_dir().join(format!("jr2-no-models-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |plan: &Value, flags: &[&str]| {
+        let path = dir.join("plan.json");
+        std::fs::write(&path, plan.to_string()).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+            .args(["run", "-o", "json", "--plan"])
+            .arg(&path)
+            .args(flags)
+            .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap()
+    };
+    let mut empty = example_json();
+    empty["models"] = json!([]);
+    for flags in [&[][..], &["--skip-provider-preflight"][..]] {
+        let out = run(&empty, flags);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{flags:?}: {stderr}");
+        assert_eq!(stderr, "", "{flags:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["ok"], true, "{flags:?}");
+        assert_eq!(v["skipped"], !flags.is_empty(), "{flags:?}");
+        assert_eq!(v["models"], json!([]), "{flags:?}");
+        assert_eq!(v["pods"], json!([]), "{flags:?}");
+        assert_eq!(v["lines"], json!([]), "{flags:?}");
+    }
+    // Still checked as a plan: a bad placement is exit 2.
+    let mut bad = empty.clone();
+    bad["placements"][0]["name"] = json!("Not A Label");
+    assert_eq!(run(&bad, &[]).status.code(), Some(2));
+
+    let mut twice = example_json();
+    let mut haiku_there = twice["models"][0].clone();
+    haiku_there["placement"] = json!("instance-harness");
+    twice["models"][1] = haiku_there;
+    let out = run(&twice, &["--skip-provider-preflight"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: anthropic/claude-haiku-4-5, google/gemini-2.5-flash\n"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
