@@ -59,11 +59,20 @@ const FATAL_WAITING_REASONS: &[&str] = &[
 /// What the check pod's state says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Diagnosis {
-    /// Not running yet, for this reason (`Unschedulable`, `ContainerCreating`, `PodInitializing`...).
+    /// Not running yet, for a reason a person can act on (`Unschedulable` and the scheduler's message, a mount that
+    /// fails, a pull that fails and is retried): the pending line.
     Pending {
         /// The reason, as the cluster writes it.
         reason: String,
         /// The message, raw (the pending line cleans it).
+        message: String,
+    },
+    /// Not running yet, and nothing to act on: the scheduler has not placed it, the node pulls the image or creates
+    /// the containers, the Custodian starts. No line; the last word is kept for a pod that does not start in time.
+    Starting {
+        /// The reason, as the cluster writes it (`Pending`, `ContainerCreating`, `PodInitializing`).
+        reason: String,
+        /// What it does meanwhile, raw.
         message: String,
     },
     /// One of the contract's start failures.
@@ -663,7 +672,7 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         };
     }
     if node_name(pod).is_none() {
-        return Diagnosis::Pending {
+        return Diagnosis::Starting {
             reason: "Pending".to_owned(),
             message: "waiting for the scheduler".to_owned(),
         };
@@ -779,28 +788,33 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     } else {
         reason
     };
-    let message = if message.is_empty() {
-        // A Warning, or the pull in progress, says why the pod waits; the kubelet's Normal lifecycle Events
-        // (Scheduled, Pulled, Created, Started, Killing) only repaint the line and can run ahead of the pod's status.
-        events
-            .iter()
-            .rev()
-            .filter(|e| {
-                e.type_.as_deref() == Some("Warning") || e.reason.as_deref() == Some("Pulling")
-            })
-            .find_map(|e| e.message.clone().filter(|m| !m.is_empty()))
-            .unwrap_or_else(|| {
-                match reason.as_str() {
-                    "ContainerCreating" => "the node creates the containers",
-                    "PodInitializing" => "the Custodian starts",
-                    _ => "the cluster gives no message",
-                }
-                .to_owned()
-            })
-    } else {
-        message
-    };
-    Diagnosis::Pending { reason, message }
+    if !message.is_empty() {
+        return Diagnosis::Pending { reason, message };
+    }
+    // A Warning says why the pod waits; the pull in progress and the kubelet's Normal lifecycle Events (Scheduled,
+    // Pulled, Created, Started, Killing) only say that it moves, and can run ahead of the pod's status.
+    let warning = events
+        .iter()
+        .rev()
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .find_map(|e| e.message.clone().filter(|m| !m.is_empty()));
+    if let Some(message) = warning {
+        return Diagnosis::Pending { reason, message };
+    }
+    let message = events
+        .iter()
+        .rev()
+        .filter(|e| e.reason.as_deref() == Some("Pulling"))
+        .find_map(|e| e.message.clone().filter(|m| !m.is_empty()))
+        .unwrap_or_else(|| {
+            match reason.as_str() {
+                "ContainerCreating" => "the node creates the containers",
+                "PodInitializing" => "the Custodian starts",
+                _ => "the cluster gives no message",
+            }
+            .to_owned()
+        });
+    Diagnosis::Starting { reason, message }
 }
 
 #[cfg(test)]
@@ -904,6 +918,13 @@ mod tests {
         }
     }
 
+    fn starting(reason: &str, message: &str) -> Diagnosis {
+        Diagnosis::Starting {
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
     /// Unschedulable: the scheduler's condition, word for word.
     #[test]
     fn unschedulable_reads_the_pod_scheduled_condition() {
@@ -930,11 +951,12 @@ mod tests {
         let p = unscheduled(json!({"phase": "Pending"}));
         assert_eq!(
             diagnose(&p, &[], None),
-            pending("Pending", "waiting for the scheduler")
+            starting("Pending", "waiting for the scheduler")
         );
     }
 
-    /// ContainerCreating with no message takes the kubelet's latest Event.
+    /// ContainerCreating with no message takes the kubelet's latest Event: a Warning is a pending line (issue 12,
+    /// item 17); the pull in progress and the lifecycle Events are progress, kept but not written.
     #[test]
     fn container_creating_says_what_the_kubelet_does() {
         let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
@@ -954,9 +976,22 @@ mod tests {
         ];
         assert_eq!(
             diagnose(&p, &events, None),
-            pending(
+            starting(
                 "ContainerCreating",
                 "Pulling image \"envoyproxy/envoy:distroless-v1.39.1\""
+            )
+        );
+        let slow = event(
+            "FailedMount",
+            "Warning",
+            "MountVolume.SetUp failed for volume \"custodian-config\" : configmap \"custodian\" not registered",
+        );
+        let events = [events[0].clone(), slow, events[1].clone()];
+        assert_eq!(
+            diagnose(&p, &events, None),
+            pending(
+                "ContainerCreating",
+                "MountVolume.SetUp failed for volume \"custodian-config\" : configmap \"custodian\" not registered"
             )
         );
         // The Custodian runs; the probe waits for it.
@@ -969,7 +1004,7 @@ mod tests {
                 &[event("Started", "Normal", "Started container custodian")],
                 None
             ),
-            pending("PodInitializing", "the Custodian starts")
+            starting("PodInitializing", "the Custodian starts")
         );
     }
 
@@ -1301,7 +1336,7 @@ mod tests {
         old.involved_object.uid = Some("u-0".into());
         assert_eq!(
             diagnose(&p, &[old], None),
-            pending("ContainerCreating", "the node creates the containers")
+            starting("ContainerCreating", "the node creates the containers")
         );
     }
 

@@ -1324,8 +1324,8 @@ async fn unschedulable_then_scheduled_writes_the_pending_line_on_change_only() {
         [
             format!("provider: the check pod is not running yet — Unschedulable: {UNSCHEDULABLE}"),
             "provider: the check pod is not running yet — Unschedulable: 0/4 nodes are available: 4 Insufficient memory. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.".to_owned(),
-            "provider: the check pod is not running yet — ContainerCreating: the node creates the containers".to_owned(),
-        ]
+        ],
+        "the containers being created is progress, not a reason to act on (issue 12, item 17)"
     );
 }
 

@@ -37,6 +37,8 @@ async fn all_ok_two_placements() {
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let lines = run.lines();
     assert_passes(&lines, &["ok", "ok-delay-300", "ok@b"]);
+    // Pods that are scheduled and start have nothing to act on: no pending line (issue 12, item 17).
+    assert!(!run.stderr.contains("not running yet"), "{}", run.stderr);
     let v = run.verdict();
     assert_eq!(v["ok"], true);
     assert_eq!(v["exitCode"], 0);

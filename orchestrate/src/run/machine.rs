@@ -251,10 +251,6 @@ impl Run {
         let message = self.clean(message);
         let st = &mut self.pods[i];
         st.pending.last = Some((reason.clone(), message.clone()));
-        // The first moments of every pod say nothing worth a line.
-        if reason == "Pending" && message == "waiting for the scheduler" {
-            return;
-        }
         let state = Some((reason.clone(), message.clone()));
         if st.pending.written != state {
             st.pending.written = state;
@@ -526,6 +522,10 @@ impl Run {
             Diagnosis::Pending { reason, message } => {
                 self.pods[i].phase = Phase::Waiting { grace_since: None };
                 self.pending(i, &reason, &message);
+            }
+            Diagnosis::Starting { reason, message } => {
+                self.pods[i].phase = Phase::Waiting { grace_since: None };
+                self.pods[i].pending.last = Some((self.clean(&reason), self.clean(&message)));
             }
             Diagnosis::Running => {
                 let st = &mut self.pods[i];
