@@ -10,6 +10,7 @@ pub mod host_access;
 pub mod network_policy;
 pub mod plan;
 pub mod pod;
+pub mod pull_secrets;
 pub mod run;
 pub mod secret_env;
 pub mod signals;

@@ -20,7 +20,7 @@ use jr2_preflight::run::{
 use jr2_preflight::signals::Signals;
 use jr2_preflight::verdict::{self, DriverVerdict};
 use jr2_preflight::workload;
-use jr2_preflight::{evidence, network_policy};
+use jr2_preflight::{evidence, network_policy, pull_secrets};
 use jr2_probe::contract::{Exit, render};
 use jr2_probe::sanitize::{self, Redactor};
 
@@ -325,6 +325,7 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
             return Err(workload::WorkloadError::EXIT.into());
         }
     }
+    pull_secrets::adopt(client.clone(), plan).await;
     Ok(client)
 }
 

@@ -2,7 +2,8 @@
 //! pods.
 //!
 //! From the placement's Harness pod spec it copies the placement (`nodeSelector`, `affinity`, `tolerations`,
-//! `priorityClassName`, `runtimeClassName`), `imagePullSecrets`, DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
+//! `priorityClassName`, `runtimeClassName`, `schedulerName`), `imagePullSecrets` (with those of the Harness's
+//! ServiceAccount when the spec lists none: `pull_secrets.rs`), DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
 //! pod `securityContext` (made restricted where it is not); the Custodian container as a native sidecar
 //! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
 //! containers mount, and only those; and, on the probe container, the Harness container's env (Stand-ins, proxy and CA
@@ -239,11 +240,13 @@ pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTi
     )]);
 
     let spec = PodSpec {
-        // Copied: the placement, pulls, DNS, the pod security context (made restricted).
+        // Copied: the placement (a second scheduler places the Harness pods by its own rules), pulls, DNS, the pod
+        // security context (made restricted).
         node_selector: harness_spec.node_selector.clone(),
         affinity: harness_spec.affinity.clone(),
         tolerations: harness_spec.tolerations.clone(),
         priority_class_name: harness_spec.priority_class_name.clone(),
+        scheduler_name: harness_spec.scheduler_name.clone(),
         runtime_class_name: harness_spec.runtime_class_name.clone(),
         image_pull_secrets: harness_spec.image_pull_secrets.clone(),
         dns_policy: harness_spec.dns_policy.clone(),

@@ -356,6 +356,69 @@ async fn no_evidence_when_the_check_passes() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Pull secrets
+
+/// The check pod does not run as the Harness's service account, so it would not get that account's pull secrets: the
+/// driver copies them, as the ServiceAccount admission plugin gives them to the Harness pod (only to a spec that lists
+/// none), reading each account once; an account it cannot read changes nothing (issue 12, item 19).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_harness_service_accounts_pull_secrets_reach_the_check_pod() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.add_service_account(
+        NS,
+        json!({"metadata": {"name": "harness"}, "imagePullSecrets": [{"name": "regcred"}]}),
+    );
+    let mut plan = plan(
+        &s.provider.base_url(),
+        &[
+            ("sandbox", &["ok"]),
+            ("instance-harness", &["ok@b"]),
+            ("gpu", &["ok@c"]),
+        ],
+    );
+    plan["placements"][0]["podSpec"]["serviceAccountName"] = json!("harness");
+    plan["placements"][1]["podSpec"]["serviceAccountName"] = json!("harness");
+    plan["placements"][1]["podSpec"]["imagePullSecrets"] = json!([{"name": "own"}]);
+    plan["placements"][2]["podSpec"]["serviceAccountName"] = json!("not-here");
+    let path = write_plan(&s, &plan);
+    let run = s.run(s.args(&path, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let pull_secrets = |placement: &str| {
+        posted_pods(&s)
+            .into_iter()
+            .find(|p| p["metadata"]["labels"]["jr2.dev/placement"] == placement)
+            .map(|p| p["spec"]["imagePullSecrets"].clone())
+            .unwrap()
+    };
+    assert_eq!(pull_secrets("sandbox"), json!([{"name": "regcred"}]));
+    assert_eq!(pull_secrets("instance-harness"), json!([{"name": "own"}]));
+    assert_eq!(pull_secrets("gpu"), Value::Null);
+    for p in posted_pods(&s) {
+        assert_eq!(
+            p["spec"].get("serviceAccountName"),
+            None,
+            "not the Harness's account"
+        );
+        assert_eq!(p["spec"]["automountServiceAccountToken"], false);
+    }
+    let reads: Vec<String> = s
+        .kube
+        .requests()
+        .iter()
+        .filter(|r| r.path.contains("/serviceaccounts/"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            format!("/api/v1/namespaces/{NS}/serviceaccounts/harness"),
+            format!("/api/v1/namespaces/{NS}/serviceaccounts/not-here"),
+        ]
+    );
+    s.assert_cleaned_up();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // NetworkPolicies
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -66,6 +66,7 @@ fn full_json() -> Value {
     let mut v = example_json();
     let s = &mut v["placements"][0]["podSpec"];
     s["runtimeClassName"] = json!("gvisor");
+    s["schedulerName"] = json!("jr2-sandbox-scheduler");
     s["hostAliases"] = json!([{"ip": "10.0.0.5", "hostnames": ["vllm.lan.example"]}]);
     s["volumes"]
         .as_array_mut()
@@ -852,6 +853,7 @@ fn every_field_of_contract_section_6() {
         assert_eq!(s.tolerations, h.tolerations);
         assert_eq!(s.priority_class_name, h.priority_class_name);
         assert_eq!(s.runtime_class_name, h.runtime_class_name);
+        assert_eq!(s.scheduler_name, h.scheduler_name);
         assert_eq!(s.image_pull_secrets, h.image_pull_secrets);
         assert_eq!(s.dns_policy, h.dns_policy);
         assert_eq!(s.dns_config, h.dns_config);

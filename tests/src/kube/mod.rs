@@ -20,6 +20,7 @@
 //!   `limitBytes`, and the API server's 400 for a container that has not started.
 //! - NetworkPolicies (`networking.k8s.io/v1`): list and watch, none unless a test adds them.
 //! - Deployments (`apps/v1`): `GET` by name (404 `deployments.apps "<name>" not found`), none unless a test adds them.
+//! - ServiceAccounts: `GET` by name (404 `serviceaccounts "<name>" not found`), none unless a test adds them.
 //! - Secrets: held for the kubelet stand-in only ([`FakeKube::add_secret`]); no route serves them.
 //! - `/version`, `/api`, `/api/v1`, `/apis` and `/apis/networking.k8s.io/v1` for discovery.
 //!
@@ -283,6 +284,17 @@ impl FakeKube {
             deployment["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
             deployment["metadata"]["generation"] = json!(1);
             st.put(Kind::Deployment, deployment, "ADDED");
+        });
+    }
+
+    /// Adds a ServiceAccount to `namespace` (served by `GET /api/v1/namespaces/<ns>/serviceaccounts/<name>`).
+    pub fn add_service_account(&self, namespace: &str, mut account: Value) {
+        account["metadata"]["namespace"] = json!(namespace);
+        self.inner.mutate(|st| {
+            let uid = next_uid(st, self.inner.uid_base);
+            account["metadata"]["uid"] = json!(uid);
+            account["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+            st.put(Kind::ServiceAccount, account, "ADDED");
         });
     }
 

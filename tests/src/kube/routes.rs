@@ -162,6 +162,12 @@ async fn route(inner: &Arc<Inner>, method: &Method, req: &ApiRequest) -> Respons
         ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => {
             pod_log(inner, ns, name, req)
         }
+        ("GET", ["api", "v1", "namespaces", ns, "serviceaccounts", name]) => {
+            match inner.lock().get(Kind::ServiceAccount, ns, name) {
+                Some(a) => json(StatusCode::OK, a),
+                None => not_found(Kind::ServiceAccount, name),
+            }
+        }
         ("GET", ["api", "v1", "namespaces", ns, "events"]) => {
             collection(inner, Kind::Event, Some(ns), req)
         }
@@ -194,5 +200,6 @@ fn core_resources() -> Value {
         r("pods/log", "Pod", &["get"]),
         r("pods/status", "Pod", &["get", "patch", "update"]),
         r("events", "Event", &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+        r("serviceaccounts", "ServiceAccount", &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
     ]})
 }

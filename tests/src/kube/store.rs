@@ -34,12 +34,13 @@ pub(super) enum Kind {
     Event,
     NetworkPolicy,
     Deployment,
+    ServiceAccount,
 }
 
 impl Kind {
     pub(super) fn api_version(self) -> &'static str {
         match self {
-            Kind::Pod | Kind::Event => "v1",
+            Kind::Pod | Kind::Event | Kind::ServiceAccount => "v1",
             Kind::NetworkPolicy => "networking.k8s.io/v1",
             Kind::Deployment => "apps/v1",
         }
@@ -51,6 +52,7 @@ impl Kind {
             Kind::Event => "Event",
             Kind::NetworkPolicy => "NetworkPolicy",
             Kind::Deployment => "Deployment",
+            Kind::ServiceAccount => "ServiceAccount",
         }
     }
 
@@ -60,6 +62,7 @@ impl Kind {
             Kind::Event => "events",
             Kind::NetworkPolicy => "networkpolicies",
             Kind::Deployment => "deployments",
+            Kind::ServiceAccount => "serviceaccounts",
         }
     }
 
