@@ -876,7 +876,6 @@ fn every_field_of_contract_section_6() {
         assert_eq!(s.termination_grace_period_seconds, None);
         assert_eq!(s.resources, None);
         assert_eq!(s.priority, None);
-        assert_eq!(s.scheduler_name, None);
         assert_eq!(s.host_network, None);
         assert_eq!(s.share_process_namespace, None);
 
