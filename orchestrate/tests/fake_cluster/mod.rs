@@ -40,6 +40,28 @@ pub fn probe_bin() -> PathBuf {
         let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         cmd.args(["build", "--quiet", "-p", "jr2-probe", "--bin", "jr2-probe"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
+        // Not the variables cargo sets for this test process: a build script that reads one (ring's reads
+        // CARGO_MANIFEST_DIR) would see it change, and the build would rebuild ring, rustls, reqwest and the probe here,
+        // then again in the next plain `cargo build` or `cargo test`: minutes per alternation.
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k == "OUT_DIR"
+                || k.starts_with("CARGO_PKG_")
+                || k.starts_with("CARGO_BIN_")
+                || matches!(
+                    k.as_ref(),
+                    "CARGO_MANIFEST_DIR"
+                        | "CARGO_MANIFEST_PATH"
+                        | "CARGO_MANIFEST_LINKS"
+                        | "CARGO_CRATE_NAME"
+                        | "CARGO_PRIMARY_PACKAGE"
+                        | "CARGO_TARGET_TMPDIR"
+                        | "CARGO_RUSTC_CURRENT_DIR"
+                )
+            {
+                cmd.env_remove(&key);
+            }
+        }
         if let Some(target) = dir.parent() {
             cmd.arg("--target-dir").arg(target);
         }
