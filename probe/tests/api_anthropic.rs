@@ -25,6 +25,7 @@ impl Fake {
     /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
     fn target(&self, id: &str, env: &str, key: &str) -> Target {
         Target {
+            named_port: None,
             model: "anthropic/claude-haiku-4-5".to_owned(),
             id: id.to_owned(),
             api: ApiKind::AnthropicMessages,

@@ -27,6 +27,7 @@ impl Fake {
     /// clamp), sending `id`, with the base URL `https://<fake>/v1beta`.
     fn gemini(&self, id: &str) -> Target {
         Target {
+            named_port: None,
             model: "google/gemini-2.5-flash".to_owned(),
             id: id.to_owned(),
             api: ApiKind::GoogleGenerativeAi,
@@ -49,6 +50,7 @@ impl Fake {
     /// `google-vertex/gemini-2.5-flash` with an API key, its base URL the fake's (no version: the SDK adds `v1`).
     fn vertex(&self, id: &str) -> Target {
         Target {
+            named_port: None,
             model: "google-vertex/gemini-2.5-flash".to_owned(),
             api: ApiKind::GoogleVertex,
             base_url: self.base(),

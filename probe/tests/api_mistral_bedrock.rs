@@ -22,6 +22,7 @@ impl Fake {
     /// maxTokens 256000).
     fn mistral(&self, id: &str, key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("mistral/{id}"),
             id: id.to_owned(),
             api: ApiKind::MistralConversations,
@@ -46,6 +47,7 @@ impl Fake {
     /// contextWindow 200000, maxTokens 64000, `compat.supportsStrictMode`).
     fn bedrock(&self, id: &str, token: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("amazon-bedrock/{id}"),
             id: id.to_owned(),
             api: ApiKind::BedrockConverseStream,

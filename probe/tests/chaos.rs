@@ -570,11 +570,15 @@ fn checker(timeout: Duration, max_tries: u32) -> jr2_probe::check::Checker {
 fn target(base: &str) -> jr2_probe::target::Target {
     use jr2_probe::target::{Facts, Target};
     Target {
+        named_port: None,
         model: "chaos".to_owned(),
         id: "chaos".to_owned(),
         api: jr2_probe::api::ApiKind::OpenAiCompletions,
         base_url: reqwest::Url::parse(base).unwrap(),
-        route: jr2_probe::verdict::Route::Custom { api_key_set: false },
+        route: jr2_probe::verdict::Route::Custom {
+            api_key_set: false,
+            max_tokens_set: true,
+        },
         key: None,
         max_tokens: 16,
         tool_choice: jr2_probe::api::ToolChoice::Unset,

@@ -57,7 +57,8 @@ pub struct ModelSpec {
     /// The pods hold a secret, so the call goes through a Custodian (`through a Custodian` in the lines).
     #[serde(default)]
     pub via_custodian: bool,
-    /// The model's `maxTokens` as jr2 resolves it (custom: per model, then per provider, else 0).
+    /// The model's `maxTokens` as jr2 resolves it (custom: per model, then per provider, else 0; absent: 0 for
+    /// custom, which a Turn sends as 1, the catalog's otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// The model's context window as jr2 resolves it.
@@ -412,7 +413,9 @@ pub fn resolve(
                 reasoning: true,
                 ..Facts::default()
             };
-            (api, url, facts, 1024, 0)
+            // What jr2 builds the model with when harness.provider sets no maxTokens for it: 0, which pi's clamp
+            // sends as 1 (`research/pi-requests.md`, section 2).
+            (api, url, facts, 0, 0)
         }
         Source::Catalog | Source::Gateway => {
             let cat = catalog::pinned();
@@ -448,6 +451,7 @@ pub fn resolve(
     let route = match spec.source {
         Source::Custom => Route::Custom {
             api_key_set: spec.key_held,
+            max_tokens_set: spec.max_tokens.unwrap_or(0) > 0,
         },
         Source::Catalog | Source::Gateway => Route::Catalog {
             provider: provider.to_owned(),
@@ -455,17 +459,17 @@ pub fn resolve(
             key_env: spec
                 .key_env
                 .clone()
-                .or_else(|| {
-                    catalog::pinned()
-                        .provider(provider)
-                        .and_then(|p| p.key_env.first().cloned())
-                })
+                .or_else(|| catalog::pinned().suggested_key_env(provider).map(str::to_owned))
                 .unwrap_or_else(|| format!("the key of {provider}")),
             key_held: spec.key_held,
             gateway: spec.source == Source::Gateway,
         },
     };
     let mut target = Target {
+        named_port: spec
+            .base_url
+            .as_deref()
+            .and_then(crate::target::named_default_port),
         model: spec.model.clone(),
         id: id.to_owned(),
         api,
@@ -486,6 +490,7 @@ pub fn resolve(
         && let Ok(base) = azure::base_url(&target.base_url, env)
     {
         target.base_url = base;
+        target.named_port = None;
     }
     Ok(target)
 }
