@@ -607,12 +607,20 @@ async fn a_deadline_that_passes_while_connecting_is_a_connect_timeout() {
 /// A retry on a pooled connection that then stalls is a timeout (no connection was coming up), not a connect
 /// timeout.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stall_on_a_pooled_connection_is_a_timeout() {
+async fn a_stall_on_a_pooled_connection_after_a_429_is_busy() {
     let server = ChaosServer::start(Chaos::RateLimitedThenStall).await;
     let r = checker(Duration::from_secs(3), 3)
         .check(&target(&server.base_url()))
         .await;
-    assert_eq!(r.outcome, Outcome::Timeout, "{:?}", r.error);
+    // A 429, then a retry that never gets an answer: busy, as the user's document says (issue 12, item 2).
+    assert_eq!(r.outcome, Outcome::Busy, "{:?}", r.error);
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the retry got no answer in ")),
+        "{:?}",
+        r.error
+    );
     assert_eq!(r.tries.len(), 2, "{:?}", r.tries);
     assert_eq!(r.tries[0].status, Some(429));
     assert_eq!(

@@ -334,6 +334,71 @@ async fn busy_after_every_try_is_a_warning_and_every_try_is_recorded() {
     }
 }
 
+/// Issue 12, item 2: a 429, then a retry that never gets an answer, is busy (a warning), and its line says the
+/// retry got no answer (before: a `timeout` error, "it can be a model that loads on first use").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_then_a_retry_with_no_answer_is_a_busy_warning() {
+    let fake = FakeProvider::start().await;
+    let run = check(&fake, &["rate-limited-then-stall"], &["--timeout", "2s"]).await;
+    assert_eq!(run.code, 0, "busy is a warning: {}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code, m.http_status),
+        (Outcome::Busy, Level::Warning, Code::Busy, Some(429))
+    );
+    let statuses: Vec<_> = m.tries.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Some(429), None]);
+    // The stalled retry's own time, to a tenth of a second: what the line says.
+    let waited = jr2_probe::render::stalled_retry(m).expect("the retry stalled");
+    assert!(
+        waited > std::time::Duration::from_secs(1) && waited <= std::time::Duration::from_secs(2),
+        "{waited:?}"
+    );
+    let seconds = jr2_probe::render::seconds(waited);
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: rate-limited-then-stall is busy toward {} after 2 tries (HTTP 429, then the retry got no answer in {seconds} s) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(
+            format!(
+                "the retry got no answer in {seconds} s, after HTTP 429: Rate limit reached for requests"
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(run.lines().len(), 2, "{:?}", run.lines());
+}
+
+/// Issue 12, item 14: one try reads `after 1 try`; an overload that came inside a 200's stream is not `(HTTP 200)`.
+#[tokio::test(flavor = "multi_thread")]
+async fn busy_after_one_try_and_an_overload_in_the_stream_read_as_they_happened() {
+    let fake = FakeProvider::start().await;
+    let run = check(&fake, &["rate-limited"], &["--max-tries", "1"]).await;
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: rate-limited is busy toward {} after 1 try (HTTP 429) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+    let run = check(&fake, &["overloaded-after-200"], &["--max-tries", "2"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!((m.outcome, m.http_status), (Outcome::Busy, Some(200)));
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: overloaded-after-200 is busy toward {} after 2 tries (an overload in the stream) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_429_then_ok_passes_after_its_retries() {
     let fake = FakeProvider::start().await;
