@@ -361,6 +361,29 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_s_key_variables_include_bedrock_s_bearer_token() {
+        let c = pinned();
+        assert_eq!(c.key_env("amazon-bedrock"), ["AWS_BEARER_TOKEN_BEDROCK"]);
+        assert_eq!(
+            c.key_env("anthropic"),
+            [
+                "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_OAUTH_TOKEN",
+                "ANTHROPIC_API_KEY"
+            ]
+        );
+        assert_eq!(c.suggested_key_env("anthropic"), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(
+            c.suggested_key_env("amazon-bedrock"),
+            Some("AWS_BEARER_TOKEN_BEDROCK")
+        );
+        assert_eq!(c.suggested_key_env("google"), Some("GEMINI_API_KEY"));
+        assert_eq!(c.suggested_key_env("openai-codex"), None);
+        let all = c.all_key_env();
+        assert!(all.contains(&"AWS_BEARER_TOKEN_BEDROCK") && all.contains(&"GEMINI_API_KEY"));
+    }
+
+    #[test]
     fn facts_carry_the_request_shaping_values() {
         let c = pinned();
         let f = c.model("anthropic", "claude-haiku-4-5").unwrap().facts();

@@ -478,6 +478,41 @@ mod tests {
         assert_eq!(r.clean("ab cd"), "ab cd");
     }
 
+    /// Issue 12, item 14: a placeholder key that equals a word (`model`, `test`, `EMPTY`) does not cut that word
+    /// out of the provider's message; a key with a digit or a sign in it, or one of 8 letters or more, is redacted.
+    #[test]
+    fn a_short_word_is_not_a_secret() {
+        let r = Redactor::new(["model", "test", "EMPTY"]);
+        assert_eq!(
+            r.clean("HTTP 404: The model `test` does not exist. EMPTY"),
+            "HTTP 404: The model `test` does not exist. EMPTY"
+        );
+        for key in ["sk-1234", "passw0rd", "hunter2", "lettersonly"] {
+            assert_eq!(
+                Redactor::new([key]).clean(&format!("bad key {key}")),
+                "bad key [redacted]",
+                "{key}"
+            );
+        }
+        assert!(is_word_like("model") && is_word_like("EMPTY"));
+        assert!(!is_word_like("letterso") && !is_word_like("hunter2"));
+    }
+
+    /// Issue 12, item 14: a Stand-in is no secret: the Custodian's message that names it reaches the line whole.
+    #[test]
+    fn a_stand_in_is_not_redacted() {
+        let r = Redactor::new(["jr2-held-ANTHROPIC_API_KEY", "sk-ant-real-key-0123456789"]);
+        assert_eq!(
+            r.clean("jr2 custodian: this request needs the stand-in jr2-held-ANTHROPIC_API_KEY"),
+            "jr2 custodian: this request needs the stand-in jr2-held-ANTHROPIC_API_KEY"
+        );
+        assert_eq!(r.clean("key sk-ant-real-key-0123456789"), "key [redacted]");
+        assert!(is_stand_in("jr2-held-X") && is_stand_in("jr2-held-_A1"));
+        for not in ["jr2-held-", "jr2-held-1A", "jr2-held-key-0123456789", "xjr2-held-A"] {
+            assert!(!is_stand_in(not), "{not}");
+        }
+    }
+
     #[test]
     fn escapes_invisible_characters() {
         for c in [

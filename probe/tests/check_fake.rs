@@ -399,6 +399,67 @@ async fn busy_after_one_try_and_an_overload_in_the_stream_read_as_they_happened(
     );
 }
 
+/// Issue 12, item 14: a key that equals a word the provider's message holds does not cut the word out of the
+/// message, and the message is classified as it came (here vLLM's tool-choice flags).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_is_a_word_leaves_the_provider_s_message_whole() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            &base,
+            "--model",
+            "vllm-no-parser",
+            "--api-key-env",
+            "VLLM_KEY",
+            "-o",
+            "json",
+        ],
+        &[("VLLM_KEY", "choice")],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!(m.code, Code::ToolsNotEnabled);
+    assert_eq!(
+        m.error.as_deref(),
+        Some(
+            "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+        )
+    );
+}
+
+/// Issue 12, item 14: an explicit `:443` in the base URL stays in `<host>` (a parsed URL drops it).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_default_port_stays_in_the_host() {
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            "https://127.0.0.1:443/v1",
+            "--model",
+            "m",
+            "--timeout",
+            "2s",
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.lines()[0], loopback_line("127.0.0.1:443"));
+    assert!(
+        run.lines()[1].starts_with(
+            "error: provider preflight failed for model \"m\" against 127.0.0.1:443 (from this machine"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.verdict().models[0].host, "127.0.0.1:443");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_429_then_ok_passes_after_its_retries() {
     let fake = FakeProvider::start().await;

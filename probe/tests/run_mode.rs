@@ -489,3 +489,53 @@ async fn each_model_s_events_are_in_order_however_the_models_interleave() {
     }
     assert!(cut > 0, "the deadline cut some models: {:?}", v.models);
 }
+
+/// Issue 12, item 10: a custom model the plan gives no `maxTokens` is checked with what jr2 sends (maxTokens 0,
+/// which pi sends as `max_completion_tokens: 1`; before: 1024), and its `length` error names the cause.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_model_without_max_tokens_asks_for_one_token_and_the_length_error_says_why() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let unset = |model: &str| {
+        json!({"model": format!("vllm/{model}"), "source": "custom", "baseUrl": base, "api": "openai-completions"})
+    };
+    let mut set = unset("length@set");
+    set["maxTokens"] = json!(4096);
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10,
+                      "models": [unset("length"), set]});
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[("NODE_NAME", "worker-2")],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        fake.requests_for("length")[0].body["max_completion_tokens"],
+        1
+    );
+    assert_eq!(
+        fake.requests_for("length@set")[0].body["max_completion_tokens"],
+        4096
+    );
+    let v: jr2_probe::verdict::Verdict =
+        serde_json::from_value(events(&run.stdout).last().unwrap()["verdict"].clone()).unwrap();
+    let hint = "  - harness.provider sets no maxTokens for length, so a Turn asks for 1 token: set maxTokens";
+    let blocks: Vec<Vec<String>> = v
+        .models
+        .iter()
+        .map(|m| jr2_probe::render::model_lines(m, &v.origin))
+        .collect();
+    assert_eq!(blocks[0].last().map(String::as_str), Some(hint), "{blocks:#?}");
+    assert_eq!(blocks[0].len(), 6, "{blocks:#?}");
+    assert!(
+        !blocks[1].iter().any(|l| l.contains("sets no maxTokens")),
+        "{blocks:#?}"
+    );
+    assert!(v.lines.iter().any(|l| l == hint), "{:#?}", v.lines);
+}

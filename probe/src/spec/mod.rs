@@ -667,6 +667,75 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_model_without_max_tokens_is_sent_as_jr2_sends_it() {
+        let mut s = spec("vllm/Qwen/Qwen3-32B", Source::Custom);
+        s.base_url = Some("http://vllm.lan:8000/v1".to_owned());
+        s.max_tokens = None;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(t.max_tokens, 1, "jr2 builds it with maxTokens 0, which pi sends as 1");
+        assert!(matches!(
+            t.route,
+            Route::Custom {
+                max_tokens_set: false,
+                ..
+            }
+        ));
+        s.max_tokens = Some(4096);
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(t.max_tokens, 4096);
+        assert!(matches!(
+            t.route,
+            Route::Custom {
+                max_tokens_set: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn with_no_key_held_the_route_names_the_key_a_user_sets() {
+        let mut s = spec("anthropic/claude-haiku-4-5", Source::Catalog);
+        s.key_env = None;
+        s.key_held = false;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert!(
+            matches!(&t.route, Route::Catalog { key_env, .. } if key_env == "ANTHROPIC_API_KEY"),
+            "{:?}",
+            t.route
+        );
+        let mut s = spec(
+            "amazon-bedrock/anthropic.claude-haiku-4-5-20251001-v1:0",
+            Source::Catalog,
+        );
+        s.key_env = None;
+        s.key_held = false;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert!(
+            matches!(&t.route, Route::Catalog { key_env, .. } if key_env == "AWS_BEARER_TOKEN_BEDROCK"),
+            "{:?}",
+            t.route
+        );
+    }
+
+    #[test]
+    fn an_explicit_default_port_stays_in_the_host() {
+        let mut s = spec("anthropic/claude-haiku-4-5", Source::Gateway);
+        s.base_url = Some("https://litellm.corp.example:443".to_owned());
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(t.host(), "litellm.corp.example:443");
+        s.base_url = Some("https://litellm.corp.example".to_owned());
+        assert_eq!(
+            resolve(&s, "m", &env(&[]), "s").unwrap().host(),
+            "litellm.corp.example"
+        );
+        s.base_url = Some("https://litellm.corp.example:8443".to_owned());
+        assert_eq!(
+            resolve(&s, "m", &env(&[]), "s").unwrap().host(),
+            "litellm.corp.example:8443"
+        );
+    }
+
+    #[test]
     fn templated_base_urls_fill_from_the_environment() {
         let cat = catalog::pinned();
         let Some(m) = cat
