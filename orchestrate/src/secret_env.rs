@@ -28,9 +28,7 @@ enum Why {
 
 fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
     let catalog = jr2_probe::catalog::pinned();
-    if name == PROVIDER_KEY_ENV
-        || key_envs.contains(&name)
-        || catalog.all_key_env().contains(&name)
+    if name == PROVIDER_KEY_ENV || key_envs.contains(&name) || catalog.all_key_env().contains(&name)
     {
         return Some(Why::Key);
     }
@@ -122,9 +120,6 @@ mod tests {
     #[test]
     fn bedrock_s_bearer_token_is_a_key_though_pi_s_catalog_lists_none() {
         // Not shaped like a secret (`*_BEDROCK`), and not in the catalog's keyEnv: a key all the same.
-        assert_eq!(
-            why_secret("AWS_BEARER_TOKEN_BEDROCK", &[]),
-            Some(Why::Key)
-        );
+        assert_eq!(why_secret("AWS_BEARER_TOKEN_BEDROCK", &[]), Some(Why::Key));
     }
 }

@@ -282,9 +282,9 @@ mod tests {
             base_url: "https://api.anthropic.com".into(),
             host: "api.anthropic.com".into(),
             route: Route::Custom {
-            api_key_set: false,
-            max_tokens_set: true,
-        },
+                api_key_set: false,
+                max_tokens_set: true,
+            },
             outcome: Outcome::Http,
             level: Level::Error,
             code: Code::HttpError,

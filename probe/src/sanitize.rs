@@ -508,7 +508,12 @@ mod tests {
         );
         assert_eq!(r.clean("key sk-ant-real-key-0123456789"), "key [redacted]");
         assert!(is_stand_in("jr2-held-X") && is_stand_in("jr2-held-_A1"));
-        for not in ["jr2-held-", "jr2-held-1A", "jr2-held-key-0123456789", "xjr2-held-A"] {
+        for not in [
+            "jr2-held-",
+            "jr2-held-1A",
+            "jr2-held-key-0123456789",
+            "xjr2-held-A",
+        ] {
             assert!(!is_stand_in(not), "{not}");
         }
     }

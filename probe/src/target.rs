@@ -108,7 +108,9 @@ impl Target {
     /// `<host>` of the lines: the host, with `:port` when the URL names one.
     pub fn host(&self) -> String {
         match (self.base_url.port(), self.named_port) {
-            (None, Some(port)) => format!("{}:{port}", self.base_url.host_str().unwrap_or_default()),
+            (None, Some(port)) => {
+                format!("{}:{port}", self.base_url.host_str().unwrap_or_default())
+            }
             _ => host_of(&self.base_url),
         }
     }
@@ -187,7 +189,10 @@ mod tests {
 
     #[test]
     fn a_named_default_port_is_found_and_others_are_left_to_the_url() {
-        assert_eq!(named_default_port("https://api.example.com:443/v1"), Some(443));
+        assert_eq!(
+            named_default_port("https://api.example.com:443/v1"),
+            Some(443)
+        );
         assert_eq!(named_default_port("HTTP://10.0.0.5:80"), Some(80));
         assert_eq!(named_default_port("https://[::1]:443/v1"), Some(443));
         assert_eq!(named_default_port("https://[::1]/v1"), None);

@@ -419,7 +419,9 @@ async fn the_deadline_cuts_a_model_after_its_own_time_and_the_rest_are_not_check
         "{lines:#?}"
     );
     assert!(
-        !lines.iter().any(|l| l.contains("ok@b") && l.starts_with("error: provider preflight failed")),
+        !lines
+            .iter()
+            .any(|l| l.contains("ok@b") && l.starts_with("error: provider preflight failed")),
         "no failure block for a model never reached: {lines:#?}"
     );
 }
@@ -496,9 +498,7 @@ async fn each_model_s_events_are_in_order_however_the_models_interleave() {
 async fn a_custom_model_without_max_tokens_asks_for_one_token_and_the_length_error_says_why() {
     let fake = FakeProvider::start().await;
     let base = fake.base_url();
-    let unset = |model: &str| {
-        json!({"model": format!("vllm/{model}"), "source": "custom", "baseUrl": base, "api": "openai-completions"})
-    };
+    let unset = |model: &str| json!({"model": format!("vllm/{model}"), "source": "custom", "baseUrl": base, "api": "openai-completions"});
     let mut set = unset("length@set");
     set["maxTokens"] = json!(4096);
     let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10,
@@ -531,7 +531,11 @@ async fn a_custom_model_without_max_tokens_asks_for_one_token_and_the_length_err
         .iter()
         .map(|m| jr2_probe::render::model_lines(m, &v.origin))
         .collect();
-    assert_eq!(blocks[0].last().map(String::as_str), Some(hint), "{blocks:#?}");
+    assert_eq!(
+        blocks[0].last().map(String::as_str),
+        Some(hint),
+        "{blocks:#?}"
+    );
     assert_eq!(blocks[0].len(), 6, "{blocks:#?}");
     assert!(
         !blocks[1].iter().any(|l| l.contains("sets no maxTokens")),

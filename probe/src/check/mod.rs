@@ -380,11 +380,7 @@ impl Checker {
         );
         let waited = render::stalled_retry(&r).unwrap_or_default();
         r.error = Some(crate::sanitize::escape_truncate(
-            &render::busy_then_no_answer_error(
-                r.tries.len(),
-                &render::seconds(waited),
-                busy_error,
-            ),
+            &render::busy_then_no_answer_error(r.tries.len(), &render::seconds(waited), busy_error),
             crate::sanitize::MAX_ERROR_CHARS,
         ));
         r

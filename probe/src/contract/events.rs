@@ -118,9 +118,9 @@ mod tests {
             base_url: "http://10.0.0.5:8000/v1".into(),
             host: "10.0.0.5:8000".into(),
             route: Route::Custom {
-            api_key_set: true,
-            max_tokens_set: true,
-        },
+                api_key_set: true,
+                max_tokens_set: true,
+            },
             outcome: Outcome::Ok,
             level: Level::Pass,
             code: Code::Ok,

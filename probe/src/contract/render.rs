@@ -74,7 +74,10 @@ pub fn result_lines(results: &[ModelResult], origin: &Origin) -> Vec<String> {
 pub fn not_checked_lines(results: &[&ModelResult]) -> Vec<String> {
     let reason = |r: &ModelResult| {
         let error = r.error.as_deref().unwrap_or("not checked");
-        error.strip_prefix("not checked: ").unwrap_or(error).to_owned()
+        error
+            .strip_prefix("not checked: ")
+            .unwrap_or(error)
+            .to_owned()
     };
     let mut reasons: Vec<String> = Vec::new();
     for r in results {
@@ -176,7 +179,11 @@ pub fn busy_then_no_answer_error(tries: usize, seconds: &str, busy_error: &str) 
 const BUSY_TAIL: &str = "not confirmed; a Turn makes one try, so it can fail the same way";
 
 fn retry_got_no_answer(tries: usize, seconds: &str) -> String {
-    let which = if tries > 2 { "the last retry" } else { "the retry" };
+    let which = if tries > 2 {
+        "the last retry"
+    } else {
+        "the retry"
+    };
     format!("{which} got no answer in {seconds} s")
 }
 

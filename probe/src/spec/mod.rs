@@ -459,7 +459,11 @@ pub fn resolve(
             key_env: spec
                 .key_env
                 .clone()
-                .or_else(|| catalog::pinned().suggested_key_env(provider).map(str::to_owned))
+                .or_else(|| {
+                    catalog::pinned()
+                        .suggested_key_env(provider)
+                        .map(str::to_owned)
+                })
                 .unwrap_or_else(|| format!("the key of {provider}")),
             key_held: spec.key_held,
             gateway: spec.source == Source::Gateway,
@@ -672,7 +676,10 @@ mod tests {
         s.base_url = Some("http://vllm.lan:8000/v1".to_owned());
         s.max_tokens = None;
         let t = resolve(&s, "m", &env(&[]), "s").unwrap();
-        assert_eq!(t.max_tokens, 1, "jr2 builds it with maxTokens 0, which pi sends as 1");
+        assert_eq!(
+            t.max_tokens, 1,
+            "jr2 builds it with maxTokens 0, which pi sends as 1"
+        );
         assert!(matches!(
             t.route,
             Route::Custom {
