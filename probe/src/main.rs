@@ -97,7 +97,8 @@ struct CheckArgs {
 
     /// The environment variable that holds the key. With --base-url it plays the role of harness.provider.apiKey,
     /// and without it the probe sends what pi sends with no key: `Authorization: Bearer unused`. For a catalog
-    /// model the default is the first of the provider's variables (in pi's order) that is set.
+    /// model the default is the first of the provider's variables (in pi's order) that is set; for amazon-bedrock,
+    /// AWS_BEARER_TOKEN_BEDROCK.
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
 
@@ -111,8 +112,8 @@ struct CheckArgs {
     timeout: Duration,
 
     /// The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url, the catalog's otherwise.
-    /// 0 sends 1, as pi does. Without it, jr2 would send 1 for a model of harness.provider that sets no maxTokens
-    /// (jr2 builds it with maxTokens 0): pass --max-tokens 0 to check what such a Turn gets.
+    /// 0 sends 1, as pi does. jr2 sends 1 for a model whose harness.provider sets no maxTokens (it builds the model
+    /// with maxTokens 0): --max-tokens 0 checks what such a Turn gets.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
 

@@ -199,10 +199,10 @@ pub async fn run(
     let seen = seen
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut results: Vec<Option<ModelResult>> = Vec::with_capacity(seen.len());
+    let mut models: Vec<ModelResult> = Vec::with_capacity(seen.len());
     for (i, model) in seen.into_iter().enumerate() {
         if let Some(r) = model.result {
-            results.push(Some(r));
+            models.push(r);
             continue;
         }
         debug_assert!(!finished, "a finished run has every result");
@@ -244,12 +244,8 @@ pub async fn run(
                 result: Box::new(result.clone()),
             },
         );
-        results.push(Some(result));
+        models.push(result);
     }
-    let models: Vec<ModelResult> = results
-        .into_iter()
-        .map(|r| r.expect("every model has a result"))
-        .collect();
     let lines = render::result_lines(&models, &origin);
     let verdict = Verdict::new(origin, started_at, start.elapsed(), models, lines);
     emit(

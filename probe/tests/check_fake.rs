@@ -803,3 +803,20 @@ async fn a_model_id_with_a_control_bidi_or_invisible_character_is_bad_input() {
         assert!(run.stdout.is_empty());
     }
 }
+
+/// Issue 12, item 10: by hand `--max-tokens` stays (default 1024 for a custom endpoint), and its help says what jr2
+/// sends for a model of harness.provider that sets none.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_max_tokens_help_says_what_jr2_sends_without_one() {
+    let run = probe(&["check", "--help"], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let help = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "--max-tokens <N> The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url"
+        ) && help.contains(
+            "jr2 sends 1 for a model whose harness.provider sets no maxTokens (it builds the model with maxTokens 0): --max-tokens 0 checks what such a Turn gets"
+        ),
+        "{help}"
+    );
+}

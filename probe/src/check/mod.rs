@@ -3,7 +3,9 @@
 //! A try sends the request a Turn sends and reads the answer until the first tool-call event names a tool, then
 //! drops the connection: the verdict does not wait for the end of the completion. A try that gets 429, 529 or 503
 //! (or an overload event inside the stream) is followed by another, as [`crate::retry`] decides. Every try runs
-//! under the model's deadline; nothing here waits without one. What the bytes of a 200 say is judged by
+//! under the model's deadline; nothing here waits without one. A retry after busy tries that gets no answer before
+//! that deadline leaves the model busy, not timed out: the user's document says a provider that answers 429 and
+//! then never answers a retry is a warning (an error for Gemini and Vertex). What the bytes of a 200 say is judged by
 //! [`stream::StreamJudge`], synchronously; this module does the I/O and the timing around it.
 
 use std::sync::Arc;
