@@ -4,7 +4,7 @@
 //! Turn's env would hold a key, and the Custodian holds the key itself through a `valueFrom` reference. The check pod
 //! copies both containers' env, so a literal there would reach the dry-run YAML, the create request, the evidence
 //! bundle and the cluster's etcd. An entry is a secret's when its name is a key variable of pi's catalog
-//! (`ANTHROPIC_API_KEY`...), `JR2_PROVIDER_API_KEY`, a model's `keyEnv`, or shaped like a secret (`*_KEY`,
+//! (`ANTHROPIC_API_KEY`..., and `AWS_BEARER_TOKEN_BEDROCK`, which Bedrock's own code reads), `JR2_PROVIDER_API_KEY`, a model's `keyEnv`, or shaped like a secret (`*_KEY`,
 //! `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*`, `*CREDENTIAL*`, any case). Such an entry with a literal
 //! `value` that is neither empty nor its Stand-in is bad input: one `error:` line naming the field, the value never
 //! repeated. `valueFrom` references stay references and are accepted. The same holds for `--from-deployment`,
@@ -28,11 +28,7 @@ enum Why {
 
 fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
     let catalog = jr2_probe::catalog::pinned();
-    if name == PROVIDER_KEY_ENV
-        || key_envs.contains(&name)
-        || catalog
-            .providers()
-            .any(|(_, p)| p.key_env.iter().any(|k| k == name))
+    if name == PROVIDER_KEY_ENV || key_envs.contains(&name) || catalog.all_key_env().contains(&name)
     {
         return Some(Why::Key);
     }
@@ -119,5 +115,11 @@ mod tests {
         ] {
             assert_eq!(why_secret(name, &["MY_GATEWAY"]), None, "{name}");
         }
+    }
+
+    #[test]
+    fn bedrock_s_bearer_token_is_a_key_though_pi_s_catalog_lists_none() {
+        // Not shaped like a secret (`*_BEDROCK`), and not in the catalog's keyEnv: a key all the same.
+        assert_eq!(why_secret("AWS_BEARER_TOKEN_BEDROCK", &[]), Some(Why::Key));
     }
 }

@@ -222,6 +222,7 @@ fn base(model: &PlanModel) -> ModelResult {
             String::new(),
             Route::Custom {
                 api_key_set: model.key_held,
+                max_tokens_set: model.max_tokens.unwrap_or(0) > 0,
             },
         ),
     };

@@ -38,6 +38,14 @@ pub struct Catalog {
     models: Vec<CatalogModel>,
 }
 
+/// Key variables a provider's own code reads that pi's catalog (`getApiKeyEnvVars`) does not list: Bedrock's
+/// bearer token, which `amazon-bedrock.js` reads before any AWS credential (`research/providers.md`).
+pub const OWN_KEY_ENV: [(&str, &str); 1] = [("amazon-bedrock", "AWS_BEARER_TOKEN_BEDROCK")];
+
+/// The key variable to suggest for a provider whose first variable in pi's order is not the plain API key:
+/// Anthropic's first is `ANTHROPIC_AUTH_TOKEN`, a bearer token for gateways, then the OAuth token.
+pub const SUGGESTED_KEY_ENV: [(&str, &str); 1] = [("anthropic", "ANTHROPIC_API_KEY")];
+
 /// A provider of the catalog.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -169,6 +177,44 @@ impl Catalog {
     /// A provider by id.
     pub fn provider(&self, id: &str) -> Option<&CatalogProvider> {
         self.providers.get(id)
+    }
+
+    /// The env vars a Turn reads a key of `provider` from, in the order it reads them: the catalog's `keyEnv`,
+    /// then the variables a provider's own code reads that the catalog does not list ([`OWN_KEY_ENV`]:
+    /// `AWS_BEARER_TOKEN_BEDROCK` for `amazon-bedrock`).
+    pub fn key_env(&self, provider: &str) -> Vec<&str> {
+        let listed = self
+            .provider(provider)
+            .map(|p| p.key_env.iter().map(String::as_str).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let own = OWN_KEY_ENV
+            .iter()
+            .filter(|(p, name)| *p == provider && !listed.contains(name))
+            .map(|(_, name)| *name);
+        listed.iter().copied().chain(own).collect()
+    }
+
+    /// The env var to name when no Harness pod holds a key of `provider`: the one that holds a plain API key, as
+    /// a user sets it ([`SUGGESTED_KEY_ENV`]: `ANTHROPIC_API_KEY`, not the bearer token `ANTHROPIC_AUTH_TOKEN` that
+    /// pi reads first), else the first of [`Catalog::key_env`].
+    pub fn suggested_key_env(&self, provider: &str) -> Option<&str> {
+        SUGGESTED_KEY_ENV
+            .iter()
+            .find(|(p, _)| *p == provider)
+            .map(|(_, name)| *name)
+            .or_else(|| self.key_env(provider).first().copied())
+    }
+
+    /// Every key variable of every provider ([`Catalog::key_env`]), once each.
+    pub fn all_key_env(&self) -> Vec<&str> {
+        let mut all: Vec<&str> = self
+            .providers
+            .keys()
+            .flat_map(|p| self.key_env(p))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        all
     }
 
     /// Every provider, by id.
@@ -312,6 +358,29 @@ mod tests {
             c.provider("radius").is_none(),
             "radius has no static models"
         );
+    }
+
+    #[test]
+    fn a_turn_s_key_variables_include_bedrock_s_bearer_token() {
+        let c = pinned();
+        assert_eq!(c.key_env("amazon-bedrock"), ["AWS_BEARER_TOKEN_BEDROCK"]);
+        assert_eq!(
+            c.key_env("anthropic"),
+            [
+                "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_OAUTH_TOKEN",
+                "ANTHROPIC_API_KEY"
+            ]
+        );
+        assert_eq!(c.suggested_key_env("anthropic"), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(
+            c.suggested_key_env("amazon-bedrock"),
+            Some("AWS_BEARER_TOKEN_BEDROCK")
+        );
+        assert_eq!(c.suggested_key_env("google"), Some("GEMINI_API_KEY"));
+        assert_eq!(c.suggested_key_env("openai-codex"), None);
+        let all = c.all_key_env();
+        assert!(all.contains(&"AWS_BEARER_TOKEN_BEDROCK") && all.contains(&"GEMINI_API_KEY"));
     }
 
     #[test]

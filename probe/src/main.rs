@@ -97,7 +97,8 @@ struct CheckArgs {
 
     /// The environment variable that holds the key. With --base-url it plays the role of harness.provider.apiKey,
     /// and without it the probe sends what pi sends with no key: `Authorization: Bearer unused`. For a catalog
-    /// model the default is the first of the provider's variables (in pi's order) that is set.
+    /// model the default is the first of the provider's variables (in pi's order) that is set; for amazon-bedrock,
+    /// AWS_BEARER_TOKEN_BEDROCK.
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
 
@@ -111,7 +112,8 @@ struct CheckArgs {
     timeout: Duration,
 
     /// The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url, the catalog's otherwise.
-    /// 0 sends 1, as pi does for a custom model without one.
+    /// 0 sends 1, as pi does. jr2 sends 1 for a model whose harness.provider sets no maxTokens (it builds the model
+    /// with maxTokens 0): --max-tokens 0 checks what such a Turn gets.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
 
@@ -360,6 +362,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             let api = api.unwrap_or(ApiKind::OpenAiCompletions);
             let mut base_url = spec::parse_base_url(base)
                 .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?;
+            let mut named_port = jr2_probe::target::named_default_port(base);
             // Azure's base URL comes from the environment first, as pi takes it: resolved once, here, as
             // spec::resolve does for a spec.
             if api == ApiKind::AzureOpenAiResponses
@@ -367,6 +370,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
                     spec::azure::base_url(&base_url, &jr2_probe::api::openai_responses::process_env)
             {
                 base_url = resolved;
+                named_port = None;
             }
             let max_tokens = jr2_probe::prompt::token_cap(
                 args.max_tokens.unwrap_or(1024),
@@ -375,12 +379,15 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             args.models
                 .iter()
                 .map(|model| Target {
+                    named_port,
                     model: model.clone(),
                     id: model.clone(),
                     api,
                     base_url: base_url.clone(),
                     route: Route::Custom {
                         api_key_set: named_key.is_some(),
+                        // By hand the cap is the flag's or its default, never jr2's unset 0.
+                        max_tokens_set: args.max_tokens != Some(0),
                     },
                     key: named_key.clone(),
                     max_tokens,
@@ -396,10 +403,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
         }
         None => catalog_targets(args, api, named_key.as_ref(), &session_id)?,
     };
-    let keys: Vec<String> = targets
-        .iter()
-        .filter_map(|t| t.key_value().map(str::to_owned))
-        .collect();
+    let keys = held_keys(&targets);
     let settings = Settings {
         timeout: args.timeout,
         retry: RetryPolicy {
@@ -417,6 +421,15 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
     Ok((targets, checker))
 }
 
+/// The key values the redactor holds: every target's (a Stand-in among them is left out by the redactor itself).
+fn held_keys(targets: &[Target]) -> Vec<String> {
+    targets
+        .iter()
+        .filter_map(Target::key_value)
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Catalog models by hand: `direct`, the key from `--api-key-env` or the provider's first variable that is set.
 fn catalog_targets(
     args: &CheckArgs,
@@ -432,12 +445,11 @@ fn catalog_targets(
                 .map(|(p, _)| p.to_owned())
                 .unwrap_or_default();
             let key_env = named_key.map(|k| k.env.clone()).or_else(|| {
-                catalog::pinned().provider(&provider).and_then(|p| {
-                    p.key_env
-                        .iter()
-                        .find(|name| env(name).is_some_and(|v| !v.is_empty()))
-                        .cloned()
-                })
+                catalog::pinned()
+                    .key_env(&provider)
+                    .into_iter()
+                    .find(|name| env(name).is_some_and(|v| !v.is_empty()))
+                    .map(str::to_owned)
             });
             let spec = ModelSpec {
                 model: model.clone(),
@@ -553,10 +565,7 @@ async fn run(args: RunArgs) -> ExitCode {
         },
         concurrency: spec.concurrency.clamp(1, 64),
     };
-    let keys: Vec<String> = targets
-        .iter()
-        .filter_map(|t| t.key_value().map(str::to_owned))
-        .collect();
+    let keys = held_keys(&targets);
     let checker = Checker::new(
         ClientFactory::new(trust, timeout.min(Duration::from_secs(10))),
         Redactor::new(keys),

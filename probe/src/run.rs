@@ -6,10 +6,10 @@
 //! (`/dev/termination-log`, at most 4096 bytes however many models): the verdict survives a lost log stream.
 //!
 //! The pod has a deadline (`activeDeadlineSeconds`); the driver passes it in `JR2_PROBE_DEADLINE` (Unix seconds), and
-//! the probe finishes a margin before it: models still running are `timeout`, models never reached `not_checked`.
+//! the probe finishes a margin before it: models still running are `timeout` (after their own time, not the run's),
+//! models never reached `not_checked` (the `not checked:` form of the lines, not a failure's hints).
 //! Nothing here writes to disk but the termination message, so a read-only root filesystem is fine.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::sync::Mutex;
 #[cfg(test)]
@@ -20,7 +20,7 @@ use crate::check::{Checker, Progress};
 use crate::contract::events::ProbeEvent;
 use crate::contract::outcome::Outcome;
 use crate::contract::render;
-use crate::contract::verdict::{ModelResult, Origin, Verdict};
+use crate::contract::verdict::{ModelResult, Origin, Try, Verdict};
 use crate::target::Target;
 
 pub use crate::contract::events::EVENTS_SCHEMA;
@@ -86,6 +86,14 @@ pub struct RunOptions {
     pub termination_log: Option<std::path::PathBuf>,
 }
 
+/// What one model's future reported so far.
+#[derive(Default)]
+struct Seen {
+    started: Option<Instant>,
+    tries: Vec<Try>,
+    result: Option<ModelResult>,
+}
+
 fn emit(out: &Mutex<Box<dyn Write + Send>>, event: &ProbeEvent) {
     let line = event.to_line();
     let mut out = out
@@ -141,123 +149,104 @@ pub async fn run(
             budget.map(|b| b.as_millis() as u64),
         ),
     );
-    let results: Mutex<Vec<Option<ModelResult>>> = Mutex::new(vec![None; targets.len()]);
-    let started: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-    // The progress events come through a channel, the results through a callback: a model's result waits until its
-    // `modelStarted` and `try` events, already sent, are written (the order the README and the driver rely on). The
-    // receiver is locked only for one poll or one drain, never across an await.
-    let rx = Mutex::new(rx);
-    let on_progress = |p: Progress| match p {
-        Progress::Started { index } => {
-            started
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(index);
-            emit(
-                &out,
-                &ProbeEvent::ModelStarted {
-                    index,
-                    model: targets[index].model.clone(),
-                },
-            );
-        }
-        Progress::Try { index, attempt } => {
-            emit(
-                &out,
-                &ProbeEvent::Try {
-                    index,
-                    model: targets[index].model.clone(),
-                    attempt,
-                },
-            );
-        }
+    // What each model's own future reported, as it reported it: the observer writes each event the moment it
+    // comes, and a model's future reports its start, each try and its result one after the other, so the lines of
+    // one model are in that order by construction, however the models interleave.
+    let seen: Mutex<Vec<Seen>> = Mutex::new(targets.iter().map(|_| Seen::default()).collect());
+    let lock_seen = || {
+        seen.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
-    let lock_rx = || rx.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let work = async {
-        checker
-            .check_all_observed(targets, Some(tx), |i, result| {
-                while let Ok(p) = lock_rx().try_recv() {
-                    on_progress(p);
+    let observer = |p: Progress<'_>| {
+        let event = match p {
+            Progress::Started { index } => {
+                lock_seen()[index].started = Some(Instant::now());
+                ProbeEvent::ModelStarted {
+                    index,
+                    model: targets[index].model.clone(),
                 }
-                emit(
-                    &out,
-                    &ProbeEvent::Result {
-                        index: i,
-                        result: Box::new(result.clone()),
-                    },
-                );
-                results
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)[i] = Some(result.clone());
-            })
-            .await
+            }
+            Progress::Try { index, attempt } => {
+                lock_seen()[index].tries.push(attempt.clone());
+                ProbeEvent::Try {
+                    index,
+                    model: targets[index].model.clone(),
+                    attempt: attempt.clone(),
+                }
+            }
+            Progress::Finished { index, result } => {
+                lock_seen()[index].result = Some(result.clone());
+                ProbeEvent::Result {
+                    index,
+                    result: Box::new(result.clone()),
+                }
+            }
+        };
+        emit(&out, &event);
     };
-    let watch = async {
-        while let Some(p) = std::future::poll_fn(|cx| lock_rx().poll_recv(cx)).await {
-            on_progress(p);
-        }
-    };
-    let both = async { tokio::join!(work, watch) };
+    let work = checker.check_all_observed(targets, &observer, |_, _| {});
     let finished = match budget {
         _ if passed_by.is_some() => {
-            drop(both);
+            drop(work);
             false
         }
-        Some(b) => tokio::time::timeout(b, both).await.is_ok(),
+        Some(b) => tokio::time::timeout(b, work).await.is_ok(),
         None => {
-            both.await;
+            work.await;
             true
         }
     };
-    let mut results = results
+    let seen = seen
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let started = started
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !finished {
-        // The pod's deadline: what did not finish is a timeout (it was on its way) or not checked.
-        let waited = start.elapsed();
-        for (i, slot) in results.iter_mut().enumerate().filter(|(_, r)| r.is_none()) {
-            let target = &targets[i];
-            let (outcome, error) = if started.contains(&i) {
+    let mut models: Vec<ModelResult> = Vec::with_capacity(seen.len());
+    for (i, model) in seen.into_iter().enumerate() {
+        if let Some(r) = model.result {
+            models.push(r);
+            continue;
+        }
+        debug_assert!(!finished, "a finished run has every result");
+        // The pod's deadline: a model on its way is cut (a timeout, after its own time, not the run's); a model
+        // never reached is not checked.
+        let target = &targets[i];
+        let (outcome, error, waited) = match model.started {
+            Some(at) => {
+                let own = at.elapsed();
                 (
                     Outcome::Timeout,
-                    render::timeout_error(
-                        &render::seconds(Duration::from_secs(waited.as_secs())),
+                    render::deadline_cut_error(
+                        &render::seconds(Duration::from_millis(own.as_millis() as u64 / 100 * 100)),
                         target.route.may_load_on_first_use(),
                     ),
+                    own,
                 )
-            } else if let Some(ago) = passed_by {
-                (
+            }
+            None => match passed_by {
+                Some(ago) => (
                     Outcome::NotChecked,
                     render::deadline_passed_error(&render::seconds(Duration::from_secs(
                         ago.as_secs(),
                     ))),
-                )
-            } else {
-                (Outcome::NotChecked, render::deadline_came_first_error())
-            };
-            let result = checker.unfinished(target, outcome, error, waited);
-            emit(
-                &out,
-                &ProbeEvent::Result {
-                    index: i,
-                    result: Box::new(result.clone()),
-                },
-            );
-            *slot = Some(result);
-        }
+                    Duration::ZERO,
+                ),
+                None => (
+                    Outcome::NotChecked,
+                    render::deadline_came_first_error(),
+                    Duration::ZERO,
+                ),
+            },
+        };
+        let result = checker.unfinished(target, outcome, error, waited, model.tries);
+        emit(
+            &out,
+            &ProbeEvent::Result {
+                index: i,
+                result: Box::new(result.clone()),
+            },
+        );
+        models.push(result);
     }
-    let models: Vec<ModelResult> = results
-        .into_iter()
-        .map(|r| r.expect("every model has a result"))
-        .collect();
-    let lines = models
-        .iter()
-        .flat_map(|m| render::model_lines(m, &origin))
-        .collect();
+    let lines = render::result_lines(&models, &origin);
     let verdict = Verdict::new(origin, started_at, start.elapsed(), models, lines);
     emit(
         &out,
@@ -288,7 +277,10 @@ mod tests {
             api: ApiKind::AnthropicMessages,
             base_url: "https://api.anthropic.com".into(),
             host: "api.anthropic.com".into(),
-            route: Route::Custom { api_key_set: false },
+            route: Route::Custom {
+                api_key_set: false,
+                max_tokens_set: true,
+            },
             outcome: Outcome::Http,
             level: Level::Error,
             code: Code::HttpError,

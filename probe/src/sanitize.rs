@@ -32,8 +32,15 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// A redactor that knows the values the probe holds. Values shorter than 4 characters (not counting invisible
-    /// ones) are ignored: redacting them would shred ordinary text, and no real key is that short.
+    /// A redactor that knows the values the probe holds. Left out, as no secret:
+    ///
+    /// - values shorter than 4 characters (not counting invisible ones): redacting them would shred ordinary text,
+    ///   and no real key is that short;
+    /// - a short word ([`is_word_like`]: fewer than [`WORD_LIKE_MAX_CHARS`] characters, ASCII letters only, like
+    ///   `test`, `EMPTY` or `model`): a placeholder key that equals a word would cut that word out of the provider's
+    ///   message (`The [redacted] ... does not exist`), and no provider issues such a key;
+    /// - a Stand-in ([`is_stand_in`], `jr2-held-<NAME>`): it stands for a value the Custodian holds and is no secret,
+    ///   and the Custodian's own messages name it (`needs the stand-in jr2-held-X`).
     pub fn new<I, S>(secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -42,7 +49,7 @@ impl Redactor {
         let mut secrets: Vec<String> = secrets
             .into_iter()
             .map(|s| fold(&s.into()))
-            .filter(|s| s.chars().count() >= 4)
+            .filter(|s| s.chars().count() >= 4 && !is_word_like(s) && !is_stand_in(s))
             .collect();
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -126,6 +133,27 @@ impl Redactor {
     pub fn display_url(&self, text: &str) -> String {
         escape_truncate(&self.redact(&mask_url(text)), MAX_URL_CHARS)
     }
+}
+
+/// Held values shorter than this that are ASCII letters only are words, not secrets ([`Redactor::new`]).
+pub const WORD_LIKE_MAX_CHARS: usize = 8;
+
+/// A value that reads as one short word (`test`, `EMPTY`, `model`): fewer than [`WORD_LIKE_MAX_CHARS`] characters,
+/// every one an ASCII letter.
+pub fn is_word_like(value: &str) -> bool {
+    value.chars().count() < WORD_LIKE_MAX_CHARS && value.chars().all(|c| c.is_ascii_alphabetic())
+}
+
+/// A Stand-in: `jr2-held-<NAME>`, `<NAME>` an environment variable's name. What a Custodian pod's env holds in place
+/// of a key; the Custodian swaps the value in.
+pub fn is_stand_in(value: &str) -> bool {
+    value.strip_prefix("jr2-held-").is_some_and(|name| {
+        let mut bytes = name.bytes();
+        bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
 }
 
 /// `text` as a line may show a URL, knowing no held value: [`Redactor::display_url`] with none (`sk-…` tokens are
@@ -448,6 +476,46 @@ mod tests {
     fn short_values_are_not_secrets() {
         let r = Redactor::new(["ab", ""]);
         assert_eq!(r.clean("ab cd"), "ab cd");
+    }
+
+    /// Issue 12, item 14: a placeholder key that equals a word (`model`, `test`, `EMPTY`) does not cut that word
+    /// out of the provider's message; a key with a digit or a sign in it, or one of 8 letters or more, is redacted.
+    #[test]
+    fn a_short_word_is_not_a_secret() {
+        let r = Redactor::new(["model", "test", "EMPTY"]);
+        assert_eq!(
+            r.clean("HTTP 404: The model `test` does not exist. EMPTY"),
+            "HTTP 404: The model `test` does not exist. EMPTY"
+        );
+        for key in ["sk-1234", "passw0rd", "hunter2", "lettersonly"] {
+            assert_eq!(
+                Redactor::new([key]).clean(&format!("bad key {key}")),
+                "bad key [redacted]",
+                "{key}"
+            );
+        }
+        assert!(is_word_like("model") && is_word_like("EMPTY"));
+        assert!(!is_word_like("letterso") && !is_word_like("hunter2"));
+    }
+
+    /// Issue 12, item 14: a Stand-in is no secret: the Custodian's message that names it reaches the line whole.
+    #[test]
+    fn a_stand_in_is_not_redacted() {
+        let r = Redactor::new(["jr2-held-ANTHROPIC_API_KEY", "sk-ant-real-key-0123456789"]);
+        assert_eq!(
+            r.clean("jr2 custodian: this request needs the stand-in jr2-held-ANTHROPIC_API_KEY"),
+            "jr2 custodian: this request needs the stand-in jr2-held-ANTHROPIC_API_KEY"
+        );
+        assert_eq!(r.clean("key sk-ant-real-key-0123456789"), "key [redacted]");
+        assert!(is_stand_in("jr2-held-X") && is_stand_in("jr2-held-_A1"));
+        for not in [
+            "jr2-held-",
+            "jr2-held-1A",
+            "jr2-held-key-0123456789",
+            "xjr2-held-A",
+        ] {
+            assert!(!is_stand_in(not), "{not}");
+        }
     }
 
     #[test]

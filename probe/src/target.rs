@@ -87,6 +87,9 @@ pub struct Target {
     pub api: ApiKind,
     /// The base URL the API appends its path to.
     pub base_url: reqwest::Url,
+    /// The port the base URL's text names when it is the scheme's default (`https://h:443`): a parsed URL drops
+    /// it, and `<host>` keeps what the URL names ([`named_default_port`]).
+    pub named_port: Option<u16>,
     /// How the model is reached (the lines' form).
     pub route: Route,
     /// The key, when one is held or configured.
@@ -104,7 +107,12 @@ pub struct Target {
 impl Target {
     /// `<host>` of the lines: the host, with `:port` when the URL names one.
     pub fn host(&self) -> String {
-        host_of(&self.base_url)
+        match (self.base_url.port(), self.named_port) {
+            (None, Some(port)) => {
+                format!("{}:{port}", self.base_url.host_str().unwrap_or_default())
+            }
+            _ => host_of(&self.base_url),
+        }
     }
 
     /// The key's value, if any.
@@ -120,6 +128,26 @@ pub fn host_of(url: &reqwest::Url) -> String {
         Some(port) => format!("{host}:{port}"),
         None => host.to_owned(),
     }
+}
+
+/// The port `text` (a URL, as given) names in its authority when that port is its scheme's default (`443` for
+/// https, `80` for http), which a parsed URL drops; `None` when it names none, or another one (the parsed URL keeps
+/// that).
+pub fn named_default_port(text: &str) -> Option<u16> {
+    let (scheme, rest) = text.trim().split_once("://")?;
+    let authority = &rest[..rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let (_, port) = host_port.rsplit_once(':')?;
+    if port.contains(']') {
+        return None; // an IPv6 literal without a port
+    }
+    let port: u16 = port.parse().ok()?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    (port == default).then_some(port)
 }
 
 /// A conversation id in the shape pi uses (a UUIDv7: time-ordered, random tail), without a UUID dependency.
@@ -157,6 +185,21 @@ mod tests {
         assert_eq!(&a[14..15], "7");
         assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_named_default_port_is_found_and_others_are_left_to_the_url() {
+        assert_eq!(
+            named_default_port("https://api.example.com:443/v1"),
+            Some(443)
+        );
+        assert_eq!(named_default_port("HTTP://10.0.0.5:80"), Some(80));
+        assert_eq!(named_default_port("https://[::1]:443/v1"), Some(443));
+        assert_eq!(named_default_port("https://[::1]/v1"), None);
+        assert_eq!(named_default_port("https://api.example.com/v1"), None);
+        assert_eq!(named_default_port("https://api.example.com:8443/v1"), None);
+        assert_eq!(named_default_port("http://h:443/v1"), None);
+        assert_eq!(named_default_port("https://h/v1?x=:443"), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@ impl Fake {
     /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
     fn target(&self, id: &str, env: &str, key: &str) -> Target {
         Target {
+            named_port: None,
             model: "anthropic/claude-haiku-4-5".to_owned(),
             id: id.to_owned(),
             api: ApiKind::AnthropicMessages,
@@ -341,5 +342,37 @@ async fn no_key_held_sends_no_key_header() {
     assert_eq!(
         (req.header("x-api-key"), req.header("authorization")),
         (None, None)
+    );
+}
+
+/// Issue 12, item 14: with no key of Anthropic held, the hint names `ANTHROPIC_API_KEY` (the `x-api-key` a user
+/// holds), not `ANTHROPIC_AUTH_TOKEN`, the bearer token pi happens to read first.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_key_of_anthropic_the_hint_names_anthropic_api_key() {
+    let f = Fake::start_with(fake_anthropic::handler()).await;
+    let ca = f.ca.ca_file.to_str().unwrap().to_owned();
+    let gateway = format!("https://{}", f.fake.addr());
+    let run = common::probe(
+        &[
+            "check",
+            "--model",
+            "anthropic/claude-haiku-4-5",
+            "--gateway",
+            &gateway,
+            "--ca-bundle",
+            &ca,
+            "--timeout",
+            "3s",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.lines().contains(
+            &"  - no Harness pod holds a key of anthropic: add ANTHROPIC_API_KEY to `secrets` in jr2.config.ts"
+        ),
+        "{}",
+        run.stderr
     );
 }

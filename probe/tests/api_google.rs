@@ -27,6 +27,7 @@ impl Fake {
     /// clamp), sending `id`, with the base URL `https://<fake>/v1beta`.
     fn gemini(&self, id: &str) -> Target {
         Target {
+            named_port: None,
             model: "google/gemini-2.5-flash".to_owned(),
             id: id.to_owned(),
             api: ApiKind::GoogleGenerativeAi,
@@ -49,6 +50,7 @@ impl Fake {
     /// `google-vertex/gemini-2.5-flash` with an API key, its base URL the fake's (no version: the SDK adds `v1`).
     fn vertex(&self, id: &str) -> Target {
         Target {
+            named_port: None,
             model: "google-vertex/gemini-2.5-flash".to_owned(),
             api: ApiKind::GoogleVertex,
             base_url: self.base(),
@@ -273,6 +275,43 @@ async fn busy_after_the_retries_is_an_error_for_gemini() {
             "  - the held secret GEMINI_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)".to_owned(),
             "  - a private CA on that path must be in harness.caBundle".to_owned(),
         ]
+    );
+}
+
+/// Issue 12, item 2: a 429 and then a retry that never gets an answer is busy, and for Gemini busy is an error
+/// whose `<error>` says the retry got no answer (before: a `timeout`, "no answer in 2 s").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_then_a_retry_with_no_answer_is_busy_and_an_error_for_gemini() {
+    let f = Fake::start().await;
+    let r = f
+        .check_with(&f.gemini("rate-limited-then-stall"), Duration::from_secs(2))
+        .await;
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (Outcome::Busy, Level::Error, Code::Busy),
+        "{r:#?}"
+    );
+    assert_eq!(statuses(&r), [Some(429), None]);
+    assert_eq!(r.tries[1].outcome, Outcome::Timeout);
+    assert_eq!(r.http_status, Some(429));
+    let error = r.error.as_deref().unwrap_or_default();
+    let (waited, rest) = error
+        .strip_prefix("the retry got no answer in ")
+        .and_then(|e| e.split_once(" s, after "))
+        .unwrap_or_else(|| panic!("{error}"));
+    let waited: f64 = waited.parse().unwrap_or_else(|_| panic!("{error}"));
+    assert!((1.0..=2.0).contains(&waited), "{error}");
+    assert!(
+        rest.starts_with("HTTP 429: You exceeded your current quota"),
+        "{error}"
+    );
+    assert!(error.chars().count() <= 300, "{error}");
+    assert_eq!(
+        jr2_probe::render::model_lines(&r, &Origin::ThisMachine)[0],
+        format!(
+            "error: provider preflight failed for model \"google/gemini-2.5-flash\" toward {} (from this machine, direct, as a Turn calls it): {error}",
+            f.host()
+        )
     );
 }
 

@@ -22,6 +22,7 @@ impl Fake {
     /// maxTokens 256000).
     fn mistral(&self, id: &str, key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("mistral/{id}"),
             id: id.to_owned(),
             api: ApiKind::MistralConversations,
@@ -46,6 +47,7 @@ impl Fake {
     /// contextWindow 200000, maxTokens 64000, `compat.supportsStrictMode`).
     fn bedrock(&self, id: &str, token: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("amazon-bedrock/{id}"),
             id: id.to_owned(),
             api: ApiKind::BedrockConverseStream,
@@ -491,4 +493,50 @@ async fn bedrock_without_a_bearer_token_is_unsupported() {
         r.error
     );
     assert!(f.fake.requests().is_empty(), "nothing was sent");
+}
+
+/// Issue 12, item 11: pi's catalog lists no key variable for `amazon-bedrock`, but a Turn reads Bedrock's bearer
+/// token from `AWS_BEARER_TOKEN_BEDROCK`: by hand the probe reads it too (before: "which is not set", nothing
+/// sent), and without it the hint names it (before: "add the key of amazon-bedrock").
+#[tokio::test(flavor = "multi_thread")]
+async fn by_hand_bedrock_s_key_is_its_bearer_token_variable() {
+    let f = Fake::start_with(fake_bedrock::handler()).await;
+    let ca = f.ca.ca_file.to_str().unwrap().to_owned();
+    let gateway = format!("https://{}", f.fake.addr());
+    let model = format!("amazon-bedrock/{}", fake_bedrock::HAIKU);
+    let args = [
+        "check",
+        "--model",
+        &model,
+        "--gateway",
+        &gateway,
+        "--ca-bundle",
+        &ca,
+        "--timeout",
+        "3s",
+        "-o",
+        "json",
+    ];
+    let run = common::probe(
+        &args,
+        &[("AWS_BEARER_TOKEN_BEDROCK", fake_bedrock::GOOD_TOKEN)],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.verdict().models[0].outcome, Outcome::Ok);
+    let sent = f.only_request();
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {}", fake_bedrock::GOOD_TOKEN).as_str())
+    );
+
+    let run = common::probe(&args, &[]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.lines().contains(
+            &"  - no Harness pod holds a key of amazon-bedrock: add AWS_BEARER_TOKEN_BEDROCK to `secrets` in jr2.config.ts"
+        ),
+        "{}",
+        run.stderr
+    );
 }

@@ -30,6 +30,7 @@ impl Fake {
     /// The catalog's `openai/gpt-5-mini` (maxTokens 128000, contextWindow 400000: no clamp), sending `id`.
     fn openai(&self, id: &str, key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: "openai/gpt-5-mini".to_owned(),
             id: id.to_owned(),
             api: ApiKind::OpenAiResponses,
@@ -58,6 +59,7 @@ impl Fake {
     /// model's base URL (what pi falls back to when the environment names none).
     fn azure(&self, id: &str, key: &str) -> Target {
         Target {
+            named_port: None,
             model: "azure-openai-responses/gpt-5-mini".to_owned(),
             id: id.to_owned(),
             api: ApiKind::AzureOpenAiResponses,

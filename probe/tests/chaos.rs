@@ -570,11 +570,15 @@ fn checker(timeout: Duration, max_tries: u32) -> jr2_probe::check::Checker {
 fn target(base: &str) -> jr2_probe::target::Target {
     use jr2_probe::target::{Facts, Target};
     Target {
+        named_port: None,
         model: "chaos".to_owned(),
         id: "chaos".to_owned(),
         api: jr2_probe::api::ApiKind::OpenAiCompletions,
         base_url: reqwest::Url::parse(base).unwrap(),
-        route: jr2_probe::verdict::Route::Custom { api_key_set: false },
+        route: jr2_probe::verdict::Route::Custom {
+            api_key_set: false,
+            max_tokens_set: true,
+        },
         key: None,
         max_tokens: 16,
         tool_choice: jr2_probe::api::ToolChoice::Unset,
@@ -603,12 +607,20 @@ async fn a_deadline_that_passes_while_connecting_is_a_connect_timeout() {
 /// A retry on a pooled connection that then stalls is a timeout (no connection was coming up), not a connect
 /// timeout.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_stall_on_a_pooled_connection_is_a_timeout() {
+async fn a_stall_on_a_pooled_connection_after_a_429_is_busy() {
     let server = ChaosServer::start(Chaos::RateLimitedThenStall).await;
     let r = checker(Duration::from_secs(3), 3)
         .check(&target(&server.base_url()))
         .await;
-    assert_eq!(r.outcome, Outcome::Timeout, "{:?}", r.error);
+    // A 429, then a retry that never gets an answer: busy, as the user's document says (issue 12, item 2).
+    assert_eq!(r.outcome, Outcome::Busy, "{:?}", r.error);
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("the retry got no answer in ")),
+        "{:?}",
+        r.error
+    );
     assert_eq!(r.tries.len(), 2, "{:?}", r.tries);
     assert_eq!(r.tries[0].status, Some(429));
     assert_eq!(

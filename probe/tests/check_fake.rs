@@ -334,6 +334,132 @@ async fn busy_after_every_try_is_a_warning_and_every_try_is_recorded() {
     }
 }
 
+/// Issue 12, item 2: a 429, then a retry that never gets an answer, is busy (a warning), and its line says the
+/// retry got no answer (before: a `timeout` error, "it can be a model that loads on first use").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_then_a_retry_with_no_answer_is_a_busy_warning() {
+    let fake = FakeProvider::start().await;
+    let run = check(&fake, &["rate-limited-then-stall"], &["--timeout", "2s"]).await;
+    assert_eq!(run.code, 0, "busy is a warning: {}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code, m.http_status),
+        (Outcome::Busy, Level::Warning, Code::Busy, Some(429))
+    );
+    let statuses: Vec<_> = m.tries.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Some(429), None]);
+    // The stalled retry's own time, to a tenth of a second: what the line says.
+    let waited = jr2_probe::render::stalled_retry(m).expect("the retry stalled");
+    assert!(
+        waited > std::time::Duration::from_secs(1) && waited <= std::time::Duration::from_secs(2),
+        "{waited:?}"
+    );
+    let seconds = jr2_probe::render::seconds(waited);
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: rate-limited-then-stall is busy toward {} after 2 tries (HTTP 429, then the retry got no answer in {seconds} s) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(
+            format!(
+                "the retry got no answer in {seconds} s, after HTTP 429: Rate limit reached for requests"
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(run.lines().len(), 2, "{:?}", run.lines());
+}
+
+/// Issue 12, item 14: one try reads `after 1 try`; an overload that came inside a 200's stream is not `(HTTP 200)`.
+#[tokio::test(flavor = "multi_thread")]
+async fn busy_after_one_try_and_an_overload_in_the_stream_read_as_they_happened() {
+    let fake = FakeProvider::start().await;
+    let run = check(&fake, &["rate-limited"], &["--max-tries", "1"]).await;
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: rate-limited is busy toward {} after 1 try (HTTP 429) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+    let run = check(&fake, &["overloaded-after-200"], &["--max-tries", "2"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!((m.outcome, m.http_status), (Outcome::Busy, Some(200)));
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "warning: provider: overloaded-after-200 is busy toward {} after 2 tries (an overload in the stream) — not confirmed; a Turn makes one try, so it can fail the same way",
+            host(&fake)
+        )
+    );
+}
+
+/// Issue 12, item 14: a key that equals a word the provider's message holds does not cut the word out of the
+/// message, and the message is classified as it came (here vLLM's tool-choice flags).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_that_is_a_word_leaves_the_provider_s_message_whole() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            &base,
+            "--model",
+            "vllm-no-parser",
+            "--api-key-env",
+            "VLLM_KEY",
+            "-o",
+            "json",
+        ],
+        &[("VLLM_KEY", "choice")],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!(m.code, Code::ToolsNotEnabled);
+    assert_eq!(
+        m.error.as_deref(),
+        Some(
+            "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+        )
+    );
+}
+
+/// Issue 12, item 14: an explicit `:443` in the base URL stays in `<host>` (a parsed URL drops it).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_default_port_stays_in_the_host() {
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            "https://127.0.0.1:443/v1",
+            "--model",
+            "m",
+            "--timeout",
+            "2s",
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(run.lines()[0], loopback_line("127.0.0.1:443"));
+    assert!(
+        run.lines()[1].starts_with(
+            "error: provider preflight failed for model \"m\" against 127.0.0.1:443 (from this machine"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.verdict().models[0].host, "127.0.0.1:443");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_429_then_ok_passes_after_its_retries() {
     let fake = FakeProvider::start().await;
@@ -676,4 +802,21 @@ async fn a_model_id_with_a_control_bidi_or_invisible_character_is_bad_input() {
         assert!(!run.stderr.contains('\u{1b}') && !run.stderr.contains('\u{202e}'));
         assert!(run.stdout.is_empty());
     }
+}
+
+/// Issue 12, item 10: by hand `--max-tokens` stays (default 1024 for a custom endpoint), and its help says what jr2
+/// sends for a model of harness.provider that sets none.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_max_tokens_help_says_what_jr2_sends_without_one() {
+    let run = probe(&["check", "--help"], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let help = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "--max-tokens <N> The model's maxTokens (the token cap a Turn sends): default 1024 with --base-url"
+        ) && help.contains(
+            "jr2 sends 1 for a model whose harness.provider sets no maxTokens (it builds the model with maxTokens 0): --max-tokens 0 checks what such a Turn gets"
+        ),
+        "{help}"
+    );
 }

@@ -336,3 +336,210 @@ async fn a_spec_file_past_one_mib_is_refused() {
     );
     assert!(run.stdout.is_empty());
 }
+
+/// Runs `spec` in pod mode with the pod's deadline `budget` ahead of the probe's margin (3 s), and returns the run
+/// and its events.
+async fn run_with_budget(spec: &Value, budget: Duration) -> (common::Run, Vec<Value>) {
+    let deadline = SystemTime::now() + jr2_probe::run::DEADLINE_MARGIN + budget;
+    let deadline_s = deadline.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[("JR2_PROBE_DEADLINE", &format!("{deadline_s:.3}"))],
+    )
+    .await;
+    let ev = events(&run.stdout);
+    (run, ev)
+}
+
+fn verdict_of(ev: &[Value]) -> jr2_probe::verdict::Verdict {
+    serde_json::from_value(ev.last().unwrap()["verdict"].clone()).unwrap()
+}
+
+/// Issue 12, item 4: a model the pod's deadline cuts says how long it itself waited (not the seconds since the run
+/// started), and the models never reached are in the `not checked:` form, without a failure's hints.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_deadline_cuts_a_model_after_its_own_time_and_the_rest_are_not_checked() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    // One at a time: the staller starts after the first model's 1.5 s, and waits until the cut at 3 s.
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 120, "concurrency": 1,
+                      "models": [custom("ok-delay-1500", &base), custom("stall", &base),
+                                 custom("ok@b", &base), custom("ok@c", &base)]});
+    let (run, ev) = run_with_budget(&spec, Duration::from_secs(3)).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v = verdict_of(&ev);
+    let outcomes: Vec<Outcome> = v.models.iter().map(|m| m.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Ok,
+            Outcome::Timeout,
+            Outcome::NotChecked,
+            Outcome::NotChecked
+        ]
+    );
+    let cut = &v.models[1];
+    let error = cut.error.as_deref().unwrap_or_default();
+    let own: f64 = error
+        .strip_prefix("no answer in ")
+        .and_then(|e| e.split_once(" s, when the check pod's deadline came — "))
+        .and_then(|(s, _)| s.parse().ok())
+        .unwrap_or_else(|| panic!("{error}"));
+    // Its own 1.5 s or so, not the run's 3.
+    assert!((1.0..2.5).contains(&own), "{error}");
+    assert!(
+        (cut.elapsed_ms as f64 / 1000.0 - own).abs() < 0.2,
+        "{error} / {} ms",
+        cut.elapsed_ms
+    );
+    assert!(
+        v.elapsed_ms as f64 / 1000.0 > own + 1.0,
+        "the run took longer than the cut model: {} ms",
+        v.elapsed_ms
+    );
+    let lines = &v.lines;
+    let first_cut = lines
+        .iter()
+        .position(|l| l.starts_with("error: provider preflight failed for model \"vllm/stall\""))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(lines[first_cut].ends_with(error), "{lines:#?}");
+    assert_eq!(
+        lines[lines.len() - 3..],
+        [
+            "error: provider preflight: the check pod's deadline came first",
+            "  not checked: vllm/ok@b",
+            "  not checked: vllm/ok@c",
+        ],
+        "{lines:#?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("ok@b") && l.starts_with("error: provider preflight failed")),
+        "no failure block for a model never reached: {lines:#?}"
+    );
+}
+
+/// Issue 12, item 16: with many models at once, some retried, some cut by the pod's deadline, each model's lines
+/// come as `modelStarted`, its `try`s, then its `result`, whose tries are the ones streamed; `summary` is last.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_model_s_events_are_in_order_however_the_models_interleave() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let behaviours = [
+        "ok-delay-30",
+        "rate-limited-1",
+        "ok-delay-120",
+        "rate-limited-then-stall",
+        "missing",
+        "ok",
+        "rate-limited-2",
+        "ok-delay-60",
+    ];
+    let models: Vec<Value> = (0..32)
+        .map(|i| custom(&format!("{}@{i}", behaviours[i % behaviours.len()]), &base))
+        .collect();
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 120, "concurrency": 12,
+                      "models": models});
+    let (run, ev) = run_with_budget(&spec, Duration::from_secs(4)).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(ev[0]["event"], "start");
+    assert_eq!(ev.last().unwrap()["event"], "summary");
+    assert_eq!(ev.iter().filter(|e| e["event"] == "summary").count(), 1);
+    let v = verdict_of(&ev);
+    let mut cut = 0;
+    for index in 0..32 {
+        let of_model: Vec<&Value> = ev.iter().filter(|e| e["index"] == index).collect();
+        let kinds: Vec<&str> = of_model
+            .iter()
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "result").count(),
+            1,
+            "{index}: {kinds:?}"
+        );
+        assert_eq!(kinds.last(), Some(&"result"), "{index}: {kinds:?}");
+        let streamed: Vec<jr2_probe::verdict::Try> = of_model
+            .iter()
+            .filter(|e| e["event"] == "try")
+            .map(|e| serde_json::from_value(e["try"].clone()).unwrap())
+            .collect();
+        let result = &v.models[index];
+        if result.outcome == Outcome::NotChecked {
+            assert_eq!(kinds, ["result"], "{index}: never started");
+            continue;
+        }
+        assert_eq!(kinds[0], "modelStarted", "{index}: {kinds:?}");
+        assert!(
+            kinds[1..kinds.len() - 1].iter().all(|k| *k == "try"),
+            "{index}: {kinds:?}"
+        );
+        assert_eq!(
+            streamed, result.tries,
+            "{index}: the result's tries are the ones streamed"
+        );
+        if result.outcome == Outcome::Timeout {
+            cut += 1;
+        }
+    }
+    assert!(cut > 0, "the deadline cut some models: {:?}", v.models);
+}
+
+/// Issue 12, item 10: a custom model the plan gives no `maxTokens` is checked with what jr2 sends (maxTokens 0,
+/// which pi sends as `max_completion_tokens: 1`; before: 1024), and its `length` error names the cause.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_model_without_max_tokens_asks_for_one_token_and_the_length_error_says_why() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let unset = |model: &str| json!({"model": format!("vllm/{model}"), "source": "custom", "baseUrl": base, "api": "openai-completions"});
+    let mut set = unset("length@set");
+    set["maxTokens"] = json!(4096);
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10,
+                      "models": [unset("length"), set]});
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[("NODE_NAME", "worker-2")],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        fake.requests_for("length")[0].body["max_completion_tokens"],
+        1
+    );
+    assert_eq!(
+        fake.requests_for("length@set")[0].body["max_completion_tokens"],
+        4096
+    );
+    let v: jr2_probe::verdict::Verdict =
+        serde_json::from_value(events(&run.stdout).last().unwrap()["verdict"].clone()).unwrap();
+    let hint = "  - harness.provider sets no maxTokens for length, so a Turn asks for 1 token: set maxTokens";
+    let blocks: Vec<Vec<String>> = v
+        .models
+        .iter()
+        .map(|m| jr2_probe::render::model_lines(m, &v.origin))
+        .collect();
+    assert_eq!(
+        blocks[0].last().map(String::as_str),
+        Some(hint),
+        "{blocks:#?}"
+    );
+    assert_eq!(blocks[0].len(), 6, "{blocks:#?}");
+    assert!(
+        !blocks[1].iter().any(|l| l.contains("sets no maxTokens")),
+        "{blocks:#?}"
+    );
+    assert!(v.lines.iter().any(|l| l == hint), "{:#?}", v.lines);
+}

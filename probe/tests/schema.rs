@@ -79,7 +79,10 @@ fn outcome_of(code: Code) -> Outcome {
 }
 
 fn custom_route(api_key_set: bool) -> Route {
-    Route::Custom { api_key_set }
+    Route::Custom {
+        api_key_set,
+        max_tokens_set: true,
+    }
 }
 
 fn catalog_route(via_custodian: bool) -> Route {

@@ -127,7 +127,10 @@ fn model(i: usize, outcome: Outcome) -> ModelResult {
         api: jr2_probe::contract::ApiKind::AnthropicMessages,
         base_url: "https://api.anthropic.com".into(),
         host: "api.anthropic.com".into(),
-        route: Route::Custom { api_key_set: false },
+        route: Route::Custom {
+            api_key_set: false,
+            max_tokens_set: true,
+        },
         outcome,
         level: outcome.level(jr2_probe::contract::ApiKind::AnthropicMessages),
         code,

@@ -490,6 +490,7 @@ mod tests {
 
     fn target(id: &str, facts: Facts, key: Option<(&str, &str)>) -> Target {
         Target {
+            named_port: None,
             model: format!("anthropic/{id}"),
             id: id.to_owned(),
             api: crate::contract::api_kind::ApiKind::AnthropicMessages,

@@ -294,6 +294,7 @@ mod tests {
 
     fn target(id: &str, key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("amazon-bedrock/{id}"),
             id: id.into(),
             api: ApiKind::BedrockConverseStream,

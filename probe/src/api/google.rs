@@ -486,6 +486,7 @@ mod tests {
 
     fn target(api: ApiKind, id: &str, base: &str, key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: format!("google/{id}"),
             id: id.into(),
             api,

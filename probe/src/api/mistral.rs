@@ -141,6 +141,7 @@ mod tests {
 
     fn target(key: Option<&str>) -> Target {
         Target {
+            named_port: None,
             model: "mistral/mistral-small-latest".into(),
             id: "mistral-small-latest".into(),
             api: ApiKind::MistralConversations,

@@ -593,6 +593,7 @@ mod tests {
     fn gpt5_mini(api: ApiKind) -> Target {
         let azure = api == ApiKind::AzureOpenAiResponses;
         Target {
+            named_port: None,
             model: if azure {
                 "azure-openai-responses/gpt-5-mini"
             } else {
@@ -891,7 +892,10 @@ mod tests {
         let r = request_with(&t, Flavor::OpenAi, &no_env).unwrap();
         assert_eq!(hdr(&r, "authorization"), Some("Bearer unused"));
         assert_eq!(hdr(&r, "cf-aig-authorization"), Some("Bearer gw"));
-        t.route = Route::Custom { api_key_set: false };
+        t.route = Route::Custom {
+            api_key_set: false,
+            max_tokens_set: true,
+        };
         t.facts.headers = None;
         let r = request_with(&t, Flavor::OpenAi, &no_env).unwrap();
         assert_eq!(hdr(&r, "authorization"), Some("Bearer unused"));

@@ -3,7 +3,9 @@
 //! A try sends the request a Turn sends and reads the answer until the first tool-call event names a tool, then
 //! drops the connection: the verdict does not wait for the end of the completion. A try that gets 429, 529 or 503
 //! (or an overload event inside the stream) is followed by another, as [`crate::retry`] decides. Every try runs
-//! under the model's deadline; nothing here waits without one. What the bytes of a 200 say is judged by
+//! under the model's deadline; nothing here waits without one. A retry after busy tries that gets no answer before
+//! that deadline leaves the model busy, not timed out: the user's document says a provider that answers 429 and
+//! then never answers a retry is a warning (an error for Gemini and Vertex). What the bytes of a 200 say is judged by
 //! [`stream::StreamJudge`], synchronously; this module does the I/O and the timing around it.
 
 use std::sync::Arc;
@@ -29,22 +31,34 @@ use stream::{StreamEnd, StreamJudge};
 /// The most of an error body the probe reads.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// What a check reports while it runs (pod mode streams it as JSON lines).
-#[derive(Clone, Debug)]
-pub enum Progress {
+/// What a check reports while it runs (pod mode streams it as JSON lines). A model's own future reports its
+/// events, one after the other, as they happen: `Started`, each `Try`, then `Finished`, so whatever writes them
+/// sees them in that order for every model, however the models interleave.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
     /// A model's check started.
     Started {
         /// The model's index in the run.
         index: usize,
     },
-    /// A try ended.
+    /// A try ended (its wait before the next try, if any, decided).
     Try {
         /// The model's index.
         index: usize,
         /// The try.
-        attempt: Try,
+        attempt: &'a Try,
+    },
+    /// A model's check ended.
+    Finished {
+        /// The model's index.
+        index: usize,
+        /// Its result.
+        result: &'a ModelResult,
     },
 }
+
+/// Where a check reports its [`Progress`]: called from the models' futures, in order for each model.
+pub type Observer<'o> = &'o (dyn Fn(Progress<'_>) + Sync);
 
 /// Limits of a check.
 #[derive(Clone, Copy, Debug)]
@@ -152,14 +166,15 @@ impl Checker {
         targets: &[Target],
         on_result: impl FnMut(usize, &ModelResult),
     ) -> Vec<ModelResult> {
-        self.check_all_observed(targets, None, on_result).await
+        self.check_all_observed(targets, &|_| {}, on_result).await
     }
 
-    /// As [`Checker::check_all`], and sends [`Progress`] (a model started, each try) on `progress` as it goes.
+    /// As [`Checker::check_all`], and reports [`Progress`] to `observer` as it goes: each model's future calls it
+    /// itself, with `Started`, each `Try` and `Finished`, in that order.
     pub async fn check_all_observed(
         &self,
         targets: &[Target],
-        progress: Option<tokio::sync::mpsc::UnboundedSender<Progress>>,
+        observer: Observer<'_>,
         mut on_result: impl FnMut(usize, &ModelResult),
     ) -> Vec<ModelResult> {
         let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
@@ -168,17 +183,18 @@ impl Checker {
             .enumerate()
             .map(|(i, target)| {
                 let permits = permits.clone();
-                let progress = progress.clone();
                 async move {
                     let _permit = permits
                         .acquire()
                         .await
                         .expect("the semaphore is never closed");
-                    let observer = progress.as_ref().map(|tx| (i, tx));
-                    if let Some((i, tx)) = observer {
-                        let _ = tx.send(Progress::Started { index: i });
-                    }
-                    (i, self.check_observed(target, observer).await)
+                    observer(Progress::Started { index: i });
+                    let result = self.check_observed(target, Some((i, observer))).await;
+                    observer(Progress::Finished {
+                        index: i,
+                        result: &result,
+                    });
+                    (i, result)
                 }
             })
             .collect();
@@ -201,14 +217,11 @@ impl Checker {
     async fn check_observed(
         &self,
         target: &Target,
-        observer: Option<(usize, &tokio::sync::mpsc::UnboundedSender<Progress>)>,
+        observer: Option<(usize, Observer<'_>)>,
     ) -> ModelResult {
         let report = |t: &Try| {
-            if let Some((index, tx)) = observer {
-                let _ = tx.send(Progress::Try {
-                    index,
-                    attempt: t.clone(),
-                });
+            if let Some((index, observe)) = observer {
+                observe(Progress::Try { index, attempt: t });
             }
         };
         let start = Instant::now();
@@ -247,6 +260,8 @@ impl Checker {
         let mut backoff = policy.backoff();
         let mut tries: Vec<Try> = Vec::new();
         let mut waited = Duration::ZERO;
+        // The last busy try's status and `<error>`: a retry after it that gets no answer is still busy.
+        let mut last_busy: Option<(Option<u16>, String)> = None;
         loop {
             let n = tries.len() as u32 + 1;
             let try_start = clock.restart();
@@ -297,6 +312,14 @@ impl Checker {
                 wait_taken_ms: 0,
                 timings,
             });
+            if let End::Fail {
+                outcome: Outcome::Busy,
+                error,
+                ..
+            } = &attempt.end
+            {
+                last_busy = Some((attempt.status, error.clone()));
+            }
             if attempt.retryable && n < policy.max_tries {
                 let wait = match attempt.wait_asked {
                     Some(asked) if asked > policy.max_requested_wait => None,
@@ -323,24 +346,64 @@ impl Checker {
             if let Some(last) = tries.last() {
                 report(last);
             }
+            let all_busy_before = tries.len() > 1
+                && tries[..tries.len() - 1]
+                    .iter()
+                    .all(|t| t.outcome == Outcome::Busy);
+            if outcome == Outcome::Timeout
+                && all_busy_before
+                && let Some((status, busy_error)) = last_busy
+            {
+                return self.busy_then_no_answer(target, start, tries, status, &busy_error);
+            }
             return self.conclude(target, start, tries, attempt);
         }
     }
 
+    /// A busy model whose last retry got no answer before the model's deadline: busy (a warning; an error for
+    /// Gemini and Vertex), and its `<error>` says the retry got no answer.
+    fn busy_then_no_answer(
+        &self,
+        target: &Target,
+        start: Instant,
+        tries: Vec<Try>,
+        status: Option<u16>,
+        busy_error: &str,
+    ) -> ModelResult {
+        let mut r = self.finish(
+            target,
+            start,
+            tries,
+            status,
+            Outcome::Busy,
+            Code::Busy,
+            None,
+            None,
+        );
+        let waited = render::stalled_retry(&r).unwrap_or_default();
+        r.error = Some(crate::sanitize::escape_truncate(
+            &render::busy_then_no_answer_error(r.tries.len(), &render::seconds(waited), busy_error),
+            crate::sanitize::MAX_ERROR_CHARS,
+        ));
+        r
+    }
+
     /// The result of a model that did not finish: cut off by the run's deadline (timeout) or never reached
-    /// (not checked).
+    /// (not checked). `waited` is the model's own time, from its start to the cut; `tries` the tries it had ended.
     pub fn unfinished(
         &self,
         target: &Target,
         outcome: Outcome,
         error: String,
         waited: Duration,
+        tries: Vec<Try>,
     ) -> ModelResult {
+        let status = tries.last().and_then(|t| t.status);
         let mut r = self.finish(
             target,
             Instant::now(),
-            Vec::new(),
-            None,
+            tries,
+            status,
             outcome,
             outcome.default_code(),
             Some(error),

@@ -117,7 +117,10 @@ mod tests {
             api: ApiKind::OpenAiCompletions,
             base_url: "http://10.0.0.5:8000/v1".into(),
             host: "10.0.0.5:8000".into(),
-            route: Route::Custom { api_key_set: true },
+            route: Route::Custom {
+                api_key_set: true,
+                max_tokens_set: true,
+            },
             outcome: Outcome::Ok,
             level: Level::Pass,
             code: Code::Ok,

@@ -15,7 +15,7 @@ pub enum Outcome {
     Ok,
     /// The model answered in text, not with a tool call.
     Text,
-    /// 429, 529 or an overload signal on every try.
+    /// 429, 529 or an overload signal on every try, or on every try but the last, which got no answer.
     Busy,
     /// 503 on every try.
     Unavailable,

@@ -19,6 +19,12 @@ pub mod hint {
         "  - vLLM needs --enable-auto-tool-choice and a matching --tool-call-parser";
     /// Custom: stop reason length.
     pub const LENGTH: &str = "  - stop reason \"length\" means the model ran out of tokens before the call (a thinking model reasons first)";
+    /// Custom, `length` with a cap of 1 because `maxTokens` resolved to 0: the cause, beyond the document.
+    pub fn no_max_tokens(id: &str) -> String {
+        format!(
+            "  - harness.provider sets no maxTokens for {id}, so a Turn asks for 1 token: set maxTokens"
+        )
+    }
     /// Custom: the held key, when `apiKey` is set.
     pub const CUSTOM_KEY_HELD: &str =
         "  - the held secret JR2_PROVIDER_API_KEY may be wrong (harness.provider.apiKey)";
@@ -37,19 +43,87 @@ fn origin_phrase(origin: &Origin) -> String {
     }
 }
 
-/// The `error:` line and its hints for a model whose level is error; the warning or progress line otherwise.
+/// The `error:` line and its hints for a model whose level is error; the warning or progress line otherwise. A
+/// model that was not checked gets the `not checked:` form ([`not_checked_lines`]), never the hints of a failure.
 pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     match r.level {
+        _ if r.outcome == Outcome::NotChecked => not_checked_lines(&[r]),
         Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
         Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
-        Level::Warning => vec![busy_warning(
+        Level::Warning => vec![busy_line(r)],
+        Level::Error => failure_lines(r, origin),
+    }
+}
+
+/// The lines of a whole run, in the results' order: each model's own lines, then the models that were not checked,
+/// one `error:` line per reason, each followed by its `  not checked: <model>` lines.
+pub fn result_lines(results: &[ModelResult], origin: &Origin) -> Vec<String> {
+    let (unchecked, checked): (Vec<&ModelResult>, Vec<&ModelResult>) = results
+        .iter()
+        .partition(|r| r.outcome == Outcome::NotChecked);
+    let mut lines: Vec<String> = checked
+        .iter()
+        .flat_map(|r| model_lines(r, origin))
+        .collect();
+    lines.extend(not_checked_lines(&unchecked));
+    lines
+}
+
+/// Models that were not checked, in the `not checked:` form: per reason (the results' `<error>`, `not checked: ...`),
+/// `error: provider preflight: <reason>`, then `  not checked: <model>` for each, in the order given.
+pub fn not_checked_lines(results: &[&ModelResult]) -> Vec<String> {
+    let reason = |r: &ModelResult| {
+        let error = r.error.as_deref().unwrap_or("not checked");
+        error
+            .strip_prefix("not checked: ")
+            .unwrap_or(error)
+            .to_owned()
+    };
+    let mut reasons: Vec<String> = Vec::new();
+    for r in results {
+        let why = reason(r);
+        if !reasons.contains(&why) {
+            reasons.push(why);
+        }
+    }
+    let mut lines = Vec::with_capacity(results.len() + reasons.len());
+    for why in reasons {
+        lines.push(format!("error: provider preflight: {why}"));
+        lines.extend(
+            results
+                .iter()
+                .filter(|r| reason(r) == why)
+                .map(|r| not_checked(&r.model)),
+        );
+    }
+    lines
+}
+
+/// The busy warning of a result: the plain form, or, when the last try got no answer (the deadline cut a retry
+/// that followed a 429), the form that says so.
+fn busy_line(r: &ModelResult) -> String {
+    match stalled_retry(r) {
+        Some(waited) => busy_then_no_answer_warning(
             &r.model,
             &r.host,
             r.tries.len(),
             r.http_status,
-        )],
-        Level::Error => failure_lines(r, origin),
+            &seconds(waited),
+        ),
+        None => busy_warning(&r.model, &r.host, r.tries.len(), r.http_status),
     }
+}
+
+/// How long the last try of a busy result waited, when it got no answer at all (a retry that stalled).
+pub fn stalled_retry(r: &ModelResult) -> Option<std::time::Duration> {
+    let last = r.tries.last()?;
+    (r.outcome == Outcome::Busy && r.tries.len() > 1 && last.outcome == Outcome::Timeout).then(
+        || {
+            let ms = last.timings.total_ms;
+            // Shown to a tenth of a second at most.
+            std::time::Duration::from_millis(ms / 100 * 100)
+        },
+    )
 }
 
 /// `provider: <model> completed a tool call (<ms> ms)`
@@ -65,11 +139,68 @@ pub fn text_warning(model: &str) -> String {
 }
 
 /// `warning: provider: <model> is busy toward <host> after <n> tries (HTTP <status>) — not confirmed; ...`
+///
+/// One try reads `after 1 try`. An overload that came inside a 200's stream (the try's status is 200) reads
+/// `(an overload in the stream)`, since no HTTP status said busy.
 pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) -> String {
-    let status = status.map_or_else(|| "no status".to_owned(), |s| s.to_string());
     format!(
-        "warning: provider: {model} is busy toward {host} after {tries} tries (HTTP {status}) — not confirmed; a Turn makes one try, so it can fail the same way"
+        "warning: provider: {model} is busy toward {host} after {} ({}) — {BUSY_TAIL}",
+        tries_phrase(tries),
+        busy_sign(status)
     )
+}
+
+/// The busy warning when the last retry got no answer: `... after <n> tries (HTTP 429, then the retry got no
+/// answer in <s> s) — not confirmed; ...`.
+pub fn busy_then_no_answer_warning(
+    model: &str,
+    host: &str,
+    tries: usize,
+    status: Option<u16>,
+    seconds: &str,
+) -> String {
+    format!(
+        "warning: provider: {model} is busy toward {host} after {} ({}, then {}) — {BUSY_TAIL}",
+        tries_phrase(tries),
+        busy_sign(status),
+        retry_got_no_answer(tries, seconds)
+    )
+}
+
+/// The `<error>` of a busy model whose last retry got no answer: `the retry got no answer in <s> s, after <the last
+/// busy try's error>` (for Gemini and Vertex, where busy is an error, this is the error line's `<error>`).
+pub fn busy_then_no_answer_error(tries: usize, seconds: &str, busy_error: &str) -> String {
+    format!(
+        "{}, after {busy_error}",
+        retry_got_no_answer(tries, seconds)
+    )
+}
+
+const BUSY_TAIL: &str = "not confirmed; a Turn makes one try, so it can fail the same way";
+
+fn retry_got_no_answer(tries: usize, seconds: &str) -> String {
+    let which = if tries > 2 {
+        "the last retry"
+    } else {
+        "the retry"
+    };
+    format!("{which} got no answer in {seconds} s")
+}
+
+fn tries_phrase(tries: usize) -> String {
+    if tries == 1 {
+        "1 try".to_owned()
+    } else {
+        format!("{tries} tries")
+    }
+}
+
+fn busy_sign(status: Option<u16>) -> String {
+    match status {
+        Some(200) => "an overload in the stream".to_owned(),
+        Some(s) => format!("HTTP {s}"),
+        None => "HTTP no status".to_owned(),
+    }
 }
 
 /// `warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: ...`
@@ -113,6 +244,19 @@ pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
 /// The `<error>` of a model the pod's deadline stopped before it was sent.
 pub fn deadline_came_first_error() -> String {
     "not checked: the check pod's deadline came first".to_owned()
+}
+
+/// The `<error>` of a model the pod's deadline cut while it waited for an answer: `seconds` is the model's own
+/// time, from its start to the cut, not the run's.
+pub fn deadline_cut_error(seconds: &str, may_load_on_first_use: bool) -> String {
+    let cut = format!("no answer in {seconds} s, when the check pod's deadline came");
+    if may_load_on_first_use {
+        format!(
+            "{cut} — it can be a model that loads on first use: run jr2 up again once it has loaded"
+        )
+    } else {
+        cut
+    }
 }
 
 /// The `<error>` of every model when the pod's deadline had already passed as the probe started: nothing was
@@ -264,7 +408,10 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     let got_503 = r.http_status == Some(503) && r.outcome == Outcome::Unavailable;
     let mut lines = Vec::with_capacity(7);
     match &r.route {
-        Route::Custom { api_key_set } => {
+        Route::Custom {
+            api_key_set,
+            max_tokens_set,
+        } => {
             lines.push(format!(
                 "error: provider preflight failed for model \"{}\" against {} ({from}, as a Turn calls it): {error}",
                 r.model, r.host
@@ -291,6 +438,9 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
                 );
                 if *api_key_set {
                     lines.push(hint::CUSTOM_KEY_HELD.to_owned());
+                }
+                if r.outcome == Outcome::Length && !*max_tokens_set && r.max_tokens == 1 {
+                    lines.push(hint::no_max_tokens(&r.id));
                 }
             }
         }
@@ -404,7 +554,10 @@ mod tests {
     }
 
     fn custom(key: bool) -> Route {
-        Route::Custom { api_key_set: key }
+        Route::Custom {
+            api_key_set: key,
+            max_tokens_set: true,
+        }
     }
 
     fn catalog(custodian: bool, held: bool, gateway: bool) -> Route {
@@ -677,6 +830,147 @@ mod tests {
             (
                 "loopback, by hand",
                 vec![loopback_warning("127.0.0.1:8000")]
+            ),
+        ]));
+    }
+
+    /// A busy result whose tries had `statuses` (`None`: the try got no answer, after `stall_ms`).
+    fn busy(model: &str, statuses: &[Option<u16>], stall_ms: u64, error: &str) -> ModelResult {
+        let mut r = result(
+            model,
+            catalog(true, true, false),
+            Outcome::Busy,
+            error,
+            statuses.iter().rev().find_map(|s| *s),
+        );
+        r.tries = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, status)| crate::contract::verdict::Try {
+                n: i as u32 + 1,
+                status: *status,
+                outcome: if status.is_some() {
+                    Outcome::Busy
+                } else {
+                    Outcome::Timeout
+                },
+                wait_asked_ms: None,
+                wait_taken_ms: 0,
+                timings: crate::contract::verdict::Timings {
+                    total_ms: if status.is_some() { 3 } else { stall_ms },
+                    ..Default::default()
+                },
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn busy_forms() {
+        let m = "anthropic/claude-haiku-4-5";
+        let stalled = busy_then_no_answer_error(2, "9.9", "HTTP 429: Rate limit reached");
+        let mut gemini = busy(
+            "google/gemini-2.5-flash",
+            &[Some(429), None],
+            118_040,
+            &busy_then_no_answer_error(2, "118", "HTTP 429: Resource has been exhausted"),
+        );
+        gemini.api = ApiKind::GoogleGenerativeAi;
+        gemini.level = Outcome::Busy.level(gemini.api);
+        insta::assert_snapshot!(block(&[
+            (
+                "one try",
+                model_lines(
+                    &busy(m, &[Some(429)], 0, "HTTP 429: Rate limit reached"),
+                    &pod()
+                )
+            ),
+            (
+                "an overload in the stream",
+                model_lines(
+                    &busy(
+                        m,
+                        &[Some(200), Some(200)],
+                        0,
+                        "HTTP 200, then an error in the stream: Overloaded"
+                    ),
+                    &pod()
+                )
+            ),
+            (
+                "429, then the retry got no answer",
+                model_lines(&busy(m, &[Some(429), None], 9_987, &stalled), &pod())
+            ),
+            (
+                "429 twice, then the last retry got no answer",
+                model_lines(
+                    &busy(m, &[Some(429), Some(429), None], 4_000, &stalled),
+                    &pod()
+                )
+            ),
+            (
+                "Gemini: 429, then the retry got no answer, is an error",
+                model_lines(&gemini, &pod())
+            ),
+        ]));
+    }
+
+    #[test]
+    fn unchecked_and_cut_models() {
+        let q = "vllm/Qwen/Qwen3-32B";
+        let mut length = result(
+            q,
+            Route::Custom {
+                api_key_set: false,
+                max_tokens_set: false,
+            },
+            Outcome::Length,
+            "stop reason \"length\" before any tool call (the token cap sent was 1)",
+            Some(200),
+        );
+        length.max_tokens = 1;
+        let unchecked = |model: &str, error: &str| {
+            result(model, custom(false), Outcome::NotChecked, error, None)
+        };
+        let results = [
+            result(
+                q,
+                custom(false),
+                Outcome::Timeout,
+                &deadline_cut_error("0.8", true),
+                None,
+            ),
+            unchecked("vllm/a", &deadline_came_first_error()),
+            result(
+                "anthropic/claude-haiku-4-5",
+                catalog(true, true, false),
+                Outcome::Timeout,
+                &deadline_cut_error("2.5", false),
+                None,
+            ),
+            unchecked("vllm/b", &deadline_came_first_error()),
+        ];
+        insta::assert_snapshot!(block(&[
+            (
+                "length, harness.provider sets no maxTokens",
+                model_lines(&length, &pod())
+            ),
+            ("cut by the deadline, then not checked", {
+                result_lines(&results, &pod())
+            }),
+            (
+                "the deadline had passed",
+                result_lines(
+                    &[
+                        unchecked("vllm/a", &deadline_passed_error("42")),
+                        unchecked("vllm/b", &deadline_passed_error("42")),
+                    ],
+                    &pod()
+                )
+            ),
+            (
+                "one model not checked, alone",
+                model_lines(&unchecked("vllm/a", &deadline_came_first_error()), &pod())
             ),
         ]));
     }

@@ -23,6 +23,11 @@ pub enum Route {
     Custom {
         /// A key is configured (`harness.provider.apiKey`; by hand: `--api-key-env`).
         api_key_set: bool,
+        /// A `maxTokens` is configured for the model (per model or per provider; by hand: `--max-tokens` or its
+        /// default). When not, jr2 builds the model with `maxTokens: 0` and a Turn asks for 1 token; the `length`
+        /// error then says so. Absent in older JSON: true.
+        #[serde(default = "yes")]
+        max_tokens_set: bool,
     },
     /// A model of pi's catalog.
     #[serde(rename_all = "camelCase")]
@@ -38,6 +43,10 @@ pub enum Route {
         /// A `harness.catalog` gateway serves the provider.
         gateway: bool,
     },
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Route {

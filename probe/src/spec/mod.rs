@@ -57,7 +57,8 @@ pub struct ModelSpec {
     /// The pods hold a secret, so the call goes through a Custodian (`through a Custodian` in the lines).
     #[serde(default)]
     pub via_custodian: bool,
-    /// The model's `maxTokens` as jr2 resolves it (custom: per model, then per provider, else 0).
+    /// The model's `maxTokens` as jr2 resolves it (custom: per model, then per provider, else 0; absent: 0 for
+    /// custom, which a Turn sends as 1, the catalog's otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// The model's context window as jr2 resolves it.
@@ -412,7 +413,9 @@ pub fn resolve(
                 reasoning: true,
                 ..Facts::default()
             };
-            (api, url, facts, 1024, 0)
+            // What jr2 builds the model with when harness.provider sets no maxTokens for it: 0, which pi's clamp
+            // sends as 1 (`research/pi-requests.md`, section 2).
+            (api, url, facts, 0, 0)
         }
         Source::Catalog | Source::Gateway => {
             let cat = catalog::pinned();
@@ -448,6 +451,7 @@ pub fn resolve(
     let route = match spec.source {
         Source::Custom => Route::Custom {
             api_key_set: spec.key_held,
+            max_tokens_set: spec.max_tokens.unwrap_or(0) > 0,
         },
         Source::Catalog | Source::Gateway => Route::Catalog {
             provider: provider.to_owned(),
@@ -457,8 +461,8 @@ pub fn resolve(
                 .clone()
                 .or_else(|| {
                     catalog::pinned()
-                        .provider(provider)
-                        .and_then(|p| p.key_env.first().cloned())
+                        .suggested_key_env(provider)
+                        .map(str::to_owned)
                 })
                 .unwrap_or_else(|| format!("the key of {provider}")),
             key_held: spec.key_held,
@@ -466,6 +470,10 @@ pub fn resolve(
         },
     };
     let mut target = Target {
+        named_port: spec
+            .base_url
+            .as_deref()
+            .and_then(crate::target::named_default_port),
         model: spec.model.clone(),
         id: id.to_owned(),
         api,
@@ -486,6 +494,7 @@ pub fn resolve(
         && let Ok(base) = azure::base_url(&target.base_url, env)
     {
         target.base_url = base;
+        target.named_port = None;
     }
     Ok(target)
 }
@@ -658,6 +667,78 @@ mod tests {
         assert!(
             t.facts.reasoning,
             "pi builds custom models with reasoning: true"
+        );
+    }
+
+    #[test]
+    fn a_custom_model_without_max_tokens_is_sent_as_jr2_sends_it() {
+        let mut s = spec("vllm/Qwen/Qwen3-32B", Source::Custom);
+        s.base_url = Some("http://vllm.lan:8000/v1".to_owned());
+        s.max_tokens = None;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(
+            t.max_tokens, 1,
+            "jr2 builds it with maxTokens 0, which pi sends as 1"
+        );
+        assert!(matches!(
+            t.route,
+            Route::Custom {
+                max_tokens_set: false,
+                ..
+            }
+        ));
+        s.max_tokens = Some(4096);
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(t.max_tokens, 4096);
+        assert!(matches!(
+            t.route,
+            Route::Custom {
+                max_tokens_set: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn with_no_key_held_the_route_names_the_key_a_user_sets() {
+        let mut s = spec("anthropic/claude-haiku-4-5", Source::Catalog);
+        s.key_env = None;
+        s.key_held = false;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert!(
+            matches!(&t.route, Route::Catalog { key_env, .. } if key_env == "ANTHROPIC_API_KEY"),
+            "{:?}",
+            t.route
+        );
+        let mut s = spec(
+            "amazon-bedrock/anthropic.claude-haiku-4-5-20251001-v1:0",
+            Source::Catalog,
+        );
+        s.key_env = None;
+        s.key_held = false;
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert!(
+            matches!(&t.route, Route::Catalog { key_env, .. } if key_env == "AWS_BEARER_TOKEN_BEDROCK"),
+            "{:?}",
+            t.route
+        );
+    }
+
+    #[test]
+    fn an_explicit_default_port_stays_in_the_host() {
+        let mut s = spec("anthropic/claude-haiku-4-5", Source::Gateway);
+        s.base_url = Some("https://litellm.corp.example:443".to_owned());
+        let t = resolve(&s, "m", &env(&[]), "s").unwrap();
+        assert_eq!(t.host(), "litellm.corp.example:443");
+        s.base_url = Some("https://litellm.corp.example".to_owned());
+        assert_eq!(
+            resolve(&s, "m", &env(&[]), "s").unwrap().host(),
+            "litellm.corp.example"
+        );
+        s.base_url = Some("https://litellm.corp.example:8443".to_owned());
+        assert_eq!(
+            resolve(&s, "m", &env(&[]), "s").unwrap().host(),
+            "litellm.corp.example:8443"
         );
     }
 

@@ -16,7 +16,8 @@
 //! (`MAX_TOKENS` with no parts: thinking ate the budget), `malformed` (`MALFORMED_FUNCTION_CALL`), `blocked`
 //! (`promptFeedback.blockReason`), `denied` (403 `PERMISSION_DENIED`, the API disabled in the key's project),
 //! `rate-limited` (429 `RESOURCE_EXHAUSTED` without details, always), `rate-limited-<n>` (429 with
-//! `RetryInfo.retryDelay` `"1s"` on the first n tries, then ok), `per-day` (429 for a per-day quota, `retryDelay`
+//! `RetryInfo.retryDelay` `"1s"` on the first n tries, then ok), `rate-limited-then-stall` (429 with `"0s"`, then
+//! no answer to any retry), `per-day` (429 for a per-day quota, `retryDelay`
 //! `"52758s"`), `unavailable` (503 `UNAVAILABLE`, always), `error-after-200` (`INTERNAL` in the stream),
 //! `exhausted-after-200` (`RESOURCE_EXHAUSTED` in the stream), `truncated` (text, then the stream ends without a
 //! `finishReason`), `stall` (never answers), `stall-mid-stream` (one event, then nothing); any other model is a 404
@@ -276,6 +277,12 @@ async fn respond(req: &Recorded, try_n: u32) -> Response<Body> {
                     "domain": "googleapis.com",
                     "metadata": {"service": "generativelanguage.googleapis.com", "consumer": "projects/123456789012"}}]),
         ),
+        "rate-limited-then-stall" if try_n <= 1 => rate_limited_with_delay("0s"),
+        "rate-limited-then-stall" => {
+            // The retry never gets an answer: the model's deadline must end it.
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
         "rate-limited" => error(
             429,
             "RESOURCE_EXHAUSTED",

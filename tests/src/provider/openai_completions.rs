@@ -8,7 +8,8 @@
 //! Models (the part before an optional `@` suffix picks the behaviour):
 //! `ok`, `ok-delay-<ms>`, `text`, `empty-text`, `length`, `error-after-200`, `overloaded-after-200`,
 //! `vllm-no-parser`, `missing`, `auth` (401 unless the key matches), `echo-key` (401 that echoes the Authorization
-//! header), `rate-limited` (429 always), `rate-limited-<n>` (429 on the first n tries, then ok), `quota`,
+//! header), `rate-limited` (429 always), `rate-limited-<n>` (429 on the first n tries, then ok),
+//! `rate-limited-then-stall` (429 on the first try, then no answer to any retry), `quota`,
 //! `overloaded` (529), `unavailable` (503), `unavailable-<n>`, `retry-after-huge`, `retry-after-date`, `stall`,
 //! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`.
 
@@ -152,6 +153,12 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
             json!({"error": {"message": format!("Incorrect API key provided: {}. You can find your API key at https://example.invalid/keys.", authorization.trim_start_matches("Bearer ")), "type": "invalid_request_error", "code": "invalid_api_key"}}),
         ),
         "rate-limited" => rate_limited("0"),
+        "rate-limited-then-stall" if try_n <= 1 => rate_limited("0"),
+        "rate-limited-then-stall" => {
+            // The retry never gets an answer: the model's deadline must end it.
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
         "retry-after-huge" => rate_limited("99999"),
         "retry-after-date" => {
             let at = std::time::SystemTime::now() + Duration::from_secs(1);
