@@ -820,3 +820,88 @@ async fn the_max_tokens_help_says_what_jr2_sends_without_one() {
         "{help}"
     );
 }
+
+/// The by-hand recipe of both READMEs runs as written (issue 12, item 18): the binary it names is on PATH (`cargo
+/// install`, not a `cargo build` that leaves it in `target/release/`), and its first check runs with no key variable
+/// set (an endpoint without a key needs no `--api-key-env`); each later check runs with the variables exported before
+/// it, against a fake in place of the vLLM endpoint.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_readmes_by_hand_recipe_runs_as_written() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    for readme in ["../README.md", "README.md"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(readme);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let after = text
+            .split_once("An operator testing their vLLM endpoint runs")
+            .unwrap_or_else(|| panic!("{readme}: no by-hand recipe"))
+            .1;
+        let block = after
+            .split("```sh\n")
+            .nth(1)
+            .unwrap()
+            .split("```")
+            .next()
+            .unwrap();
+        let commands: Vec<&str> = block
+            .lines()
+            .map(|l| l.split(" #").next().unwrap().trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert!(
+            commands[0].starts_with("cargo install "),
+            "{readme}: the recipe must put jr2-probe on PATH: {}",
+            commands[0]
+        );
+        let mut envs: Vec<(String, String)> = Vec::new();
+        let mut checks = 0;
+        for command in &commands[1..] {
+            if let Some(assignment) = command.strip_prefix("export ") {
+                let (name, _) = assignment.split_once('=').unwrap();
+                envs.push((name.to_owned(), "readme-test-key-0123456789".to_owned()));
+                continue;
+            }
+            let words: Vec<&str> = command.split_whitespace().collect();
+            assert_eq!(words[..2], ["jr2-probe", "check"], "{readme}: {command}");
+            if checks == 0 {
+                assert!(
+                    envs.is_empty(),
+                    "{readme}: the first check needs no key variable"
+                );
+            }
+            checks += 1;
+            let args: Vec<&str> = words[1..]
+                .iter()
+                .map(|w| match *w {
+                    "http://vllm.lan:8000/v1" => base.as_str(),
+                    "Qwen/Qwen3-32B" => "ok",
+                    w => w,
+                })
+                .collect();
+            let envs: Vec<(&str, &str)> =
+                envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let run = probe(&args, &envs).await;
+            assert_eq!(run.code, 0, "{readme}: {command}\n{}", run.stderr);
+            assert!(
+                run.stderr.contains("provider: ok completed a tool call ("),
+                "{readme}: {command}\n{}",
+                run.stderr
+            );
+        }
+        assert!(checks >= 2, "{readme}: a check without a key and one with");
+    }
+    let auth: Vec<Option<String>> = fake
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    // Without a key, what a Turn sends in its place (see the probe's README).
+    assert!(
+        auth.contains(&Some("Bearer unused".to_owned())),
+        "{auth:?}"
+    );
+    assert!(
+        auth.contains(&Some("Bearer readme-test-key-0123456789".to_owned())),
+        "{auth:?}"
+    );
+}
