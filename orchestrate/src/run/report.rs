@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 
-use jr2_probe::contract::outcome::Level;
+use jr2_probe::contract::outcome::{Level, PodCode};
 use jr2_probe::contract::render;
 use jr2_probe::contract::summary::Summary;
 use jr2_probe::contract::verdict::{ModelResult, Verdict};
@@ -193,10 +193,14 @@ pub enum FailureKind {
     Stopped {
         /// Why, raw.
         reason: String,
-        /// The model the check was on (index in [`PodRun::models`]).
+        /// The model the check was on (index in [`PodRun::models`]); `None` when the probe had started none.
         on_model: Option<usize>,
         /// The models never checked.
         not_checked: Vec<usize>,
+        /// The probe's own `error:` text (from its termination message or its log, cleaned), when it wrote one.
+        probe_error: Option<String>,
+        /// The cause, as a stable code: [`PodCode::OutOfMemory`], [`PodCode::ProbeError`] or [`PodCode::Stopped`].
+        code: PodCode,
     },
     /// The deadline passed before the pod ran.
     DidNotStart {
@@ -207,6 +211,21 @@ pub enum FailureKind {
     },
     /// The run was cancelled (Ctrl-C, SIGTERM).
     Interrupted,
+}
+
+impl FailureKind {
+    /// The stable code of this failure (the driver verdict's `pods[].code`), whose next action the models it left
+    /// unchecked take.
+    pub fn code(&self) -> PodCode {
+        match self {
+            FailureKind::Refused { .. } => PodCode::ClusterRefused,
+            FailureKind::Unreachable { .. } => PodCode::ClusterUnreachable,
+            FailureKind::CannotStart(f) => f.code(),
+            FailureKind::Stopped { code, .. } => *code,
+            FailureKind::DidNotStart { .. } => PodCode::NotStarted,
+            FailureKind::Interrupted => PodCode::Interrupted,
+        }
+    }
 }
 
 /// What the cluster showed about a pod.
