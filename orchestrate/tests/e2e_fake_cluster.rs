@@ -191,7 +191,10 @@ async fn image_pull_back_off_never_starts() {
     assert_eq!(v["pods"][0]["failure"], json!([expected[2]]));
     // Item 13: the cause's code, and its fix as the models' next action (not "run jr2 up again").
     assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_IMAGE_PULL");
-    assert_eq!(v["models"][0]["nextAction"], PodCode::ImagePull.next_action());
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        PodCode::ImagePull.next_action()
+    );
     assert_verdict_lines(&run, &v);
     let pod = &s.kube.created()[0];
     assert!(
@@ -501,7 +504,9 @@ async fn a_pod_stopped_mid_run_still_prints_the_error_found_before() {
     );
     let at = lines
         .iter()
-        .position(|l| l.starts_with("error: provider preflight failed for model \"vllm/auth\" against "))
+        .position(|l| {
+            l.starts_with("error: provider preflight failed for model \"vllm/auth\" against ")
+        })
         .unwrap_or_else(|| panic!("the 401 has its own line: {lines:#?}"));
     // Its hints follow it, and nothing else comes between it and the stopped line.
     assert!(at + 1 < n - 2, "{lines:#?}");
@@ -667,9 +672,7 @@ async fn a_start_failure_of_one_placement_names_it_and_its_models() {
     assert!(n >= 4, "{lines:#?}");
     assert_eq!(lines[n - 4..], expected, "{lines:#?}");
     assert!(
-        lines
-            .iter()
-            .any(|l| completed_ms(l, "vllm/ok").is_some()),
+        lines.iter().any(|l| completed_ms(l, "vllm/ok").is_some()),
         "{lines:#?}"
     );
     let v = run.verdict();

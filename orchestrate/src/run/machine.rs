@@ -600,13 +600,7 @@ impl Run {
                             return;
                         }
                         if self.pods[i].began() {
-                            self.stopped(
-                                i,
-                                f.stop_reason(),
-                                Some(137),
-                                PodCode::OutOfMemory,
-                                None,
-                            );
+                            self.stopped(i, f.stop_reason(), Some(137), PodCode::OutOfMemory, None);
                         } else {
                             self.fail(i, FailureKind::CannotStart(f));
                         }

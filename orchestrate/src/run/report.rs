@@ -242,3 +242,62 @@ pub struct Evidence {
     /// The Custodian's log, when it was read.
     pub custodian_log: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each pod failure has its own code; a stop is an OOM, the probe's refusal or a plain stop as the run decided.
+    #[test]
+    fn every_failure_has_its_code() {
+        let stopped = |code| FailureKind::Stopped {
+            reason: "Evicted".into(),
+            on_model: None,
+            not_checked: Vec::new(),
+            probe_error: None,
+            code,
+        };
+        let cases = [
+            (
+                FailureKind::Refused {
+                    code: Some(403),
+                    message: "forbidden".into(),
+                },
+                PodCode::ClusterRefused,
+            ),
+            (
+                FailureKind::Unreachable {
+                    why: "Connection refused".into(),
+                },
+                PodCode::ClusterUnreachable,
+            ),
+            (
+                FailureKind::CannotStart(StartFailure::EnvFromSecret {
+                    container: "probe".into(),
+                    name: "x".into(),
+                }),
+                PodCode::SecretMissing,
+            ),
+            (
+                FailureKind::CannotStart(StartFailure::OutOfMemory {
+                    container: "custodian".into(),
+                    limit: "64Mi".into(),
+                }),
+                PodCode::OutOfMemory,
+            ),
+            (stopped(PodCode::Stopped), PodCode::Stopped),
+            (stopped(PodCode::ProbeError), PodCode::ProbeError),
+            (
+                FailureKind::DidNotStart {
+                    reason: "Unschedulable".into(),
+                    message: "0/3 nodes are available".into(),
+                },
+                PodCode::NotStarted,
+            ),
+            (FailureKind::Interrupted, PodCode::Interrupted),
+        ];
+        for (kind, code) in cases {
+            assert_eq!(kind.code(), code, "{kind:?}");
+        }
+    }
+}

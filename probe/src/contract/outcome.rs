@@ -257,8 +257,8 @@ impl Code {
                 "check that the base URL points at the API itself (not a web page or another service)"
             }
             Code::NotChecked => {
-                "the check's deadline passed before this model was reached: run jr2 up once more; if it stops the same \
-                 way and you know the models work, run jr2 up --skip-provider-preflight"
+                "the check stopped before this model was reached: run jr2 up once more; if it stops the same way and \
+                 you know the models work, run jr2 up --skip-provider-preflight"
             }
             Code::Unsupported => {
                 "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \
@@ -399,7 +399,9 @@ impl PodCode {
                 "check that the cluster runs and its API server answers (kubectl config current-context; jr2 up \
                  --context), then run jr2 up again"
             }
-            PodCode::Interrupted => "the run was interrupted before the check ended: run jr2 up again",
+            PodCode::Interrupted => {
+                "the run was interrupted before the check ended: run jr2 up again"
+            }
         }
     }
 }
@@ -435,7 +437,8 @@ mod tests {
     /// the driver that the user does not run, and a cause that comes back the same way does not just say "again".
     #[test]
     fn pod_codes_are_unique_and_say_what_to_fix() {
-        let mut seen: std::collections::HashSet<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        let mut seen: std::collections::HashSet<&str> =
+            Code::ALL.iter().map(|c| c.as_str()).collect();
         for code in PodCode::ALL {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
@@ -446,7 +449,13 @@ mod tests {
             .map(|c| c.next_action())
             .chain(Code::ALL.iter().map(|c| c.next_action()));
         for action in actions {
-            for flag in ["--evidence", "--timeout", "--keep-pod", "--plan", "--from-deployment"] {
+            for flag in [
+                "--evidence",
+                "--timeout",
+                "--keep-pod",
+                "--plan",
+                "--from-deployment",
+            ] {
                 assert!(!action.contains(flag), "{action}");
             }
             assert!(!action.starts_with("run jr2 up again"), "{action}");

@@ -204,7 +204,9 @@ pub fn pod_stopped(reason: &str, model: &str) -> String {
 /// (its deadline passed while it was initializing, or the probe refused its run spec), so no model is named:
 /// `error: provider preflight: the check pod stopped (<reason>) before any model was checked`.
 pub fn pod_stopped_before_any_model(reason: &str) -> String {
-    format!("error: provider preflight: the check pod stopped ({reason}) before any model was checked")
+    format!(
+        "error: provider preflight: the check pod stopped ({reason}) before any model was checked"
+    )
 }
 
 /// A stopped line that carries the probe's own error (its `error:` line, without that word, already cleaned):
