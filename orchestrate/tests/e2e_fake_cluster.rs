@@ -702,3 +702,48 @@ async fn a_start_failure_of_one_placement_names_it_and_its_models() {
     assert_verdict_lines(&run, &v);
     s.assert_cleaned_up();
 }
+
+/// Item 5: both placements' pods cannot pull the same image: the two blocks would read alike, so each names its
+/// placement and its models.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_start_failure_of_two_placements_names_each() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.start_sidecars();
+            ctl.container(
+                "probe",
+                json!({"waiting": {"reason": "ErrImageNeverPull", "message": "Container image \"registry.example.com/jr2/jr2-probe:0.1.0\" is not present with pull policy of Never"}}),
+                false,
+            );
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("sandbox", &["ok"]), ("gpu", &["ok@g1"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let error = format!(
+        "error: provider preflight: the check pod cannot start — a node cannot pull {PROBE_IMAGE}: Container image \"{PROBE_IMAGE}\" is not present with pull policy of Never"
+    );
+    let lines = run.lines();
+    let n = lines.len();
+    assert!(n >= 6, "{lines:#?}");
+    assert_eq!(
+        lines[n - 6..],
+        [
+            error.as_str(),
+            &format!("  placement \"sandbox\" (node {NODE})"),
+            "  not checked: vllm/ok",
+            error.as_str(),
+            &format!("  placement \"gpu\" (node {NODE})"),
+            "  not checked: vllm/ok@g1",
+        ],
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    for p in v["pods"].as_array().unwrap() {
+        assert_eq!(p["code"], "PROVIDER_POD_IMAGE_PULL", "{p}");
+    }
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}

@@ -654,14 +654,9 @@ impl Run {
     /// (not a summary), else of its log (it writes its refusal of a run spec on stderr, which the log carries),
     /// without the word `error:`, cleaned and cut as an `<error>`.
     fn probe_error(&self, i: usize, termination: Option<&str>) -> Option<String> {
-        let last_error = |lines: &mut dyn DoubleEndedIterator<Item = &str>| {
-            lines
-                .rev()
-                .find_map(|l| l.trim().strip_prefix("error: ").map(str::to_owned))
-        };
         let said = termination
-            .and_then(|m| last_error(&mut m.lines()))
-            .or_else(|| last_error(&mut self.pods[i].probe.lines.iter().map(String::as_str)))?;
+            .and_then(|m| last_error_line(m.lines()))
+            .or_else(|| last_error_line(self.pods[i].probe.lines.iter().map(String::as_str)))?;
         let said = self.opts.redactor.clean_to(said.trim(), MAX_ERROR_CHARS);
         (!said.is_empty()).then_some(said)
     }
@@ -803,4 +798,11 @@ impl Run {
             }
         }
     }
+}
+
+/// The text of the last `error: <text>` line among `lines`.
+fn last_error_line<'a>(mut lines: impl DoubleEndedIterator<Item = &'a str>) -> Option<&'a str> {
+    lines
+        .rfind(|l| l.trim_start().starts_with("error: "))
+        .map(|l| &l.trim_start()["error: ".len()..])
 }
