@@ -1,6 +1,8 @@
 //! The driver's verdict: its types (what `--output json` prints, `orchestrate/schemas/driver-verdict.v1.schema.json`) and its
 //! assembly from a run, one result per model in plan order (from the probe's log, else its termination message, else
-//! `not checked` from what the plan's validation resolved), the pods' own failure lines, and the exit code.
+//! `not checked` from what the plan's validation resolved), the pods' own failure lines (after the lines of what their
+//! probe found before they failed), each failed pod's stable code, whose next action its unchecked models take, and
+//! the exit code.
 
 use std::time::{Instant, SystemTime};
 
