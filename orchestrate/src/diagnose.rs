@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerStateTerminated, ContainerStatus, Event, Pod,
 };
 
+use jr2_probe::contract::outcome::PodCode;
 use jr2_probe::contract::render;
 use jr2_probe::sanitize::Redactor;
 
@@ -185,6 +186,19 @@ impl StartFailure {
             StartFailure::Other {
                 reason, message, ..
             } => render::pod_cannot_start_other(&c(reason), &c(message)),
+        }
+    }
+
+    /// The stable code of this cause.
+    pub fn code(&self) -> PodCode {
+        match self {
+            StartFailure::Image { .. } => PodCode::ImagePull,
+            StartFailure::EnvFromSecret { .. } => PodCode::SecretMissing,
+            StartFailure::EnvKey { .. } => PodCode::SecretKeyMissing,
+            StartFailure::CustodianVolume { .. } => PodCode::CustodianVolume,
+            StartFailure::CustodianRefused { .. } => PodCode::CustodianRefused,
+            StartFailure::OutOfMemory { .. } => PodCode::OutOfMemory,
+            StartFailure::Other { .. } => PodCode::CannotStart,
         }
     }
 
@@ -633,10 +647,12 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
             t.reason.as_deref().unwrap_or("Error"),
             t.exit_code
         );
+        // A pod that failed only because its probe exited says nothing the container's own reason does not.
+        let pod_reason = pod_stop_reason(pod).filter(|r| r != "Failed");
         return Diagnosis::Finished {
             exit_code: t.exit_code,
             message: t.message.clone().filter(|m| !m.trim().is_empty()),
-            stop_reason: pod_stop_reason(pod).unwrap_or(own),
+            stop_reason: pod_reason.unwrap_or(own),
         };
     }
 

@@ -1,10 +1,12 @@
 //! The driver's verdict: its types (what `--output json` prints, `orchestrate/schemas/driver-verdict.v1.schema.json`) and its
 //! assembly from a run, one result per model in plan order (from the probe's log, else its termination message, else
-//! `not checked` from what the plan's validation resolved), the pods' own failure lines, and the exit code.
+//! `not checked` from what the plan's validation resolved), the pods' own failure lines (after the lines of what their
+//! probe found before they failed), each failed pod's stable code, whose next action its unchecked models take, and
+//! the exit code.
 
 use std::time::{Instant, SystemTime};
 
-use jr2_probe::contract::outcome::{Code, Level, Outcome};
+use jr2_probe::contract::outcome::{Code, Level, Outcome, PodCode};
 use jr2_probe::contract::render;
 use jr2_probe::contract::summary::SummaryModel;
 use jr2_probe::contract::verdict::{ModelResult, Origin, Route, rfc3339_utc};
@@ -13,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Plan, PlanModel};
 use crate::pod::CheckPod;
-use crate::run::{PodOutcome, PodRun, RunResult};
+use crate::run::{FailureKind, PodOutcome, PodRun, RunResult};
 
 /// The driver verdict's schema identifier.
 pub const DRIVER_VERDICT_SCHEMA: &str = "jr2.dev/provider-preflight-driver-verdict/v1";
@@ -32,6 +34,10 @@ pub struct PodVerdict {
     pub outcome: String,
     /// The failure's lines, when it failed.
     pub failure: Vec<String>,
+    /// The failure's stable code, when it failed.
+    pub code: Option<PodCode>,
+    /// What to do next about the failure, in `jr2 up`'s words, when it failed.
+    pub next_action: Option<String>,
     /// Kept for inspection (`--keep-pod`): delete it by hand.
     pub kept: bool,
 }
@@ -117,6 +123,13 @@ pub fn assemble(
     let mut models = Vec::with_capacity(plan.models.len());
     let mut final_lines = Vec::new();
     let mut failed_pods_printed = std::collections::BTreeSet::new();
+    let several = run.pods.len() > 1;
+    let failures: Vec<Vec<String>> = run
+        .pods
+        .iter()
+        .zip(checks)
+        .map(|(r, c)| failure_block(r, c, several))
+        .collect();
     for (plan_index, plan_model) in plan.models.iter().enumerate() {
         // The pod that checks it, and its index in that pod's run spec.
         let Some((pod_index, index)) = checks.iter().enumerate().find_map(|(p, c)| {
@@ -144,8 +157,24 @@ pub fn assemble(
                 }
             }
             PodOutcome::Failed(_) => {
-                if failed_pods_printed.insert(pod_run.name.clone()) {
-                    final_lines.extend(pod_run.failure_lines().iter().cloned());
+                if failed_pods_printed.insert(pod_index) {
+                    // What the probe found before the pod failed comes first, each model's own lines in plan
+                    // order (a 401 found before an OOM is not left to the next run), then the pod's failure.
+                    let mut mine: Vec<(usize, usize)> = checks[pod_index]
+                        .models
+                        .iter()
+                        .enumerate()
+                        .map(|(index, &p)| (p, index))
+                        .collect();
+                    mine.sort_unstable();
+                    for (p, index) in mine {
+                        if let Some(r) = result_of(pod_run, index, &plan.models[p])
+                            && r.level != Level::Pass
+                        {
+                            final_lines.extend(render::model_lines(&r, &origin));
+                        }
+                    }
+                    final_lines.extend(failures[pod_index].iter().cloned());
                 }
             }
         }
@@ -170,21 +199,64 @@ pub fn assemble(
             .pods
             .iter()
             .zip(checks)
-            .map(|(r, c)| PodVerdict {
-                name: r.name.clone(),
-                placement: c.placement.clone(),
-                node: r.node.clone(),
-                outcome: match r.outcome {
-                    PodOutcome::Finished(_) => "finished",
-                    PodOutcome::Failed(_) => "failed",
+            .zip(failures)
+            .map(|((r, c), failure)| {
+                let code = match &r.outcome {
+                    PodOutcome::Failed(f) => Some(f.kind.code()),
+                    PodOutcome::Finished(_) => None,
+                };
+                PodVerdict {
+                    name: r.name.clone(),
+                    placement: c.placement.clone(),
+                    node: r.node.clone(),
+                    outcome: match r.outcome {
+                        PodOutcome::Finished(_) => "finished",
+                        PodOutcome::Failed(_) => "failed",
+                    }
+                    .to_owned(),
+                    failure,
+                    code,
+                    next_action: code.map(|c| c.next_action().to_owned()),
+                    kept: r.kept,
                 }
-                .to_owned(),
-                failure: r.failure_lines().to_vec(),
-                kept: r.kept,
             })
             .collect(),
         lines,
     }
+}
+
+/// A failed pod's lines: its own, and with more than one check pod in the run, which placement (and node) it was
+/// and the models it left unchecked, so that no placement's models go unchecked without a line naming them. A
+/// cluster that cannot be reached is one line for the run; an interrupted run has the interrupted line.
+fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
+    let PodOutcome::Failed(f) = &pod.outcome else {
+        return Vec::new();
+    };
+    let mut lines = f.lines.clone();
+    if !several
+        || lines.is_empty()
+        || matches!(
+            f.kind,
+            FailureKind::Unreachable { .. } | FailureKind::Interrupted
+        )
+    {
+        return lines;
+    }
+    lines.insert(
+        1,
+        render::placement_detail(&check.placement, pod.node.as_deref()),
+    );
+    // A stopped pod's lines name the models it did not reach already.
+    if !matches!(f.kind, FailureKind::Stopped { .. }) {
+        lines.extend(
+            pod.models
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| pod.results.get(*i).is_none_or(Option::is_none))
+                .map(|(_, m)| render::not_checked(m)),
+        );
+    }
+    lines
 }
 
 /// A model's result: its `result` line, else the probe's verdict, else its entry in the termination message.
@@ -260,11 +332,16 @@ fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
     r
 }
 
+/// A model the probe gave no result for: not checked; when its pod failed, what to do next is what that failure
+/// asks for (a missing Secret is created, not retried).
 fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
     let mut r = base(model);
     r.error = Some(format!(
         "not checked: the check pod {} did not finish",
         pod.name
     ));
+    if let PodOutcome::Failed(f) = &pod.outcome {
+        r.next_action = f.kind.code().next_action().to_owned();
+    }
     r
 }

@@ -28,7 +28,7 @@ use jr2_preflight::run::{
     Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, RunConfig, RunResult, RunUpdate, run_pods,
     sweep_stale,
 };
-use jr2_probe::contract::outcome::Outcome;
+use jr2_probe::contract::outcome::{Outcome, PodCode};
 use jr2_probe::contract::summary::{Summary, TERMINATION_LIMIT};
 use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
 use jr2_probe::contract::{ApiKind, ProbeEvent};
@@ -1429,7 +1429,9 @@ async fn oom_mid_run_names_the_model_and_the_rest_not_checked() {
         FailureKind::Stopped {
             reason: "probe ran out of memory, limit 64Mi".into(),
             on_model: Some(1),
-            not_checked: vec![2]
+            not_checked: vec![2],
+            probe_error: None,
+            code: PodCode::OutOfMemory,
         }
     );
     assert_eq!(deletes(&o.conversation), 1);

@@ -18,10 +18,13 @@ mod fake_cluster;
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{NODE, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY};
+use jr2_probe::contract::outcome::PodCode;
+use jr2_testkit::fake_kube::{
+    NODE, PodCtl, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY,
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Scenarios.
@@ -188,6 +191,12 @@ async fn image_pull_back_off_never_starts() {
     );
     assert_eq!(v["pods"][0]["outcome"], "failed");
     assert_eq!(v["pods"][0]["failure"], json!([expected[2]]));
+    // Item 13: the cause's code, and its fix as the models' next action (not "run jr2 up again").
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_IMAGE_PULL");
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        PodCode::ImagePull.next_action()
+    );
     assert_verdict_lines(&run, &v);
     let pod = &s.kube.created()[0];
     assert!(
@@ -227,6 +236,15 @@ async fn create_container_config_error_names_the_env_from_secret() {
     assert_eq!(v["exitCode"], 1);
     assert_eq!(outcomes(&v), owned(&[("vllm/ok", "not_checked")]));
     assert_eq!(v["pods"][0]["failure"], json!([error]));
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_SECRET_MISSING");
+    assert_eq!(
+        v["pods"][0]["nextAction"],
+        PodCode::SecretMissing.next_action()
+    );
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        PodCode::SecretMissing.next_action()
+    );
     assert_verdict_lines(&run, &v);
     s.assert_cleaned_up();
     s.report("create-container-config-error", &run);
@@ -255,6 +273,7 @@ async fn failed_mount_of_the_custodian_volume_from_its_event() {
     let v = run.verdict();
     assert_eq!(v["ok"], false);
     assert_eq!(v["pods"][0]["failure"], json!([error]));
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_CUSTODIAN_VOLUME");
     assert_verdict_lines(&run, &v);
     // Only an Event said so: the pod's own status shows the Custodian still being created.
     assert!(s.kube.events().iter().any(|e| e["reason"] == "FailedMount"),);
@@ -451,4 +470,282 @@ async fn a_cluster_on_a_closed_port_is_one_plain_line_and_no_log() {
         "no colour on a pipe: {:?}",
         run.stderr
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Issue 12: a stopped pod's lines (items 1, 3), a start failure of one placement among two (item 5), the pod-level
+// codes and next actions (item 13).
+
+fn script(
+    f: impl Fn(PodCtl) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+    + Send
+    + Sync
+    + 'static,
+) -> Scenario {
+    Scenario::Script(std::sync::Arc::new(f))
+}
+
+/// Item 1: a model that failed (a 401) before the pod was OOM-killed has its own lines, in plan order, before the
+/// stopped line and the `not checked:` lines; it is not left to the JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_stopped_mid_run_still_prints_the_error_found_before() {
+    let s = Setup::new(Scenario::OomKilledAfterFirstResult).await;
+    let plan = s.plan(&[("harness", &["ok-delay-5000@a", "auth", "ok-delay-5000@b"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let lines = run.lines();
+    let n = lines.len();
+    assert!(n >= 4, "{lines:#?}");
+    assert_eq!(
+        lines[n - 2..],
+        [
+            "error: provider preflight: the check pod stopped (probe ran out of memory, limit 64Mi) while the check was on model \"vllm/ok-delay-5000@a\"",
+            "  not checked: vllm/ok-delay-5000@b",
+        ],
+        "{lines:#?}"
+    );
+    let at = lines
+        .iter()
+        .position(|l| {
+            l.starts_with("error: provider preflight failed for model \"vllm/auth\" against ")
+        })
+        .unwrap_or_else(|| panic!("the 401 has its own line: {lines:#?}"));
+    // Its hints follow it, and nothing else comes between it and the stopped line.
+    assert!(at + 1 < n - 2, "{lines:#?}");
+    assert!(
+        lines[at + 1..n - 2].iter().all(|l| l.starts_with("  - ")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[..at].iter().all(|l| l.starts_with(PENDING)),
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    assert_eq!(
+        outcomes(&v),
+        owned(&[
+            ("vllm/ok-delay-5000@a", "not_checked"),
+            ("vllm/auth", "key_refused"),
+            ("vllm/ok-delay-5000@b", "not_checked"),
+        ])
+    );
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_OUT_OF_MEMORY");
+    assert_eq!(
+        v["models"][2]["nextAction"],
+        PodCode::OutOfMemory.next_action()
+    );
+    assert_eq!(v["pods"][0]["failure"], json!(lines[n - 2..]));
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}
+
+/// Item 3: the pod's deadline passes while it initializes (the Custodian's volume never mounts): no model had
+/// started, so none is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_in_pod_initializing_names_no_model() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.container(
+                "custodian",
+                json!({"waiting": {"reason": "ContainerCreating"}}),
+                false,
+            );
+            ctl.container(
+                "probe",
+                json!({"waiting": {"reason": "PodInitializing"}}),
+                false,
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            ctl.update(|pod| {
+                pod["status"]["phase"] = json!("Failed");
+                pod["status"]["reason"] = json!("DeadlineExceeded");
+                pod["status"]["message"] =
+                    json!("Pod was active on the node longer than the specified deadline");
+            });
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("harness", &["ok", "ok@b"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let lines = run.lines();
+    let n = lines.len();
+    let expected = [
+        "error: provider preflight: the check pod stopped (DeadlineExceeded: Pod was active on the node longer than the specified deadline) before any model was checked",
+        "  not checked: vllm/ok",
+        "  not checked: vllm/ok@b",
+    ];
+    assert!(n >= 3, "{lines:#?}");
+    assert_eq!(lines[n - 3..], expected, "{lines:#?}");
+    assert!(
+        lines[..n - 3].iter().all(|l| l.starts_with(PENDING)),
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_STOPPED");
+    assert_eq!(v["pods"][0]["failure"], json!(expected));
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}
+
+/// Item 3: a probe that refuses its run spec (an image of another release: version skew) exits 2 with its own
+/// `error:` line on stderr; the stopped line carries it, names no model, and the code says a new run fails alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_that_refuses_its_run_spec_says_why_in_the_line() {
+    let s = Setup::new(script(|mut ctl| {
+        Box::pin(async move {
+            // The probe of another release: it knows no run spec v1 (as if the driver were newer).
+            for c in ctl.pod["spec"]["containers"].as_array_mut().unwrap() {
+                for a in c["args"].as_array_mut().into_iter().flatten() {
+                    if let Some(text) = a.as_str() {
+                        *a = json!(text.replace(
+                            "jr2.dev/provider-preflight-run/v1",
+                            "jr2.dev/provider-preflight-run/v2"
+                        ));
+                    }
+                }
+            }
+            ctl.schedule();
+            ctl.start_sidecars();
+            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun::default())
+                .await;
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("harness", &["ok", "ok@b"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let lines = run.lines();
+    let n = lines.len();
+    let expected = [
+        "error: provider preflight: the check pod stopped (Error, exit code 2) before any model was checked — the probe said: --spec: schema \"jr2.dev/provider-preflight-run/v2\" is not jr2.dev/provider-preflight-run/v1",
+        "  not checked: vllm/ok",
+        "  not checked: vllm/ok@b",
+    ];
+    assert!(n >= 3, "{lines:#?}");
+    assert_eq!(lines[n - 3..], expected, "{lines:#?}");
+    let v = run.verdict();
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_PROBE_ERROR");
+    for m in v["models"].as_array().unwrap() {
+        assert_eq!(m["code"], "PROVIDER_NOT_CHECKED", "{m}");
+        assert_eq!(m["nextAction"], PodCode::ProbeError.next_action(), "{m}");
+    }
+    assert_eq!(s.provider.requests().len(), 0, "the probe sent nothing");
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}
+
+/// Item 5: one placement's pod cannot pull its image while the other's runs: its line names the placement (and
+/// node) and every model it leaves unchecked; the code and next action follow the cause (item 13).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_failure_of_one_placement_names_it_and_its_models() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.start_sidecars();
+            if !ctl.name.contains("-gpu-") {
+                ctl.run_probe(jr2_testkit::fake_kube::ProbeRun::default())
+                    .await;
+                return;
+            }
+            // Not transient: fatal at once, no grace window.
+            ctl.container(
+                "probe",
+                json!({"waiting": {"reason": "ErrImageNeverPull", "message": "Container image \"registry.example.com/jr2/jr2-probe:0.1.0\" is not present with pull policy of Never"}}),
+                false,
+            );
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("sandbox", &["ok"]), ("gpu", &["ok@g1", "ok@g2"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let lines = run.lines();
+    let n = lines.len();
+    let expected = [
+        format!(
+            "error: provider preflight: the check pod cannot start — a node cannot pull {PROBE_IMAGE}: Container image \"{PROBE_IMAGE}\" is not present with pull policy of Never"
+        ),
+        format!("  placement \"gpu\" (node {NODE})"),
+        "  not checked: vllm/ok@g1".to_owned(),
+        "  not checked: vllm/ok@g2".to_owned(),
+    ];
+    assert!(n >= 4, "{lines:#?}");
+    assert_eq!(lines[n - 4..], expected, "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| completed_ms(l, "vllm/ok").is_some()),
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    assert_eq!(
+        outcomes(&v),
+        owned(&[
+            ("vllm/ok", "ok"),
+            ("vllm/ok@g1", "not_checked"),
+            ("vllm/ok@g2", "not_checked"),
+        ])
+    );
+    let pods = v["pods"].as_array().unwrap();
+    let gpu = pods.iter().find(|p| p["placement"] == "gpu").unwrap();
+    let sandbox = pods.iter().find(|p| p["placement"] == "sandbox").unwrap();
+    assert_eq!(gpu["code"], "PROVIDER_POD_IMAGE_PULL");
+    assert_eq!(gpu["nextAction"], PodCode::ImagePull.next_action());
+    assert_eq!(gpu["failure"], json!(expected));
+    assert_eq!(sandbox["code"], Value::Null);
+    assert_eq!(sandbox["nextAction"], Value::Null);
+    for m in &v["models"].as_array().unwrap()[1..] {
+        assert_eq!(m["nextAction"], PodCode::ImagePull.next_action(), "{m}");
+        assert!(
+            !m["nextAction"].as_str().unwrap().contains("--evidence"),
+            "{m}"
+        );
+    }
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}
+
+/// Item 5: both placements' pods cannot pull the same image: the two blocks would read alike, so each names its
+/// placement and its models.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_start_failure_of_two_placements_names_each() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.start_sidecars();
+            ctl.container(
+                "probe",
+                json!({"waiting": {"reason": "ErrImageNeverPull", "message": "Container image \"registry.example.com/jr2/jr2-probe:0.1.0\" is not present with pull policy of Never"}}),
+                false,
+            );
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("sandbox", &["ok"]), ("gpu", &["ok@g1"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let error = format!(
+        "error: provider preflight: the check pod cannot start — a node cannot pull {PROBE_IMAGE}: Container image \"{PROBE_IMAGE}\" is not present with pull policy of Never"
+    );
+    let lines = run.lines();
+    let n = lines.len();
+    assert!(n >= 6, "{lines:#?}");
+    assert_eq!(
+        lines[n - 6..],
+        [
+            error.as_str(),
+            &format!("  placement \"sandbox\" (node {NODE})"),
+            "  not checked: vllm/ok",
+            error.as_str(),
+            &format!("  placement \"gpu\" (node {NODE})"),
+            "  not checked: vllm/ok@g1",
+        ],
+        "{lines:#?}"
+    );
+    let v = run.verdict();
+    for p in v["pods"].as_array().unwrap() {
+        assert_eq!(p["code"], "PROVIDER_POD_IMAGE_PULL", "{p}");
+    }
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
 }

@@ -60,3 +60,14 @@ fn verdicts_the_driver_prints_validate() {
     bad["pods"] = serde_json::json!([{"name": "p", "placement": "x", "node": null, "outcome": "gone", "failure": [], "kept": false}]);
     assert!(!validator.is_valid(&bad));
 }
+
+/// The driver verdict's pod codes are the contract's `PodCode`, in documentation order.
+#[test]
+fn the_pod_codes_are_the_contracts() {
+    let driver = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
+    let codes: Vec<Value> = jr2_probe::contract::outcome::PodCode::ALL
+        .iter()
+        .map(|c| Value::String(c.as_str().to_owned()))
+        .collect();
+    assert_eq!(driver["$defs"]["PodCode"]["enum"], Value::Array(codes));
+}

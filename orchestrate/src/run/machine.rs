@@ -11,9 +11,11 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use jr2_probe::contract::ProbeEvent;
+use jr2_probe::contract::outcome::PodCode;
 use jr2_probe::contract::render;
 use jr2_probe::contract::verdict::Verdict;
+use jr2_probe::contract::{Exit, ProbeEvent};
+use jr2_probe::sanitize::MAX_ERROR_CHARS;
 
 use super::RunConfig;
 use super::cancel;
@@ -187,11 +189,19 @@ impl Run {
                 reason,
                 on_model,
                 not_checked,
+                probe_error,
+                ..
             } => {
-                let mut lines = vec![render::pod_stopped(
-                    &c(reason),
-                    on_model.map_or("(unknown)", |m| st.model(m)),
-                )];
+                let line = match on_model {
+                    Some(m) => render::pod_stopped(&c(reason), st.model(*m)),
+                    None => render::pod_stopped_before_any_model(&c(reason)),
+                };
+                // Cleaned where it was read.
+                let line = match probe_error {
+                    Some(e) => render::with_probe_error(&line, e),
+                    None => line,
+                };
+                let mut lines = vec![line];
                 lines.extend(
                     not_checked
                         .iter()
@@ -209,9 +219,17 @@ impl Run {
         self.pods[i].phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
     }
 
-    /// The pod stopped before the probe finished: which model it was on, and the rest not checked. When every
-    /// result came anyway, the probe did finish.
-    fn stopped(&mut self, i: usize, reason: String, exit_code: Option<i32>) {
+    /// The pod stopped before the probe finished: which model it was on (none when the probe had started none),
+    /// and the rest not checked; `probe_error` is the probe's own `error:` text, cleaned. When every result came
+    /// anyway, the probe did finish.
+    fn stopped(
+        &mut self,
+        i: usize,
+        reason: String,
+        exit_code: Option<i32>,
+        code: PodCode,
+        probe_error: Option<String>,
+    ) {
         let st = &self.pods[i];
         if st.all_results() {
             self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {
@@ -227,11 +245,19 @@ impl Run {
                 .filter(|m| st.probe.results[*m].is_none())
                 .collect()
         };
-        let on_model = missing
-            .iter()
-            .copied()
-            .find(|m| st.probe.started.contains(m))
-            .or_else(|| missing.first().copied());
+        // No model had started: the probe never ran, or its log (which starts with its `start` line) or its own
+        // error says so. A probe that ran and whose log gave nothing leaves it unknown: the first model not done.
+        let none_started =
+            !st.began() && (!st.ran || !st.probe.lines.is_empty() || probe_error.is_some());
+        let on_model = if none_started {
+            None
+        } else {
+            missing
+                .iter()
+                .copied()
+                .find(|m| st.probe.started.contains(m))
+                .or_else(|| missing.first().copied())
+        };
         let not_checked = missing
             .into_iter()
             .filter(|m| Some(*m) != on_model)
@@ -242,6 +268,8 @@ impl Run {
                 reason,
                 on_model,
                 not_checked,
+                probe_error,
+                code,
             },
         );
     }
@@ -572,7 +600,7 @@ impl Run {
                             return;
                         }
                         if self.pods[i].began() {
-                            self.stopped(i, f.stop_reason(), Some(137));
+                            self.stopped(i, f.stop_reason(), Some(137), PodCode::OutOfMemory, None);
                         } else {
                             self.fail(i, FailureKind::CannotStart(f));
                         }
@@ -584,7 +612,7 @@ impl Run {
                 if self.wait_for_log(i, now) {
                     return;
                 }
-                self.stopped(i, reason, None);
+                self.stopped(i, reason, None, PodCode::Stopped, None);
             }
             Diagnosis::Finished {
                 exit_code,
@@ -608,11 +636,29 @@ impl Run {
                         }));
                     }
                     Some(Termination::Nothing) | None => {
-                        self.stopped(i, stop_reason, Some(exit_code))
+                        let said = self.probe_error(i, message.as_deref());
+                        // Exit 2: the probe refused its input (a run spec of another release): it does so again.
+                        let code = if exit_code == i32::from(Exit::Usage) && said.is_some() {
+                            PodCode::ProbeError
+                        } else {
+                            PodCode::Stopped
+                        };
+                        self.stopped(i, stop_reason, Some(exit_code), code, said)
                     }
                 }
             }
         }
+    }
+
+    /// The probe's own error, when it stopped without a verdict: the last `error:` line of its termination message
+    /// (not a summary), else of its log (it writes its refusal of a run spec on stderr, which the log carries),
+    /// without the word `error:`, cleaned and cut as an `<error>`.
+    fn probe_error(&self, i: usize, termination: Option<&str>) -> Option<String> {
+        let said = termination
+            .and_then(|m| last_error_line(m.lines()))
+            .or_else(|| last_error_line(self.pods[i].probe.lines.iter().map(String::as_str)))?;
+        let said = self.opts.redactor.clean_to(said.trim(), MAX_ERROR_CHARS);
+        (!said.is_empty()).then_some(said)
     }
 
     /// The pod stopped ([`Phase::Stopping`]): true while the rest of the probe's log may still come (the stream is
@@ -679,7 +725,13 @@ impl Run {
                 continue;
             }
             if self.pods[i].ran {
-                self.stopped(i, format!("no verdict in {secs} s"), None);
+                self.stopped(
+                    i,
+                    format!("no verdict in {secs} s"),
+                    None,
+                    PodCode::Stopped,
+                    None,
+                );
             } else {
                 let (reason, message) = self.pods[i].pending.last.clone().unwrap_or_else(|| {
                     (
@@ -746,4 +798,11 @@ impl Run {
             }
         }
     }
+}
+
+/// The text of the last `error: <text>` line among `lines`.
+fn last_error_line<'a>(mut lines: impl DoubleEndedIterator<Item = &'a str>) -> Option<&'a str> {
+    lines
+        .rfind(|l| l.trim_start().starts_with("error: "))
+        .map(|l| &l.trim_start()["error: ".len()..])
 }

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 
-use jr2_probe::contract::outcome::Level;
+use jr2_probe::contract::outcome::{Level, PodCode};
 use jr2_probe::contract::render;
 use jr2_probe::contract::summary::Summary;
 use jr2_probe::contract::verdict::{ModelResult, Verdict};
@@ -193,10 +193,14 @@ pub enum FailureKind {
     Stopped {
         /// Why, raw.
         reason: String,
-        /// The model the check was on (index in [`PodRun::models`]).
+        /// The model the check was on (index in [`PodRun::models`]); `None` when the probe had started none.
         on_model: Option<usize>,
         /// The models never checked.
         not_checked: Vec<usize>,
+        /// The probe's own `error:` text (from its termination message or its log, cleaned), when it wrote one.
+        probe_error: Option<String>,
+        /// The cause, as a stable code: [`PodCode::OutOfMemory`], [`PodCode::ProbeError`] or [`PodCode::Stopped`].
+        code: PodCode,
     },
     /// The deadline passed before the pod ran.
     DidNotStart {
@@ -207,6 +211,21 @@ pub enum FailureKind {
     },
     /// The run was cancelled (Ctrl-C, SIGTERM).
     Interrupted,
+}
+
+impl FailureKind {
+    /// The stable code of this failure (the driver verdict's `pods[].code`), whose next action the models it left
+    /// unchecked take.
+    pub fn code(&self) -> PodCode {
+        match self {
+            FailureKind::Refused { .. } => PodCode::ClusterRefused,
+            FailureKind::Unreachable { .. } => PodCode::ClusterUnreachable,
+            FailureKind::CannotStart(f) => f.code(),
+            FailureKind::Stopped { code, .. } => *code,
+            FailureKind::DidNotStart { .. } => PodCode::NotStarted,
+            FailureKind::Interrupted => PodCode::Interrupted,
+        }
+    }
 }
 
 /// What the cluster showed about a pod.
@@ -222,4 +241,63 @@ pub struct Evidence {
     pub probe_lines: Vec<String>,
     /// The Custodian's log, when it was read.
     pub custodian_log: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each pod failure has its own code; a stop is an OOM, the probe's refusal or a plain stop as the run decided.
+    #[test]
+    fn every_failure_has_its_code() {
+        let stopped = |code| FailureKind::Stopped {
+            reason: "Evicted".into(),
+            on_model: None,
+            not_checked: Vec::new(),
+            probe_error: None,
+            code,
+        };
+        let cases = [
+            (
+                FailureKind::Refused {
+                    code: Some(403),
+                    message: "forbidden".into(),
+                },
+                PodCode::ClusterRefused,
+            ),
+            (
+                FailureKind::Unreachable {
+                    why: "Connection refused".into(),
+                },
+                PodCode::ClusterUnreachable,
+            ),
+            (
+                FailureKind::CannotStart(StartFailure::EnvFromSecret {
+                    container: "probe".into(),
+                    name: "x".into(),
+                }),
+                PodCode::SecretMissing,
+            ),
+            (
+                FailureKind::CannotStart(StartFailure::OutOfMemory {
+                    container: "custodian".into(),
+                    limit: "64Mi".into(),
+                }),
+                PodCode::OutOfMemory,
+            ),
+            (stopped(PodCode::Stopped), PodCode::Stopped),
+            (stopped(PodCode::ProbeError), PodCode::ProbeError),
+            (
+                FailureKind::DidNotStart {
+                    reason: "Unschedulable".into(),
+                    message: "0/3 nodes are available".into(),
+                },
+                PodCode::NotStarted,
+            ),
+            (FailureKind::Interrupted, PodCode::Interrupted),
+        ];
+        for (kind, code) in cases {
+            assert_eq!(kind.code(), code, "{kind:?}");
+        }
+    }
 }

@@ -225,7 +225,8 @@ impl Code {
                 "fix the held secret the Custodian named (its hosts, headers and value in jr2.config.ts)"
             }
             Code::Timeout => {
-                "check that the model is loaded and answers; run jr2 up again once it does, or raise --timeout"
+                "check that the model is loaded and answers, then run jr2 up again; for a model that loads for longer \
+                 than the check waits, run jr2 up --skip-provider-preflight once you know it works"
             }
             Code::Unreachable => {
                 "check the address, and that the pods have egress to it (NetworkPolicy, firewall, route, DNS)"
@@ -256,12 +257,158 @@ impl Code {
                 "check that the base URL points at the API itself (not a web page or another service)"
             }
             Code::NotChecked => {
-                "run jr2 up again; if the check pod stops again, read its events with --evidence"
+                "the check stopped before this model was reached: run jr2 up once more; if it stops the same way and \
+                 you know the models work, run jr2 up --skip-provider-preflight"
             }
             Code::Unsupported => {
-                "check this model by hand, or skip the preflight for it with --skip-provider-preflight"
+                "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \
+                 check of every model"
             }
         }
+    }
+}
+
+/// Stable codes of the check pod's own failures, one per cause: the driver's verdict carries one per failed pod
+/// (`pods[].code`), and the models that pod leaves unchecked take its next action. Never renamed, like [`Code`].
+///
+/// A cause that comes back the same way on the next run (a missing Secret, an image that does not pull, a probe that
+/// refuses the run spec) says what to fix before `jr2 up` runs again, never just "run jr2 up again": the
+/// troubleshooting page asks not to retry repeatedly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[allow(missing_docs)] // each variant is documented by its `next_action`
+pub enum PodCode {
+    #[serde(rename = "PROVIDER_POD_IMAGE_PULL")]
+    ImagePull,
+    #[serde(rename = "PROVIDER_POD_SECRET_MISSING")]
+    SecretMissing,
+    #[serde(rename = "PROVIDER_POD_SECRET_KEY_MISSING")]
+    SecretKeyMissing,
+    #[serde(rename = "PROVIDER_POD_CUSTODIAN_VOLUME")]
+    CustodianVolume,
+    #[serde(rename = "PROVIDER_POD_CUSTODIAN_REFUSED")]
+    CustodianRefused,
+    #[serde(rename = "PROVIDER_POD_OUT_OF_MEMORY")]
+    OutOfMemory,
+    #[serde(rename = "PROVIDER_POD_CANNOT_START")]
+    CannotStart,
+    #[serde(rename = "PROVIDER_POD_REFUSED")]
+    ClusterRefused,
+    #[serde(rename = "PROVIDER_POD_STOPPED")]
+    Stopped,
+    #[serde(rename = "PROVIDER_POD_PROBE_ERROR")]
+    ProbeError,
+    #[serde(rename = "PROVIDER_POD_NOT_STARTED")]
+    NotStarted,
+    #[serde(rename = "PROVIDER_CLUSTER_UNREACHABLE")]
+    ClusterUnreachable,
+    #[serde(rename = "PROVIDER_INTERRUPTED")]
+    Interrupted,
+}
+
+impl PodCode {
+    /// Every pod code, in documentation order.
+    pub const ALL: [PodCode; 13] = [
+        PodCode::ImagePull,
+        PodCode::SecretMissing,
+        PodCode::SecretKeyMissing,
+        PodCode::CustodianVolume,
+        PodCode::CustodianRefused,
+        PodCode::OutOfMemory,
+        PodCode::CannotStart,
+        PodCode::ClusterRefused,
+        PodCode::Stopped,
+        PodCode::ProbeError,
+        PodCode::NotStarted,
+        PodCode::ClusterUnreachable,
+        PodCode::Interrupted,
+    ];
+
+    /// The code as it appears in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodCode::ImagePull => "PROVIDER_POD_IMAGE_PULL",
+            PodCode::SecretMissing => "PROVIDER_POD_SECRET_MISSING",
+            PodCode::SecretKeyMissing => "PROVIDER_POD_SECRET_KEY_MISSING",
+            PodCode::CustodianVolume => "PROVIDER_POD_CUSTODIAN_VOLUME",
+            PodCode::CustodianRefused => "PROVIDER_POD_CUSTODIAN_REFUSED",
+            PodCode::OutOfMemory => "PROVIDER_POD_OUT_OF_MEMORY",
+            PodCode::CannotStart => "PROVIDER_POD_CANNOT_START",
+            PodCode::ClusterRefused => "PROVIDER_POD_REFUSED",
+            PodCode::Stopped => "PROVIDER_POD_STOPPED",
+            PodCode::ProbeError => "PROVIDER_POD_PROBE_ERROR",
+            PodCode::NotStarted => "PROVIDER_POD_NOT_STARTED",
+            PodCode::ClusterUnreachable => "PROVIDER_CLUSTER_UNREACHABLE",
+            PodCode::Interrupted => "PROVIDER_INTERRUPTED",
+        }
+    }
+
+    /// What to do next, in `jr2 up`'s words (its flags, `jr2.config.ts` fields): the fix of the cause first, and
+    /// "run jr2 up again" only after it, or once for a cause that can pass by itself.
+    pub fn next_action(self) -> &'static str {
+        match self {
+            PodCode::ImagePull => {
+                "make the image the error names pullable from the node (that the registry holds it: kitRegistry in \
+                 jr2.config.ts for the Kit's images; that the Harness pods' imagePullSecrets let the node pull it), \
+                 then run jr2 up again"
+            }
+            PodCode::SecretMissing => {
+                "create the Secret that harness.envFrom names in the Instance's namespace, or remove it from \
+                 harness.envFrom in jr2.config.ts, then run jr2 up again"
+            }
+            PodCode::SecretKeyMissing => {
+                "add the key to the Secret that a harness.env valueFrom.secretKeyRef names, or fix that reference in \
+                 jr2.config.ts, then run jr2 up again"
+            }
+            PodCode::CustodianVolume => {
+                "create the Secret (or add the key) that a secrets valueFrom in jr2.config.ts names, in the \
+                 Instance's namespace, then run jr2 up again"
+            }
+            PodCode::CustodianRefused => {
+                "give the held value the Custodian named a value that is set, not empty and printable ASCII \
+                 (secrets in jr2.config.ts, or the Secret it comes from), then run jr2 up again"
+            }
+            PodCode::OutOfMemory => {
+                "a container of the check pod ran out of memory (the error names it and its limit), and a new run \
+                 stops the same way: report the error; once you know the models work, run jr2 up \
+                 --skip-provider-preflight"
+            }
+            PodCode::CannotStart => {
+                "fix what the error names (the container and the cluster's reason) in the Instance's namespace, \
+                 then run jr2 up again"
+            }
+            PodCode::ClusterRefused => {
+                "read the API server's message in the error (a quota, Pod Security, an admission webhook) and make \
+                 room for the check pod in the Instance's namespace, then run jr2 up again"
+            }
+            PodCode::Stopped => {
+                "read why the check pod stopped in the error: an eviction, a preemption or a deletion can pass, so \
+                 run jr2 up once more; if it stops the same way, fix that cause, or run jr2 up \
+                 --skip-provider-preflight once you know the models work"
+            }
+            PodCode::ProbeError => {
+                "the probe image refused this run (its own error is in the line; a probe image of another jr2 \
+                 release does): give the Instance and the jr2 CLI one Kit version, so that jr2 up runs its own \
+                 probe image, then run jr2 up again; a new run as it is fails the same way"
+            }
+            PodCode::NotStarted => {
+                "read the last reason in the error and make room for the check pod (a node that fits \
+                 sandbox.nodeSelector and sandbox.tolerations in jr2.config.ts, free memory and cpu), then run jr2 \
+                 up again"
+            }
+            PodCode::ClusterUnreachable => {
+                "check that the cluster runs and its API server answers (kubectl config current-context; jr2 up \
+                 --context), then run jr2 up again"
+            }
+            PodCode::Interrupted => {
+                "the run was interrupted before the check ended: run jr2 up again"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for PodCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -283,6 +430,35 @@ mod tests {
             assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
             assert!(seen.insert(code.as_str()), "duplicate {code}");
             assert!(!code.next_action().is_empty());
+        }
+    }
+
+    /// Pod codes are unique, not the probe's, and their next actions speak `jr2 up`'s words: none names a flag of
+    /// the driver that the user does not run, and a cause that comes back the same way does not just say "again".
+    #[test]
+    fn pod_codes_are_unique_and_say_what_to_fix() {
+        let mut seen: std::collections::HashSet<&str> =
+            Code::ALL.iter().map(|c| c.as_str()).collect();
+        for code in PodCode::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, serde_json::Value::String(code.as_str().to_owned()));
+            assert!(seen.insert(code.as_str()), "duplicate {code}");
+        }
+        let actions = PodCode::ALL
+            .iter()
+            .map(|c| c.next_action())
+            .chain(Code::ALL.iter().map(|c| c.next_action()));
+        for action in actions {
+            for flag in [
+                "--evidence",
+                "--timeout",
+                "--keep-pod",
+                "--plan",
+                "--from-deployment",
+            ] {
+                assert!(!action.contains(flag), "{action}");
+            }
+            assert!(!action.starts_with("run jr2 up again"), "{action}");
         }
     }
 

@@ -344,6 +344,30 @@ pub fn pod_stopped(reason: &str, model: &str) -> String {
     )
 }
 
+/// Beyond the contract, in the family of [`pod_stopped`]: the pod stopped before its probe had started any model
+/// (its deadline passed while it was initializing, or the probe refused its run spec), so no model is named:
+/// `error: provider preflight: the check pod stopped (<reason>) before any model was checked`.
+pub fn pod_stopped_before_any_model(reason: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod stopped ({reason}) before any model was checked"
+    )
+}
+
+/// A stopped line that carries the probe's own error (its `error:` line, without that word, already cleaned):
+/// `<stopped line> — the probe said: <error>`.
+pub fn with_probe_error(stopped: &str, error: &str) -> String {
+    format!("{stopped} — the probe said: {error}")
+}
+
+/// Beyond the contract: a detail line under a check pod's failure when the run has more than one check pod, naming
+/// the placement (and the node, once it was scheduled) whose pod it is: `  placement "<name>" (node <node>)`.
+pub fn placement_detail(placement: &str, node: Option<&str>) -> String {
+    match node {
+        Some(node) => format!("  placement \"{placement}\" (node {node})"),
+        None => format!("  placement \"{placement}\" (not scheduled)"),
+    }
+}
+
 /// `  not checked: <model>`: a detail line under [`pod_stopped`].
 pub fn not_checked(model: &str) -> String {
     format!("  not checked: {model}")
@@ -1034,6 +1058,38 @@ mod tests {
                 )]
             ),
             ("stopped", stopped),
+            (
+                "stopped before any model",
+                vec![
+                    pod_stopped_before_any_model(
+                        "DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+                    ),
+                    not_checked("vllm/ok"),
+                ]
+            ),
+            (
+                "stopped: the probe's own error",
+                vec![with_probe_error(
+                    &pod_stopped_before_any_model("Error, exit code 2"),
+                    "--spec: schema \"jr2.dev/provider-preflight-run/v2\" is not jr2.dev/provider-preflight-run/v1"
+                )]
+            ),
+            (
+                "a pod of two placements",
+                vec![
+                    pod_cannot_start_image(
+                        "ghcr.io/jr2/probe:0.1.0",
+                        "rpc error: code = NotFound desc = failed to pull and unpack image \"ghcr.io/jr2/probe:0.1.0\": not found"
+                    ),
+                    placement_detail("gpu", Some("kind-worker2")),
+                    not_checked("vllm/Qwen/Qwen3-32B"),
+                    not_checked("vllm/ok"),
+                ]
+            ),
+            (
+                "a placement whose pod was not scheduled",
+                vec![placement_detail("sandbox", None)]
+            ),
             (
                 "refused at create",
                 vec![cluster_refused(
