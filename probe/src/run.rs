@@ -84,6 +84,9 @@ pub struct RunOptions {
     pub deadline: Option<SystemTime>,
     /// The termination-message path; `None` to skip it.
     pub termination_log: Option<std::path::PathBuf>,
+    /// Warning lines about the run itself (a CA file or a proxy variable that cannot be used): each a `warning`
+    /// event after the `start` line, and the first of the verdict's lines.
+    pub warnings: Vec<String>,
 }
 
 fn emit(out: &Mutex<Box<dyn Write + Send>>, event: &ProbeEvent) {
@@ -141,6 +144,9 @@ pub async fn run(
             budget.map(|b| b.as_millis() as u64),
         ),
     );
+    for line in &options.warnings {
+        emit(&out, &ProbeEvent::Warning { line: line.clone() });
+    }
     let results: Mutex<Vec<Option<ModelResult>>> = Mutex::new(vec![None; targets.len()]);
     let started: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
@@ -254,9 +260,11 @@ pub async fn run(
         .into_iter()
         .map(|r| r.expect("every model has a result"))
         .collect();
-    let lines = models
+    let lines = options
+        .warnings
         .iter()
-        .flat_map(|m| render::model_lines(m, &origin))
+        .cloned()
+        .chain(models.iter().flat_map(|m| render::model_lines(m, &origin)))
         .collect();
     let verdict = Verdict::new(origin, started_at, start.elapsed(), models, lines);
     emit(
