@@ -129,9 +129,14 @@ struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10))]
     max_tries: u32,
 
-    /// Models checked at once.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// Models checked at once, in all.
+    #[arg(long, value_name = "N", default_value_t = Settings::DEFAULT_CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
+
+    /// Models checked at once against one endpoint (its scheme, host and port): the most requests of this check a
+    /// provider sees at once.
+    #[arg(long, value_name = "N", default_value_t = Settings::DEFAULT_PER_HOST as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    per_host: u16,
 
     /// human: the lines on stderr; json: also the verdict on stdout.
     #[arg(short = 'o', long, value_enum, default_value = "human")]
@@ -263,6 +268,9 @@ async fn check(args: CheckArgs) -> ExitCode {
         let _ = writeln!(err, "{line}");
         lines.push(line);
     };
+    for line in warnings {
+        emit(line, &mut lines);
+    }
     if let Some(first) = targets.first()
         && is_loopback(&first.base_url)
     {
@@ -270,9 +278,6 @@ async fn check(args: CheckArgs) -> ExitCode {
     }
     for proxy in checker.factory().proxy().unusable() {
         emit(proxy.warning_line(), &mut lines);
-    }
-    for line in warnings {
-        emit(line, &mut lines);
     }
     // Lines come out in the order the models were given, whatever the completion order: a result waits until
     // every model before it has printed.
@@ -409,6 +414,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), Inpu
             ..RetryPolicy::default()
         },
         concurrency: usize::from(args.concurrency),
+        per_host: usize::from(args.per_host),
     };
     let connect_timeout = args.timeout.min(Duration::from_secs(10));
     let proxy = ProxyEnv::from_env();
@@ -548,6 +554,10 @@ async fn run(args: RunArgs) -> ExitCode {
             ..RetryPolicy::default()
         },
         concurrency: spec.concurrency.clamp(1, 64),
+        per_host: spec
+            .concurrency_per_host
+            .unwrap_or(Settings::DEFAULT_PER_HOST)
+            .clamp(1, 64),
     };
     let keys: Vec<String> = targets
         .iter()
