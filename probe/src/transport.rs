@@ -139,9 +139,10 @@ impl Trust {
             files: Vec::new(),
         };
         let (trust, mut skipped) = Self::plan(files, &bundle_only, true)?;
-        match skipped.is_empty() {
-            true => Ok(trust),
-            false => Err(skipped.remove(0)),
+        if skipped.is_empty() {
+            Ok(trust)
+        } else {
+            Err(skipped.remove(0))
         }
     }
 
@@ -174,18 +175,16 @@ impl Trust {
                 Err(e) => skipped.push(e),
             }
         }
-        let roots = if !tls {
-            None
-        } else if roots.is_empty() {
-            // `--use-openssl-ca` with an SSL_CERT_FILE that cannot be used, and nothing else: Node would trust no
-            // root at all; the probe keeps Mozilla's rather than refuse every certificate.
-            roots.add_parsable_certificates(
-                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
-            );
-            Some(Arc::new(roots))
-        } else {
-            Some(Arc::new(roots))
-        };
+        let roots = tls.then(|| {
+            if roots.is_empty() {
+                // `--use-openssl-ca` with an SSL_CERT_FILE that cannot be used, and nothing else: Node would trust
+                // no root at all; the probe keeps Mozilla's rather than refuse every certificate.
+                roots.add_parsable_certificates(
+                    webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
+                );
+            }
+            Arc::new(roots)
+        });
         Ok((Self { roots, extra }, skipped))
     }
 }
@@ -1248,6 +1247,107 @@ mod tests {
                 format!("the CA file {path} named by --ca-bundle is not a regular file ({kind})")
             );
         }
+    }
+
+    #[test]
+    fn the_ca_files_are_the_ones_node_24_reads() {
+        let sources = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let got = ca_sources_from(|name| {
+                vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+            });
+            let names: Vec<&str> = got.files.iter().map(|f| f.source_name.as_str()).collect();
+            (got.bundled, names.join(" "))
+        };
+        let both = [
+            ("NODE_EXTRA_CA_CERTS", "/a.pem"),
+            ("SSL_CERT_FILE", "/b.pem"),
+        ];
+        let with = |extra: (&'static str, &'static str)| {
+            let mut v = both.to_vec();
+            v.push(extra);
+            v
+        };
+        // Node's default: the bundled roots and NODE_EXTRA_CA_CERTS; SSL_CERT_FILE is not read.
+        assert_eq!(sources(&both), (true, "NODE_EXTRA_CA_CERTS".into()));
+        // --use-openssl-ca: SSL_CERT_FILE in place of the bundled roots.
+        assert_eq!(
+            sources(&with(("NODE_OPTIONS", "--use-openssl-ca"))),
+            (false, "SSL_CERT_FILE NODE_EXTRA_CA_CERTS".into())
+        );
+        assert_eq!(
+            sources(&[("NODE_OPTIONS", "--use-openssl-ca")]),
+            (true, String::new()),
+            "no SSL_CERT_FILE: the bundled roots stay"
+        );
+        // --use-system-ca, NODE_USE_SYSTEM_CA=1: on top of them.
+        for extra in [
+            ("NODE_OPTIONS", "--inspect --use-system-ca"),
+            ("NODE_USE_SYSTEM_CA", "1"),
+        ] {
+            assert_eq!(
+                sources(&with(extra)),
+                (true, "SSL_CERT_FILE NODE_EXTRA_CA_CERTS".into()),
+                "{extra:?}"
+            );
+        }
+        // Not a flag of its own; empty values name no file.
+        assert_eq!(
+            sources(&with(("NODE_OPTIONS", "--use-openssl-cafoo"))),
+            (true, "NODE_EXTRA_CA_CERTS".into())
+        );
+        assert_eq!(
+            sources(&[("NODE_EXTRA_CA_CERTS", "")]),
+            (true, String::new())
+        );
+    }
+
+    #[test]
+    fn without_tls_no_certificate_is_parsed_but_each_file_is_checked() {
+        // A PEM marker over bytes that are not a certificate: read and accepted when no connection can use TLS,
+        // refused when one can (it is parsed then).
+        let p = temp("unparsed");
+        std::fs::write(
+            &p,
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let env = CaSources {
+            bundled: true,
+            files: vec![CaFile {
+                source_name: "NODE_EXTRA_CA_CERTS".into(),
+                path: p.clone(),
+            }],
+        };
+        let (trust, skipped) = Trust::plan(&[], &env, false).unwrap();
+        assert!(trust.roots.is_none() && skipped.is_empty(), "{skipped:?}");
+        let (trust, skipped) = Trust::plan(&[], &env, true).unwrap();
+        assert!(
+            trust.roots.is_some_and(|r| !r.is_empty()),
+            "Mozilla's roots"
+        );
+        assert!(
+            matches!(skipped[..], [TrustError::BadCertificate { .. }]),
+            "{skipped:?}"
+        );
+        // A file with no PEM certificate, or none at all, is the same warning either way.
+        std::fs::write(&p, "nothing here\n").unwrap();
+        for tls in [false, true] {
+            let (_, skipped) = Trust::plan(&[], &env, tls).unwrap();
+            assert!(
+                matches!(skipped[..], [TrustError::NoCertificate { .. }]),
+                "{tls}: {skipped:?}"
+            );
+        }
+        let _ = std::fs::remove_file(&p);
+        let (_, skipped) = Trust::plan(&[], &env, false).unwrap();
+        assert!(
+            matches!(skipped[..], [TrustError::Read { .. }]),
+            "{skipped:?}"
+        );
     }
 
     fn env(vars: &'static [(&'static str, &'static str)]) -> ProxyEnv {
