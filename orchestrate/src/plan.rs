@@ -1192,7 +1192,11 @@ mod tests {
         assert_eq!(spec.schema, RUN_SPEC_SCHEMA);
         assert_eq!(spec.timeout_seconds, 120.0);
         assert_eq!(spec.max_tries, 4);
-        assert_eq!(spec.concurrency, 8);
+        assert_eq!(spec.concurrency, 32);
+        assert_eq!(
+            spec.concurrency_per_host, None,
+            "the probe's default, left out"
+        );
         let names: Vec<_> = spec.models.iter().map(|m| m.model.as_str()).collect();
         assert_eq!(names, ["vllm/Qwen/Qwen3-32B", "google/gemini-2.5-flash"]);
         assert!(spec.models.iter().all(|m| m.via_custodian));

@@ -22,7 +22,7 @@ use jr2_probe::run::RunOptions;
 use jr2_probe::sanitize::{self, Redactor};
 use jr2_probe::spec::{self, ModelSpec, Remedy, RunSpec, Source, SpecInput};
 use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
-use jr2_probe::transport::{CaFile, ClientFactory, Trust, ca_files_from_env};
+use jr2_probe::transport::{CaFile, ClientFactory, ProxyEnv, Trust, ca_sources_from_env};
 use jr2_probe::verdict::{Origin, Route, Verdict};
 
 /// Asks each model for one tool call, as a Turn of pi-ai 0.82.1 asks it, and says whether it can call tools.
@@ -131,9 +131,14 @@ struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10))]
     max_tries: u32,
 
-    /// Models checked at once.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// Models checked at once, in all.
+    #[arg(long, value_name = "N", default_value_t = Settings::DEFAULT_CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
     concurrency: u16,
+
+    /// Models checked at once against one endpoint (its scheme, host and port): the most requests of this check a
+    /// provider sees at once.
+    #[arg(long, value_name = "N", default_value_t = Settings::DEFAULT_PER_HOST as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    per_host: u16,
 
     /// human: the lines on stderr; json: also the verdict on stdout.
     #[arg(short = 'o', long, value_enum, default_value = "human")]
@@ -249,7 +254,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 }
 
 async fn check(args: CheckArgs) -> ExitCode {
-    let (targets, checker) = match prepare(&args) {
+    let (targets, checker, warnings) = match prepare(&args) {
         Ok(p) => p,
         Err(e) => {
             jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
@@ -265,6 +270,9 @@ async fn check(args: CheckArgs) -> ExitCode {
         let _ = writeln!(err, "{line}");
         lines.push(line);
     };
+    for line in warnings {
+        emit(line, &mut lines);
+    }
     if let Some(first) = targets.first()
         && is_loopback(&first.base_url)
     {
@@ -309,7 +317,7 @@ fn is_loopback(url: &reqwest::Url) -> bool {
     }
 }
 
-fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
+fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), InputError> {
     let api: Option<ApiKind> = args
         .api
         .as_deref()
@@ -355,7 +363,6 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             })
         }
     };
-    let trust = load_trust(&args.ca_bundle)?;
     let session_id = new_session_id();
     let targets = match &args.base_url {
         Some(base) => {
@@ -411,14 +418,17 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker), InputError> {
             ..RetryPolicy::default()
         },
         concurrency: usize::from(args.concurrency),
+        per_host: usize::from(args.per_host),
     };
     let connect_timeout = args.timeout.min(Duration::from_secs(10));
+    let proxy = ProxyEnv::from_env();
+    let (trust, warnings) = load_trust(&args.ca_bundle, &targets, &proxy)?;
     let checker = Checker::new(
-        ClientFactory::new(trust, connect_timeout),
+        ClientFactory::with_proxy(trust, connect_timeout, proxy),
         Redactor::new(keys),
         settings,
     );
-    Ok((targets, checker))
+    Ok((targets, checker, warnings))
 }
 
 /// The key values the redactor holds: every target's (a Stand-in among them is left out by the redactor itself).
@@ -486,30 +496,29 @@ fn in_flags(remedy: Remedy) -> &'static str {
     }
 }
 
-/// Mozilla's roots, `--ca-bundle` (bad input when unreadable), and the env's CA files (a warning when unreadable,
-/// as Node.js does).
-fn load_trust(ca_bundle: &[PathBuf]) -> Result<Trust, InputError> {
-    let mut ca_files: Vec<CaFile> = ca_bundle
+/// The trust anchors as Node 24 has them ([`ca_sources_from_env`]), plus `--ca-bundle` (bad input when unusable),
+/// and the warning lines of the environment's CA files that cannot be used (each other one is trusted, as Node goes
+/// on without a bad `NODE_EXTRA_CA_CERTS`). No certificate is parsed when no connection of the run can use TLS.
+fn load_trust(
+    ca_bundle: &[PathBuf],
+    targets: &[Target],
+    proxy: &ProxyEnv,
+) -> Result<(Trust, Vec<String>), InputError> {
+    let required: Vec<CaFile> = ca_bundle
         .iter()
         .map(|p| CaFile {
             source_name: "--ca-bundle".to_owned(),
             path: p.clone(),
         })
         .collect();
-    let mut trust =
-        Trust::load(&ca_files).map_err(|e| input_error("--ca-bundle", e.to_string()))?;
-    let env_files = ca_files_from_env();
-    if !env_files.is_empty() {
-        ca_files.extend(env_files);
-        match Trust::load(&ca_files) {
-            Ok(t) => trust = t,
-            Err(e) => jr2_probe::say!(
-                "warning: provider: {}; going on without it",
-                sanitize::escape(&e.to_string())
-            ),
-        }
-    }
-    Ok(trust)
+    let tls = proxy.tls_to_a_proxy() || targets.iter().any(|t| t.base_url.scheme() == "https");
+    let (trust, skipped) = Trust::plan(&required, &ca_sources_from_env(), tls)
+        .map_err(|e| input_error("--ca-bundle", e.to_string()))?;
+    let warnings = skipped
+        .iter()
+        .map(|e| render::ca_file_warning(&sanitize::escape(&e.to_string())))
+        .collect();
+    Ok((trust, warnings))
 }
 
 async fn run(args: RunArgs) -> ExitCode {
@@ -536,13 +545,6 @@ async fn run(args: RunArgs) -> ExitCode {
         );
         return Exit::Usage.into();
     }
-    let trust = match load_trust(&args.ca_bundle) {
-        Ok(t) => t,
-        Err(e) => {
-            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-            return Exit::Usage.into();
-        }
-    };
     let env = |name: &str| std::env::var(name).ok();
     let session_id = new_session_id();
     let mut targets = Vec::with_capacity(spec.models.len());
@@ -564,15 +566,35 @@ async fn run(args: RunArgs) -> ExitCode {
             ..RetryPolicy::default()
         },
         concurrency: spec.concurrency.clamp(1, 64),
+        per_host: spec
+            .concurrency_per_host
+            .unwrap_or(Settings::DEFAULT_PER_HOST)
+            .clamp(1, 64),
     };
     let keys = held_keys(&targets);
+    let proxy = ProxyEnv::from_env();
+    let (trust, mut warnings) = match load_trust(&args.ca_bundle, &targets, &proxy) {
+        Ok(t) => t,
+        Err(e) => {
+            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+            return Exit::Usage.into();
+        }
+    };
     let checker = Checker::new(
-        ClientFactory::new(trust, timeout.min(Duration::from_secs(10))),
+        ClientFactory::with_proxy(trust, timeout.min(Duration::from_secs(10)), proxy),
         Redactor::new(keys),
         settings,
     );
-    for proxy in checker.factory().proxy().unusable() {
-        jr2_probe::say!("{}", proxy.warning_line());
+    // The warnings go to stderr (the pod's log) and, as `warning` events, to the driver, which prints them.
+    let proxy_lines = checker
+        .factory()
+        .proxy()
+        .unusable()
+        .iter()
+        .map(|p| p.warning_line());
+    warnings.splice(0..0, proxy_lines);
+    for line in &warnings {
+        jr2_probe::say!("{line}");
     }
     let deadline = match std::env::var_os("JR2_PROBE_DEADLINE") {
         None => None,
@@ -580,10 +602,9 @@ async fn run(args: RunArgs) -> ExitCode {
             let value = value.to_string_lossy();
             let deadline = jr2_probe::run::parse_deadline(&value);
             if deadline.is_none() {
-                jr2_probe::say!(
-                    "{}",
-                    render::deadline_unusable(&sanitize::escape_truncate(&value, 40))
-                );
+                let line = render::deadline_unusable(&sanitize::escape_truncate(&value, 40));
+                jr2_probe::say!("{line}");
+                warnings.push(line);
             }
             deadline
         }
@@ -592,6 +613,7 @@ async fn run(args: RunArgs) -> ExitCode {
         node: args.node.clone().filter(|n| !n.is_empty()),
         deadline,
         termination_log: Some(args.termination_log.clone()),
+        warnings,
     };
     let verdict =
         jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;

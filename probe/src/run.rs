@@ -84,6 +84,9 @@ pub struct RunOptions {
     pub deadline: Option<SystemTime>,
     /// The termination-message path; `None` to skip it.
     pub termination_log: Option<std::path::PathBuf>,
+    /// Warning lines about the run itself (a CA file or a proxy variable that cannot be used): each a `warning`
+    /// event after the `start` line, and the first of the verdict's lines.
+    pub warnings: Vec<String>,
 }
 
 /// What one model's future reported so far.
@@ -149,6 +152,9 @@ pub async fn run(
             budget.map(|b| b.as_millis() as u64),
         ),
     );
+    for line in &options.warnings {
+        emit(&out, &ProbeEvent::Warning { line: line.clone() });
+    }
     // What each model's own future reported, as it reported it: the observer writes each event the moment it
     // comes, and a model's future reports its start, each try and its result one after the other, so the lines of
     // one model are in that order by construction, however the models interleave.
@@ -246,7 +252,12 @@ pub async fn run(
         );
         models.push(result);
     }
-    let lines = render::result_lines(&models, &origin);
+    let lines = options
+        .warnings
+        .iter()
+        .cloned()
+        .chain(render::result_lines(&models, &origin))
+        .collect();
     let verdict = Verdict::new(origin, started_at, start.elapsed(), models, lines);
     emit(
         &out,

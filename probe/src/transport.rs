@@ -5,11 +5,12 @@
 //!   smaller than aws-lc-rs and a much faster first handshake for a process that makes one or two connections.
 //!   A CA file must be a regular file of at most [`MAX_CA_FILE_BYTES`]: `/dev/zero` or a FIFO is refused before it
 //!   is opened, never read until memory runs out or waited on forever.
-//! - Proxy: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (upper case first, then lower case) from the environment, as the
-//!   Harness honours them (the Custodian listens at `http://127.0.0.1:15001` and takes CONNECT only); `ALL_PROXY`
-//!   is not read, as the Harness does not read it. The probe reads them itself ([`ProxyEnv`]) rather than letting
-//!   reqwest do it, which would silently go direct on a value it cannot parse: a malformed one is a warning line and
-//!   every connection fails with it ([`ProxyUnusable`]), since the Harness (Node's fetch) fails every request with it.
+//! - Proxy: the proxy variables as the Harness reads them: Node 24's fetch, which is undici 7's `EnvHttpProxyAgent`
+//!   (lower case names first, `https_proxy` falling back to the http proxy, undici's `no_proxy` matching; the rules
+//!   are [`ProxyEnv`]'s). The Custodian listens at `http://127.0.0.1:15001` and takes CONNECT only. The probe reads
+//!   the variables itself rather than letting reqwest do it, whose rules differ (upper case first, CIDR ranges, bare
+//!   IPv6 entries) and which would silently go direct on a value it cannot parse: a malformed one is a warning line
+//!   and every connection fails with it ([`ProxyUnusable`]), since the Harness fails every request with it.
 //!   A proxy's password and its `Basic` token are held values ([`ProxyEnv::held_values`]) for the redactor.
 //! - Redirects: followed only to the same origin (scheme, host and port), without userinfo, at most
 //!   [`MAX_REDIRECTS`]. reqwest drops `Authorization` on a cross-origin redirect but not the providers' own key
@@ -24,7 +25,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -101,7 +102,7 @@ pub enum TrustError {
 }
 
 /// A CA file and what named it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CaFile {
     /// What named it: `--ca-bundle`, `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`.
     pub source_name: String,
@@ -112,24 +113,79 @@ pub struct CaFile {
 /// The trust anchors of every connection, built once per run.
 #[derive(Clone, Debug)]
 pub struct Trust {
-    roots: Arc<RootCertStore>,
+    /// `None` when no connection of the run uses TLS ([`Trust::plan`] with `tls` false): nothing was parsed, and a
+    /// handshake, which never comes, would fail with `unknown issuer`.
+    roots: Option<Arc<RootCertStore>>,
     /// How many anchors came from CA files (for the log).
     pub extra: usize,
 }
 
+/// Which CA files the Harness trusts, as Node 24 reads its environment: see [`ca_sources_from`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaSources {
+    /// The bundled roots (Mozilla's) are trusted: Node's default, and not under `--use-openssl-ca` with an
+    /// `SSL_CERT_FILE`, which takes their place.
+    pub bundled: bool,
+    /// The files, in order: `SSL_CERT_FILE` (only under `--use-openssl-ca` or `--use-system-ca`), then
+    /// `NODE_EXTRA_CA_CERTS`.
+    pub files: Vec<CaFile>,
+}
+
 impl Trust {
-    /// Mozilla's roots plus every certificate of `files`.
+    /// Mozilla's roots plus every certificate of `files`; the first file that cannot be used is the error.
     pub fn load(files: &[CaFile]) -> Result<Self, TrustError> {
-        let mut roots = RootCertStore::empty();
-        roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
-        let mut extra = 0;
-        for file in files {
-            extra += add_pem_file(&mut roots, file)?;
+        let bundle_only = CaSources {
+            bundled: true,
+            files: Vec::new(),
+        };
+        let (trust, mut skipped) = Self::plan(files, &bundle_only, true)?;
+        if skipped.is_empty() {
+            Ok(trust)
+        } else {
+            Err(skipped.remove(0))
         }
-        Ok(Self {
-            roots: Arc::new(roots),
-            extra,
-        })
+    }
+
+    /// The anchors of a run: Mozilla's roots (unless `env` says Node would not trust them), the certificates of
+    /// `required` (`--ca-bundle`: the first that cannot be used is the error) and of `env` (the environment's: each
+    /// one that cannot be used is skipped and returned, for a warning, and the others are trusted).
+    ///
+    /// With `tls` false, no connection of the run can use TLS (plain-HTTP endpoints and proxies; redirects stay on
+    /// their origin): every file is still read and checked to hold a PEM certificate, so its warning or error is the
+    /// same, but no certificate is parsed and Mozilla's roots are not loaded.
+    pub fn plan(
+        required: &[CaFile],
+        env: &CaSources,
+        tls: bool,
+    ) -> Result<(Self, Vec<TrustError>), TrustError> {
+        let mut roots = RootCertStore::empty();
+        if tls && env.bundled {
+            roots.add_parsable_certificates(
+                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
+            );
+        }
+        let mut extra = 0;
+        for file in required {
+            extra += add_pem_file(&mut roots, file, tls)?;
+        }
+        let mut skipped = Vec::new();
+        for file in &env.files {
+            match add_pem_file(&mut roots, file, tls) {
+                Ok(n) => extra += n,
+                Err(e) => skipped.push(e),
+            }
+        }
+        let roots = tls.then(|| {
+            if roots.is_empty() {
+                // `--use-openssl-ca` with an SSL_CERT_FILE that cannot be used, and nothing else: Node would trust
+                // no root at all; the probe keeps Mozilla's rather than refuse every certificate.
+                roots.add_parsable_certificates(
+                    webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
+                );
+            }
+            Arc::new(roots)
+        });
+        Ok((Self { roots, extra }, skipped))
     }
 }
 
@@ -194,8 +250,24 @@ fn read_ca_file(file: &CaFile) -> Result<Vec<u8>, TrustError> {
     Ok(bytes)
 }
 
-fn add_pem_file(roots: &mut RootCertStore, file: &CaFile) -> Result<usize, TrustError> {
+/// Adds the certificates of `file` to `roots` and says how many; with `parse` false, only checks that the file
+/// holds a PEM certificate and says 0.
+fn add_pem_file(
+    roots: &mut RootCertStore,
+    file: &CaFile,
+    parse: bool,
+) -> Result<usize, TrustError> {
     let bytes = read_ca_file(file)?;
+    let no_certificate = || TrustError::NoCertificate {
+        path: file.path.clone(),
+        source_name: file.source_name.clone(),
+    };
+    if !parse {
+        let marked = bytes
+            .split(|b| *b == b'\n')
+            .any(|line| line.starts_with(b"-----BEGIN CERTIFICATE-----"));
+        return if marked { Ok(0) } else { Err(no_certificate()) };
+    }
     let mut added = 0;
     for cert in CertificateDer::pem_slice_iter(&bytes) {
         let cert = cert.map_err(|e| TrustError::BadCertificate {
@@ -211,26 +283,44 @@ fn add_pem_file(roots: &mut RootCertStore, file: &CaFile) -> Result<usize, Trust
         added += 1;
     }
     if added == 0 {
-        return Err(TrustError::NoCertificate {
-            path: file.path.clone(),
-            source_name: file.source_name.clone(),
-        });
+        return Err(no_certificate());
     }
     Ok(added)
 }
 
-/// The CA files the environment names, as the Harness reads them.
-pub fn ca_files_from_env() -> Vec<CaFile> {
-    ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"]
-        .into_iter()
-        .filter_map(|name| {
-            let value = std::env::var_os(name)?;
-            (!value.is_empty()).then(|| CaFile {
-                source_name: name.to_owned(),
-                path: Path::new(&value).to_path_buf(),
-            })
+/// The CA files the Harness trusts, from the process environment: [`ca_sources_from`].
+pub fn ca_sources_from_env() -> CaSources {
+    ca_sources_from(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+}
+
+/// The CA files Node 24 trusts, from the environment `env` gives:
+/// - by default, its bundled roots and `NODE_EXTRA_CA_CERTS` (added to them); `SSL_CERT_FILE` is not read;
+/// - under `--use-openssl-ca` (in `NODE_OPTIONS`), OpenSSL's store in place of the bundled roots: `SSL_CERT_FILE`,
+///   plus `NODE_EXTRA_CA_CERTS`;
+/// - under `--use-system-ca` (in `NODE_OPTIONS`) or `NODE_USE_SYSTEM_CA=1`, the system store on top of the bundled
+///   roots: on Linux, OpenSSL's, so `SSL_CERT_FILE` too.
+///
+/// Where the probe differs: `SSL_CERT_DIR` and OpenSSL's default file (used when `SSL_CERT_FILE` is unset) are not
+/// read (a `FROM scratch` image has neither), so without `SSL_CERT_FILE` the bundled roots stay.
+pub fn ca_sources_from(env: impl Fn(&str) -> Option<String>) -> CaSources {
+    let file = |name: &str| {
+        env(name).filter(|v| !v.is_empty()).map(|v| CaFile {
+            source_name: name.to_owned(),
+            path: PathBuf::from(v),
         })
-        .collect()
+    };
+    let options = env("NODE_OPTIONS").unwrap_or_default();
+    let flag = |f: &str| options.split_ascii_whitespace().any(|o| o == f);
+    let openssl = flag("--use-openssl-ca");
+    let system = flag("--use-system-ca") || env("NODE_USE_SYSTEM_CA").as_deref() == Some("1");
+    let ssl_cert_file = (openssl || system).then(|| file("SSL_CERT_FILE")).flatten();
+    CaSources {
+        bundled: !(openssl && ssl_cert_file.is_some()),
+        files: ssl_cert_file
+            .into_iter()
+            .chain(file("NODE_EXTRA_CA_CERTS"))
+            .collect(),
+    }
 }
 
 /// When the parts of one try's connection finished. Reset at the start of each try.
@@ -323,15 +413,103 @@ impl ProxyUnusable {
     }
 }
 
-/// The proxy variables of a run, read once, as the Harness reads them.
+/// The proxy variables of a run, read once, and the choice of a request's proxy, as the Harness makes it.
+///
+/// The Harness is Node 24, whose fetch goes through undici 7's `EnvHttpProxyAgent` (`NODE_USE_ENV_PROXY=1`); these
+/// are its rules (undici 7.30.2, the last 7.x), which `probe/tests/fixtures/undici7-proxy-rules.json` lists one per
+/// row and `tests/fidelity/proxy-rules.mjs` checks against undici itself:
+/// - the http proxy is `http_proxy`, else `HTTP_PROXY`; the https proxy is `https_proxy`, else `HTTPS_PROXY`, else
+///   the http proxy. The lower case name wins whenever it is set, even to an empty value, and an empty value is no
+///   proxy. `ALL_PROXY` is not read.
+/// - `no_proxy`, else `NO_PROXY`, is a list split at commas and white space. Exactly `*` sends everything direct. An
+///   entry `host[:port]` (a leading `.` or `*.` dropped, case ignored) matches that host and its subdomains, on any
+///   port or on that port (the scheme's default port when the URL names none). An IP address matches only as written
+///   (an IPv6 one in brackets, `[::1]`: a bare `::1` reads as host `:` port 1 and matches nothing); a CIDR range is
+///   no more than text that never matches a host.
 #[derive(Clone, Debug, Default)]
 pub struct ProxyEnv {
-    /// The proxies, the HTTPS one first.
-    proxies: Vec<reqwest::Proxy>,
+    /// The proxy of http targets.
+    http: Option<url::Url>,
+    /// The proxy of https targets.
+    https: Option<url::Url>,
+    /// The hosts that go direct.
+    no_proxy: NoProxy,
     /// The variables that are set but unusable.
     unusable: Vec<ProxyUnusable>,
     /// The proxies' passwords (or user names without one), as given and percent-decoded, and their `Basic` tokens.
     held: Vec<String>,
+}
+
+/// `no_proxy` as undici 7 reads it: see [`ProxyEnv`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct NoProxy {
+    /// Exactly `*`.
+    everything: bool,
+    /// (host, port): port 0 for any port.
+    entries: Vec<(String, u64)>,
+}
+
+/// JavaScript's `\s`, which undici splits `no_proxy` at.
+fn js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+impl NoProxy {
+    fn parse(value: &str) -> Self {
+        let entries = value
+            .split(|c: char| c == ',' || js_space(c))
+            .filter(|e| !e.is_empty())
+            .map(|entry| {
+                // `host:digits` at the end, the host as long as it can be: `::1` is host `:`, port 1.
+                let (host, port) = match entry.rsplit_once(':') {
+                    Some((host, digits))
+                        if !host.is_empty()
+                            && !digits.is_empty()
+                            && digits.bytes().all(|b| b.is_ascii_digit()) =>
+                    {
+                        (host, digits.parse::<u64>().unwrap_or(u64::MAX))
+                    }
+                    _ => (entry, 0),
+                };
+                let host = host
+                    .strip_prefix("*.")
+                    .or_else(|| host.strip_prefix('.'))
+                    .unwrap_or(host);
+                (host.to_lowercase(), port)
+            })
+            .collect();
+        Self {
+            everything: value == "*",
+            entries,
+        }
+    }
+
+    /// The request to `host` (lower case, IPv6 in brackets) on `port` goes direct.
+    fn direct(&self, host: &str, port: u64) -> bool {
+        if self.entries.is_empty() {
+            return false;
+        }
+        if self.everything {
+            return true;
+        }
+        self.entries.iter().any(|(entry, entry_port)| {
+            (*entry_port == 0 || *entry_port == port)
+                && (host == entry
+                    || host
+                        .strip_suffix(entry.as_str())
+                        .is_some_and(|rest| rest.ends_with('.')))
+        })
+    }
 }
 
 impl ProxyEnv {
@@ -340,72 +518,97 @@ impl ProxyEnv {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// The proxy variables `env` gives: `HTTPS_PROXY` (else `https_proxy`) for https targets, `HTTP_PROXY` (else
-    /// `http_proxy`) for http ones, `NO_PROXY` (else `no_proxy`) for both; the first of each pair that is set counts,
-    /// empty meaning none. A value without `://` is taken as `http://<value>`, as reqwest and curl take it. Nothing
-    /// at all under CGI (`REQUEST_METHOD` set: a request's `Proxy:` header would arrive as `HTTP_PROXY`, "httpoxy").
+    /// The proxy variables `env` gives, read as undici 7 reads them ([`ProxyEnv`]). A value that is not an http or
+    /// https URL (no scheme, a scheme of another kind, no host, a parse error) is unusable: undici cannot build its
+    /// agent with it, so every request of a Turn fails ([`ProxyUnusable`]).
     pub fn from_lookup(env: impl Fn(&str) -> Option<String>) -> Self {
         let mut out = Self::default();
-        if env("REQUEST_METHOD").is_some() {
-            return out;
-        }
         let first = |names: [&'static str; 2]| {
             names
                 .into_iter()
                 .find_map(|name| env(name).map(|value| (name, value)))
         };
-        let no_proxy = first(["NO_PROXY", "no_proxy"])
-            .map(|(_, v)| v)
-            .filter(|v| !v.trim().is_empty())
-            .and_then(|v| reqwest::NoProxy::from_string(&v));
-        for (names, https) in [
-            (["HTTPS_PROXY", "https_proxy"], true),
-            (["HTTP_PROXY", "http_proxy"], false),
-        ] {
-            let Some((var, value)) = first(names) else {
-                continue;
-            };
-            if value.trim().is_empty() {
-                continue;
+        let mut parse = |names: [&'static str; 2]| -> Option<url::Url> {
+            let (var, value) = first(names)?;
+            if value.is_empty() {
+                return None;
             }
             let unusable = |reason: String| ProxyUnusable {
                 var: var.to_owned(),
                 shown: sanitize::display_url(&value),
                 reason,
             };
-            let text = if value.contains("://") {
-                value.trim().to_owned()
-            } else {
-                format!("http://{}", value.trim())
-            };
-            let url = match url::Url::parse(&text) {
-                Ok(url) => url,
-                Err(e) => {
-                    out.unusable.push(unusable(e.to_string()));
-                    continue;
+            let problem = match url::Url::parse(&value) {
+                Err(e) => Some(e.to_string()),
+                Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                    Some(if value.contains("://") {
+                        "the scheme must be http or https".to_owned()
+                    } else {
+                        "it names no scheme: write http://".to_owned()
+                    })
+                }
+                Ok(url) if url.host_str().is_none_or(str::is_empty) => {
+                    Some("it names no host".to_owned())
+                }
+                Ok(url) => {
+                    out.held.extend(credentials(&url));
+                    return Some(url);
                 }
             };
-            if !matches!(url.scheme(), "http" | "https") {
-                out.unusable
-                    .push(unusable("the scheme must be http or https".to_owned()));
-                continue;
-            }
-            if url.host_str().is_none_or(str::is_empty) {
-                out.unusable.push(unusable("it names no host".to_owned()));
-                continue;
-            }
-            out.held.extend(credentials(&url));
-            let proxy = if https {
-                reqwest::Proxy::https(url.as_str())
-            } else {
-                reqwest::Proxy::http(url.as_str())
+            let reason = match problem.as_deref() {
+                Some("relative URL without a base") => {
+                    "it names no scheme: write http://".to_owned()
+                }
+                _ => problem.unwrap_or_default(),
             };
-            match proxy {
-                Ok(p) => out.proxies.push(p.no_proxy(no_proxy.clone())),
-                Err(e) => out.unusable.push(unusable(e.to_string())),
-            }
-        }
+            out.unusable.push(unusable(reason));
+            None
+        };
+        let http = parse(["http_proxy", "HTTP_PROXY"]);
+        let https = parse(["https_proxy", "HTTPS_PROXY"]);
+        out.https = https.or_else(|| http.clone());
+        out.http = http;
+        out.no_proxy = NoProxy::parse(
+            &first(["no_proxy", "NO_PROXY"])
+                .map(|(_, v)| v)
+                .unwrap_or_default(),
+        );
         out
+    }
+
+    /// The proxy a request to `url` goes through, `None` for direct, as undici 7 picks it.
+    pub fn proxy_for(&self, url: &url::Url) -> Option<&url::Url> {
+        let proxy = match url.scheme() {
+            "https" => self.https.as_ref(),
+            _ => self.http.as_ref(),
+        }?;
+        let host = match url.host()? {
+            url::Host::Domain(d) => d.to_lowercase(),
+            url::Host::Ipv4(ip) => ip.to_string(),
+            url::Host::Ipv6(ip) => format!("[{ip}]"),
+        };
+        let port = match url.port() {
+            Some(p) if p != 0 => u64::from(p),
+            _ => match url.scheme() {
+                "http" => 80,
+                "https" => 443,
+                _ => 0,
+            },
+        };
+        (!self.no_proxy.direct(&host, port)).then_some(proxy)
+    }
+
+    /// Some request may go through a proxy.
+    fn any(&self) -> bool {
+        self.http.is_some() || self.https.is_some()
+    }
+
+    /// Some request may reach its proxy over TLS (an `https://` proxy URL).
+    pub fn tls_to_a_proxy(&self) -> bool {
+        [&self.http, &self.https]
+            .into_iter()
+            .flatten()
+            .any(|u| u.scheme() == "https")
     }
 
     /// The proxies' secrets, for the redactor: each password as given and percent-decoded (the user name instead
@@ -580,14 +783,17 @@ impl ClientFactory {
     pub fn client(&self) -> Result<(reqwest::Client, ClockHandle), reqwest::Error> {
         let clock = ClockHandle(Arc::new(Mutex::new(Clock::new())));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
-            self.trust.roots.clone(),
-            provider.clone(),
-        )
-        .build()
-        .expect("a root store with Mozilla's roots is never empty");
+        let inner = self.trust.roots.as_ref().map(|roots| {
+            rustls::client::WebPkiServerVerifier::builder_with_provider(
+                roots.clone(),
+                provider.clone(),
+            )
+            .build()
+            .expect("a root store the probe built is never empty")
+        });
         let verifier = Arc::new(TimedVerifier {
             inner,
+            algorithms: provider.signature_verification_algorithms,
             clock: clock.clone(),
         });
         let tls = rustls::ClientConfig::builder_with_provider(provider)
@@ -597,8 +803,11 @@ impl ClientFactory {
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
         let mut builder = reqwest::Client::builder().no_proxy();
-        for proxy in &self.proxy.proxies {
-            builder = builder.proxy(proxy.clone());
+        if self.proxy.any() {
+            let rules = self.proxy.clone();
+            builder = builder.proxy(reqwest::Proxy::custom(move |url| {
+                rules.proxy_for(url).cloned()
+            }));
         }
         let client = builder
             .tls_backend_preconfigured(tls)
@@ -621,7 +830,9 @@ impl ClientFactory {
 
 #[derive(Debug)]
 struct TimedVerifier {
-    inner: Arc<rustls::client::WebPkiServerVerifier>,
+    /// `None` when the run was planned without TLS ([`Trust::plan`]): every certificate is refused.
+    inner: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
     clock: ClockHandle,
 }
 
@@ -634,13 +845,14 @@ impl ServerCertVerifier for TimedVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let verdict = self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        );
+        let verdict = match &self.inner {
+            Some(inner) => {
+                inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            }
+            None => Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            )),
+        };
         self.clock.mark(|c, at| c.tls = Some(at));
         verdict
     }
@@ -651,7 +863,7 @@ impl ServerCertVerifier for TimedVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -660,11 +872,11 @@ impl ServerCertVerifier for TimedVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -940,6 +1152,7 @@ fn tls_failure(err: &rustls::Error) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn url(s: &str) -> url::Url {
         url::Url::parse(s).unwrap()
@@ -1036,6 +1249,107 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_ca_files_are_the_ones_node_24_reads() {
+        let sources = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let got = ca_sources_from(|name| {
+                vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+            });
+            let names: Vec<&str> = got.files.iter().map(|f| f.source_name.as_str()).collect();
+            (got.bundled, names.join(" "))
+        };
+        let both = [
+            ("NODE_EXTRA_CA_CERTS", "/a.pem"),
+            ("SSL_CERT_FILE", "/b.pem"),
+        ];
+        let with = |extra: (&'static str, &'static str)| {
+            let mut v = both.to_vec();
+            v.push(extra);
+            v
+        };
+        // Node's default: the bundled roots and NODE_EXTRA_CA_CERTS; SSL_CERT_FILE is not read.
+        assert_eq!(sources(&both), (true, "NODE_EXTRA_CA_CERTS".into()));
+        // --use-openssl-ca: SSL_CERT_FILE in place of the bundled roots.
+        assert_eq!(
+            sources(&with(("NODE_OPTIONS", "--use-openssl-ca"))),
+            (false, "SSL_CERT_FILE NODE_EXTRA_CA_CERTS".into())
+        );
+        assert_eq!(
+            sources(&[("NODE_OPTIONS", "--use-openssl-ca")]),
+            (true, String::new()),
+            "no SSL_CERT_FILE: the bundled roots stay"
+        );
+        // --use-system-ca, NODE_USE_SYSTEM_CA=1: on top of them.
+        for extra in [
+            ("NODE_OPTIONS", "--inspect --use-system-ca"),
+            ("NODE_USE_SYSTEM_CA", "1"),
+        ] {
+            assert_eq!(
+                sources(&with(extra)),
+                (true, "SSL_CERT_FILE NODE_EXTRA_CA_CERTS".into()),
+                "{extra:?}"
+            );
+        }
+        // Not a flag of its own; empty values name no file.
+        assert_eq!(
+            sources(&with(("NODE_OPTIONS", "--use-openssl-cafoo"))),
+            (true, "NODE_EXTRA_CA_CERTS".into())
+        );
+        assert_eq!(
+            sources(&[("NODE_EXTRA_CA_CERTS", "")]),
+            (true, String::new())
+        );
+    }
+
+    #[test]
+    fn without_tls_no_certificate_is_parsed_but_each_file_is_checked() {
+        // A PEM marker over bytes that are not a certificate: read and accepted when no connection can use TLS,
+        // refused when one can (it is parsed then).
+        let p = temp("unparsed");
+        std::fs::write(
+            &p,
+            "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let env = CaSources {
+            bundled: true,
+            files: vec![CaFile {
+                source_name: "NODE_EXTRA_CA_CERTS".into(),
+                path: p.clone(),
+            }],
+        };
+        let (trust, skipped) = Trust::plan(&[], &env, false).unwrap();
+        assert!(trust.roots.is_none() && skipped.is_empty(), "{skipped:?}");
+        let (trust, skipped) = Trust::plan(&[], &env, true).unwrap();
+        assert!(
+            trust.roots.is_some_and(|r| !r.is_empty()),
+            "Mozilla's roots"
+        );
+        assert!(
+            matches!(skipped[..], [TrustError::BadCertificate { .. }]),
+            "{skipped:?}"
+        );
+        // A file with no PEM certificate, or none at all, is the same warning either way.
+        std::fs::write(&p, "nothing here\n").unwrap();
+        for tls in [false, true] {
+            let (_, skipped) = Trust::plan(&[], &env, tls).unwrap();
+            assert!(
+                matches!(skipped[..], [TrustError::NoCertificate { .. }]),
+                "{tls}: {skipped:?}"
+            );
+        }
+        let _ = std::fs::remove_file(&p);
+        let (_, skipped) = Trust::plan(&[], &env, false).unwrap();
+        assert!(
+            matches!(skipped[..], [TrustError::Read { .. }]),
+            "{skipped:?}"
+        );
+    }
+
     fn env(vars: &'static [(&'static str, &'static str)]) -> ProxyEnv {
         ProxyEnv::from_lookup(|name| {
             vars.iter()
@@ -1050,24 +1364,71 @@ mod tests {
             ("HTTPS_PROXY", "http://u:x@[::1"),
             ("HTTP_PROXY", "proxy.lan:3128"),
         ]);
-        assert_eq!(e.unusable().len(), 1);
-        let u = &e.unusable()[0];
+        assert_eq!(e.unusable().len(), 2);
+        let u = &e.unusable()[1];
         assert_eq!(u.var, "HTTPS_PROXY");
         assert_eq!(u.reason, "invalid IPv6 address");
         assert_eq!(u.shown, "http://[redacted]@[::1");
-        assert_eq!(e.proxies.len(), 1, "HTTP_PROXY without a scheme is http://");
         insta::assert_snapshot!("proxy_unusable_warning", u.warning_line());
         insta::assert_snapshot!("proxy_unusable_error", u.to_string());
+        // Without a scheme, as undici 7 takes it (`new URL()` reads `proxy.lan:` as a scheme): unusable.
+        assert_eq!(e.unusable()[0].var, "HTTP_PROXY");
+        assert_eq!(e.unusable()[0].reason, "it names no scheme: write http://");
+        let e = env(&[("HTTPS_PROXY", "127.0.0.1:3128")]);
+        assert_eq!(e.unusable()[0].reason, "it names no scheme: write http://");
         let e = env(&[("http_proxy", "socks5://127.0.0.1:1080")]);
         assert_eq!(e.unusable()[0].var, "http_proxy");
         assert_eq!(e.unusable()[0].reason, "the scheme must be http or https");
-        // Upper case first; an empty value is no proxy; nothing under CGI; ALL_PROXY is not read.
-        let e = env(&[("HTTPS_PROXY", ""), ("https_proxy", "http://[")]);
-        assert!(e.unusable().is_empty() && e.proxies.is_empty());
-        let e = env(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://[")]);
-        assert!(e.unusable().is_empty() && e.proxies.is_empty());
-        let e = env(&[("ALL_PROXY", "http://127.0.0.1:3128")]);
-        assert!(e.proxies.is_empty());
+        // An empty lower case value wins and is no proxy: the upper case one is not even parsed.
+        let e = env(&[("https_proxy", ""), ("HTTPS_PROXY", "http://[")]);
+        assert!(e.unusable().is_empty() && !e.any());
+    }
+
+    /// One row of `probe/tests/fixtures/undici7-proxy-rules.json`.
+    #[derive(serde::Deserialize)]
+    struct Row {
+        rule: String,
+        env: std::collections::BTreeMap<String, String>,
+        url: String,
+        via: String,
+    }
+
+    #[test]
+    fn the_proxy_of_a_request_is_the_one_undici_7_picks() {
+        #[derive(serde::Deserialize)]
+        struct Table {
+            undici: String,
+            rows: Vec<Row>,
+        }
+        let table: Table =
+            serde_json::from_str(include_str!("../tests/fixtures/undici7-proxy-rules.json"))
+                .unwrap();
+        assert!(table.undici.starts_with("7."), "{}", table.undici);
+        assert!(table.rows.len() >= 50, "one row per rule");
+        let mut wrong = Vec::new();
+        for row in &table.rows {
+            let e = ProxyEnv::from_lookup(|name| row.env.get(name).cloned());
+            let got = if !e.unusable().is_empty() {
+                "unusable".to_owned()
+            } else {
+                match e.proxy_for(&url(&row.url)) {
+                    Some(proxy) => proxy.to_string(),
+                    None => "direct".to_owned(),
+                }
+            };
+            if got != row.via {
+                wrong.push(format!(
+                    "{}: {:?} {} -> {got}, undici: {}",
+                    row.rule, row.env, row.url, row.via
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} rows differ:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 
     #[test]

@@ -563,6 +563,7 @@ fn checker(timeout: Duration, max_tries: u32) -> jr2_probe::check::Checker {
                 ..RetryPolicy::default()
             },
             concurrency: 1,
+            per_host: 1,
         },
     )
 }

@@ -896,10 +896,7 @@ async fn the_readmes_by_hand_recipe_runs_as_written() {
         .map(|r| r.header("authorization").map(str::to_owned))
         .collect();
     // Without a key, what a Turn sends in its place (see the probe's README).
-    assert!(
-        auth.contains(&Some("Bearer unused".to_owned())),
-        "{auth:?}"
-    );
+    assert!(auth.contains(&Some("Bearer unused".to_owned())), "{auth:?}");
     assert!(
         auth.contains(&Some("Bearer readme-test-key-0123456789".to_owned())),
         "{auth:?}"

@@ -153,9 +153,10 @@ async fn ca_files_that_never_end_block_or_are_too_large_are_refused_quickly() {
             "is larger than 8 MiB",
         ),
     ] {
+        // SSL_CERT_FILE is read only under --use-openssl-ca, as Node 24 reads it.
         let run = probe_bounded(
             &["check", "--base-url", &base, "--model", "ok"],
-            &[(var, path)],
+            &[(var, path), ("NODE_OPTIONS", "--use-openssl-ca")],
         );
         assert_eq!(run.code, Some(0), "{var}={path}: {}", run.stderr);
         assert!(

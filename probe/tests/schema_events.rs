@@ -55,6 +55,8 @@ async fn run_and_validate(spec: Value, deadline: Option<SystemTime>) -> Vec<Stri
     let mut envs = vec![
         ("JR2_PROVIDER_API_KEY", GOOD_KEY),
         ("NODE_NAME", "worker-2"),
+        // A CA file that cannot be read: a `warning` line.
+        ("NODE_EXTRA_CA_CERTS", "/nonexistent/jr2-schema-events.pem"),
     ];
     if let Some(d) = &deadline {
         envs.push(("JR2_PROBE_DEADLINE", d));
@@ -101,7 +103,14 @@ async fn every_line_and_the_termination_message_of_a_run_validate() {
     let kinds: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     assert_eq!(
         kinds,
-        BTreeSet::from(["start", "modelStarted", "try", "result", "summary"])
+        BTreeSet::from([
+            "start",
+            "warning",
+            "modelStarted",
+            "try",
+            "result",
+            "summary"
+        ])
     );
 }
 
@@ -234,7 +243,21 @@ fn the_definitions_are_the_verdicts() {
         .collect();
     assert_eq!(
         names,
-        BTreeSet::from(["start", "modelStarted", "try", "result", "summary"])
+        BTreeSet::from([
+            "start",
+            "warning",
+            "modelStarted",
+            "try",
+            "result",
+            "summary"
+        ])
     );
+    // A warning line validates; a line that is not a warning does not.
+    let v = validator(EVENTS);
+    let warning = ProbeEvent::Warning {
+        line: "warning: provider: cannot read the CA file /x.pem named by NODE_EXTRA_CA_CERTS: No such file or directory (os error 2); going on without it".to_owned(),
+    };
+    assert_valid(&v, &serde_json::from_str(&warning.to_line()).unwrap());
+    assert!(!v.is_valid(&serde_json::json!({"event": "warning", "line": "error: forged"})));
     let _ = (Code::Ok, Level::Pass);
 }

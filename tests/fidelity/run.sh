@@ -7,7 +7,8 @@
 #    (npm's cache in ~/.cache/npm; skipped when node_modules already holds exactly this lock).
 # 2. Builds jr2-probe (`cargo build -p jr2-probe`, into $CARGO_TARGET_DIR, default ~/.cache/jr2-preflight/target),
 #    unless JR2_PROBE names a binary.
-# 3. Runs compare.mjs: request conformance and outcome agreement; exit 1 on any difference or disagreement the lists
+# 3. Runs proxy-rules.mjs: the probe's table of proxy rules against undici 7.30.2 itself; exit 1 on any row it differs.
+# 4. Runs compare.mjs: request conformance and outcome agreement; exit 1 on any difference or disagreement the lists
 #    in compare.mjs do not name.
 set -euo pipefail
 
@@ -51,5 +52,10 @@ else
 fi
 [ -x "$probe" ] || die "no probe binary at $probe"
 
-# 3. The comparison.
+# 3. The proxy rules: each row of the probe's table (probe/tests/fixtures/undici7-proxy-rules.json) through undici 7's
+# own EnvHttpProxyAgent, the dispatcher of a Turn's fetch (nothing is connected).
+log "proxy rules against undici"
+node "$HERE/proxy-rules.mjs" >&2 || die "undici picks another proxy than the probe's table says"
+
+# 4. The comparison.
 exec node "$HERE/compare.mjs" --probe "$probe" "$@"

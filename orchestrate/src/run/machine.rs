@@ -53,6 +53,8 @@ pub(super) struct Run {
     by_name: HashMap<String, usize>,
     streams: SelectAll<BoxStream<'static, Input>>,
     warnings: Vec<String>,
+    /// The Events-forbidden warning was written (once a run).
+    events_forbidden_said: bool,
     start: Instant,
     deadline: Instant,
     cleanup: Cleanup,
@@ -86,6 +88,7 @@ impl Run {
             by_name,
             streams: SelectAll::new(),
             warnings: Vec::new(),
+            events_forbidden_said: false,
             start,
             cleanup,
             one_watch: true,
@@ -359,7 +362,8 @@ impl Run {
     fn on_event_watch_error(&mut self, i: usize, e: &watcher::Error) {
         if let Some(message) = forbidden(e) {
             self.pods[i].seen.events_forbidden = true;
-            if self.warnings.is_empty() {
+            if !self.events_forbidden_said {
+                self.events_forbidden_said = true;
                 let line = render::events_forbidden_warning(&self.clean(&message));
                 self.warnings.push(line.clone());
                 self.emit(RunUpdate::Warning { line });
@@ -488,6 +492,14 @@ impl Run {
                 }
             }
             Some(ProbeEvent::Summary { verdict }) => self.on_summary(i, verdict),
+            // The probe's warning about its run (a CA file it cannot read): once, however many pods say it. Only a
+            // `warning:` line: a pod cannot make the driver print another kind.
+            Some(ProbeEvent::Warning { line }) => {
+                if line.starts_with("warning: ") && !self.warnings.contains(&line) {
+                    self.warnings.push(line.clone());
+                    self.emit(RunUpdate::Warning { line });
+                }
+            }
             Some(ProbeEvent::Start { .. } | ProbeEvent::Try { .. }) | None => {}
         }
     }

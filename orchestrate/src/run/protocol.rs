@@ -133,6 +133,9 @@ impl Trusted<'_> {
                 models,
                 budget_ms,
             },
+            ProbeEvent::Warning { line } => ProbeEvent::Warning {
+                line: self.redactor.clean_to(&line, MAX_LINE_CHARS),
+            },
             ProbeEvent::ModelStarted { index, model } => ProbeEvent::ModelStarted {
                 index,
                 model: self.model(index, &model),

@@ -8,6 +8,7 @@
 //! then never answers a retry is a warning (an error for Gemini and Vertex). What the bytes of a 200 say is judged by
 //! [`stream::StreamJudge`], synchronously; this module does the I/O and the timing around it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -67,8 +68,19 @@ pub struct Settings {
     pub timeout: Duration,
     /// Retries.
     pub retry: RetryPolicy,
-    /// Models checked at once.
+    /// Models checked at once, in all.
     pub concurrency: usize,
+    /// Models checked at once against one endpoint (scheme, host and port of the base URL): what one provider sees
+    /// of a check at most.
+    pub per_host: usize,
+}
+
+impl Settings {
+    /// Models at once, in all, by default: every model of a plan of two endpoints at full width.
+    pub const DEFAULT_CONCURRENCY: usize = 32;
+    /// Models at once against one endpoint by default: 16 models of one endpoint take about as long as one, and a
+    /// provider never sees more than 16 requests of a check at once (a Turn of each of 16 Harness pods does as much).
+    pub const DEFAULT_PER_HOST: usize = 16;
 }
 
 impl Default for Settings {
@@ -76,7 +88,8 @@ impl Default for Settings {
         Self {
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::default(),
-            concurrency: 8,
+            concurrency: Self::DEFAULT_CONCURRENCY,
+            per_host: Self::DEFAULT_PER_HOST,
         }
     }
 }
@@ -159,8 +172,9 @@ impl Checker {
         self.settings
     }
 
-    /// Checks every target, at most `concurrency` at once, and calls `on_result` as each finishes (in completion
-    /// order, with its index). Returns the results in the targets' order.
+    /// Checks every target, at most `concurrency` at once and `per_host` at once against one endpoint, and calls
+    /// `on_result` as each finishes (in completion order, with its index). Returns the results in the targets'
+    /// order.
     pub async fn check_all(
         &self,
         targets: &[Target],
@@ -178,12 +192,23 @@ impl Checker {
         mut on_result: impl FnMut(usize, &ModelResult),
     ) -> Vec<ModelResult> {
         let permits = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
+        let mut endpoints: HashMap<String, Arc<Semaphore>> = HashMap::new();
         let mut running: FuturesUnordered<_> = targets
             .iter()
             .enumerate()
             .map(|(i, target)| {
                 let permits = permits.clone();
+                let endpoint = endpoints
+                    .entry(target.base_url.origin().ascii_serialization())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.settings.per_host.max(1))))
+                    .clone();
                 async move {
+                    // The endpoint's permit first: a model that waits for its endpoint holds no permit another
+                    // endpoint's model could use.
+                    let _endpoint_permit = endpoint
+                        .acquire()
+                        .await
+                        .expect("the semaphore is never closed");
                     let _permit = permits
                         .acquire()
                         .await

@@ -1,7 +1,7 @@
 //! The probe's JSON lines: what `jr2-probe run` writes on stdout while it checks, and the driver reads back.
 //!
-//! One object per line, tagged by `event`: the run started, a model started, a try ended, a model's result, then
-//! the summary with the whole verdict. [`ProbeEvent`] is the one type both sides use: the probe serializes it
+//! One object per line, tagged by `event`: the run started, warnings about the run, a model started, a try ended, a
+//! model's result, then the summary with the whole verdict. [`ProbeEvent`] is the one type both sides use: the probe serializes it
 //! ([`ProbeEvent::to_line`]), the driver and the tests deserialize it ([`ProbeEvent::from_line`]). Its schema is
 //! `probe/schemas/events.v1.schema.json`.
 
@@ -33,6 +33,12 @@ pub enum ProbeEvent {
         /// Milliseconds the probe gives itself before the pod's deadline (its margin taken off); `null` without
         /// a deadline.
         budget_ms: Option<u64>,
+    },
+    /// A warning about the run itself, before any model's events: a CA file of the environment that cannot be
+    /// used (the others are trusted), a proxy variable that is not a URL, a deadline that is not a time.
+    Warning {
+        /// The line, as the probe prints it (`warning: ...`).
+        line: String,
     },
     /// A model's check started.
     ModelStarted {
@@ -96,7 +102,9 @@ impl ProbeEvent {
             ProbeEvent::ModelStarted { index, .. }
             | ProbeEvent::Try { index, .. }
             | ProbeEvent::Result { index, .. } => Some(*index),
-            ProbeEvent::Start { .. } | ProbeEvent::Summary { .. } => None,
+            ProbeEvent::Start { .. } | ProbeEvent::Warning { .. } | ProbeEvent::Summary { .. } => {
+                None
+            }
         }
     }
 }

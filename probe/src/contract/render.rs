@@ -274,6 +274,12 @@ pub fn deadline_unusable(value: &str) -> String {
     )
 }
 
+/// `warning:` line of a CA file the environment names that cannot be used (`why`: the error, escaped): the others
+/// are trusted, as Node.js goes on without the file.
+pub fn ca_file_warning(why: &str) -> String {
+    format!("warning: provider: {why}; going on without it")
+}
+
 /// The `<error>` of a model the preflight cannot send yet: `not supported by the preflight yet: <why>`.
 pub fn unsupported_error(why: &str) -> String {
     format!("not supported by the preflight yet: {why}")
@@ -1137,5 +1143,15 @@ mod tests {
                 )]
             ),
         ]));
+    }
+
+    #[test]
+    fn ca_file_lines() {
+        insta::assert_snapshot!(block(&[(
+            "a CA file of the environment that cannot be read",
+            vec![ca_file_warning(
+                "cannot read the CA file /missing.pem named by NODE_EXTRA_CA_CERTS: No such file or directory (os error 2)"
+            )]
+        )]));
     }
 }

@@ -81,9 +81,13 @@ pub struct RunSpec {
     /// Tries per model on 429, 529 and 503.
     #[serde(default = "RunSpec::default_max_tries")]
     pub max_tries: u32,
-    /// Models checked at once.
+    /// Models checked at once, in all.
     #[serde(default = "RunSpec::default_concurrency")]
     pub concurrency: usize,
+    /// Models checked at once against one endpoint; absent: [`crate::check::Settings::DEFAULT_PER_HOST`]. The
+    /// driver leaves it out, so a spec it writes is one an older probe reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_per_host: Option<usize>,
     /// The models, in plan order.
     pub models: Vec<ModelSpec>,
 }
@@ -94,7 +98,7 @@ impl RunSpec {
     /// Tries per model when the spec says nothing.
     pub const DEFAULT_MAX_TRIES: u32 = 4;
     /// Models at once when the spec says nothing.
-    pub const DEFAULT_CONCURRENCY: usize = 8;
+    pub const DEFAULT_CONCURRENCY: usize = crate::check::Settings::DEFAULT_CONCURRENCY;
 
     /// A spec of these models with every default: what a JSON spec that names only its models reads as.
     pub fn new(models: Vec<ModelSpec>) -> Self {
@@ -103,6 +107,7 @@ impl RunSpec {
             timeout_seconds: Self::DEFAULT_TIMEOUT_SECONDS,
             max_tries: Self::DEFAULT_MAX_TRIES,
             concurrency: Self::DEFAULT_CONCURRENCY,
+            concurrency_per_host: None,
             models,
         }
     }

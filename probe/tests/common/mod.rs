@@ -92,6 +92,7 @@ pub async fn check_trusting(
             ..Default::default()
         },
         concurrency: 4,
+        per_host: 4,
     };
     Checker::new(
         ClientFactory::new(trust, Duration::from_secs(5)),
