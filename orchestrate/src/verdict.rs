@@ -123,6 +123,9 @@ pub fn assemble(
     let mut models = Vec::with_capacity(plan.models.len());
     let mut final_lines = Vec::new();
     let mut failed_pods_printed = std::collections::BTreeSet::new();
+    // Models a finished probe did not check (its deadline came first): one `error:` line per reason after the
+    // others, each followed by its models, as the probe itself writes them, not one header per model.
+    let mut unchecked: Vec<ModelResult> = Vec::new();
     let several = run.pods.len() > 1;
     let failures: Vec<Vec<String>> = run
         .pods
@@ -149,13 +152,13 @@ pub fn assemble(
         };
         let result = result_of(pod_run, index, plan_model);
         match &pod_run.outcome {
-            PodOutcome::Finished(_) => {
-                if let Some(r) = &result
-                    && r.level != Level::Pass
-                {
+            PodOutcome::Finished(_) => match &result {
+                Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
+                Some(r) if r.level != Level::Pass => {
                     final_lines.extend(render::model_lines(r, &origin));
                 }
-            }
+                _ => {}
+            },
             PodOutcome::Failed(_) => {
                 if failed_pods_printed.insert(pod_index) {
                     // What the probe found before the pod failed comes first, each model's own lines in plan
@@ -180,6 +183,9 @@ pub fn assemble(
         }
         models.push(result.unwrap_or_else(|| not_checked(plan_model, pod_run)));
     }
+    final_lines.extend(render::not_checked_lines(
+        &unchecked.iter().collect::<Vec<_>>(),
+    ));
     lines.extend(final_lines.iter().cloned());
     for pod_run in run.pods.iter().filter(|p| p.kept) {
         lines.push(render::pod_kept(&plan.namespace, &pod_run.name));
@@ -344,4 +350,93 @@ fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
         r.next_action = f.kind.code().next_action().to_owned();
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{Evidence, ProbeReport};
+
+    /// A finished probe whose deadline came before three of its models: one `error:` line for the reason, then the
+    /// three models, as the probe writes them; the model it did check keeps its own lines first.
+    #[test]
+    fn models_a_finished_probe_did_not_check_are_one_block_per_reason() {
+        let mut plan = Plan::parse(include_str!("../examples/plan.json")).unwrap();
+        plan.validate().unwrap();
+        let mut extra = plan.models[2].clone();
+        extra.model = "google/gemini-2.5-pro".to_owned();
+        plan.models.push(extra);
+        plan.validate().unwrap();
+        let checks = crate::pod::check_pods(&plan, "run0001", SystemTime::now());
+        let pods = checks
+            .iter()
+            .map(|c| {
+                let results = c
+                    .models
+                    .iter()
+                    .map(|&m| {
+                        let mut r = base(&plan.models[m]);
+                        if m == 0 {
+                            r.outcome = Outcome::KeyRefused;
+                            r.code = Code::KeyRefused;
+                            r.error = Some("HTTP 401: invalid x-api-key".to_owned());
+                        } else {
+                            r.error = Some(render::deadline_came_first_error());
+                        }
+                        Some(r)
+                    })
+                    .collect();
+                PodRun {
+                    name: c.pod.metadata.name.clone().unwrap(),
+                    uid: None,
+                    node: Some("worker-2".to_owned()),
+                    models: c
+                        .models
+                        .iter()
+                        .map(|&m| plan.models[m].model.clone())
+                        .collect(),
+                    results,
+                    outcome: PodOutcome::Finished(ProbeReport::default()),
+                    evidence: Evidence::default(),
+                    kept: false,
+                }
+            })
+            .collect();
+        let run = RunResult {
+            pods,
+            warnings: Vec::new(),
+        };
+        let v = assemble(
+            &plan,
+            &checks,
+            &run,
+            "run0001",
+            SystemTime::now(),
+            Instant::now(),
+            Vec::new(),
+        );
+        let headers: Vec<&String> = v
+            .lines
+            .iter()
+            .filter(|l| l.starts_with("error: provider preflight: the check pod's deadline"))
+            .collect();
+        assert_eq!(headers.len(), 1, "{:#?}", v.lines);
+        let at = v.lines.iter().position(|l| l == headers[0]).unwrap();
+        assert_eq!(
+            v.lines[at..],
+            [
+                "error: provider preflight: the check pod's deadline came first".to_owned(),
+                "  not checked: vllm/Qwen/Qwen3-32B".to_owned(),
+                "  not checked: google/gemini-2.5-flash".to_owned(),
+                "  not checked: google/gemini-2.5-pro".to_owned(),
+            ],
+            "{:#?}",
+            v.lines
+        );
+        assert!(
+            v.lines[0].contains("anthropic/claude-haiku-4-5"),
+            "{:#?}",
+            v.lines
+        );
+    }
 }
