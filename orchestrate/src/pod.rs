@@ -400,7 +400,9 @@ fn probe_container(
         env_from: harness.and_then(|h| h.env_from.clone()),
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
-        termination_message_policy: Some("File".to_owned()),
+        // The probe writes its compact summary there; a probe that fails before it can (a run spec it refuses, a
+        // panic) leaves the end of its log there instead, which holds its own `error:` line.
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         resources: Some(ResourceRequirements {
             requests: Some(BTreeMap::from([
                 ("cpu".to_owned(), Quantity(CPU_REQUEST.to_owned())),

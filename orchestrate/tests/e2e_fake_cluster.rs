@@ -593,7 +593,18 @@ async fn a_deadline_in_pod_initializing_names_no_model() {
 /// `error:` line on stderr; the stopped line carries it, names no model, and the code says a new run fails alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_that_refuses_its_run_spec_says_why_in_the_line() {
-    let s = Setup::new(script(|mut ctl| {
+    refused_run_spec(None).await;
+}
+
+/// The same with the log lost: the probe's error comes from the termination message, which the kubelet fills with
+/// the end of the log under `FallbackToLogsOnError` (the probe writes no summary when it refuses its run spec).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_that_refuses_its_run_spec_says_why_when_the_log_is_lost() {
+    refused_run_spec(Some(0)).await;
+}
+
+async fn refused_run_spec(log_lines: Option<usize>) {
+    let s = Setup::new(script(move |mut ctl| {
         Box::pin(async move {
             // The probe of another release: it knows no run spec v1 (as if the driver were newer).
             for c in ctl.pod["spec"]["containers"].as_array_mut().unwrap() {
@@ -608,8 +619,11 @@ async fn a_probe_that_refuses_its_run_spec_says_why_in_the_line() {
             }
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun::default())
-                .await;
+            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun {
+                log_lines,
+                ..Default::default()
+            })
+            .await;
         })
     }))
     .await;

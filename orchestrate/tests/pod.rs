@@ -976,7 +976,10 @@ fn every_field_of_contract_section_6() {
             p.termination_message_path.as_deref(),
             Some("/dev/termination-log")
         );
-        assert_eq!(p.termination_message_policy.as_deref(), Some("File"));
+        assert_eq!(
+            p.termination_message_policy.as_deref(),
+            Some("FallbackToLogsOnError")
+        );
         assert_eq!(p.env_from, harness.env_from, "envFrom is copied");
         assert!(p.env_from.is_some());
         // Env: the Harness env in order (valueFrom kept as references), then NODE_NAME and the deadline.

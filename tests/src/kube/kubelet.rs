@@ -15,6 +15,12 @@ use super::pods::container_status;
 use super::store::{Kind, LogBuf, LogKey, PodTimes, next_uid, rfc3339};
 use super::{Inner, NODE, Scenario};
 
+/// Under `terminationMessagePolicy: FallbackToLogsOnError`, a container that fails without a termination message
+/// gets the end of its log instead: at most this many lines...
+const FALLBACK_LOG_LINES: usize = 80;
+/// ...and this many bytes (the kubelet's limits).
+const FALLBACK_LOG_BYTES: usize = 2048;
+
 /// The most of a termination message the kubelet keeps.
 pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 
@@ -453,10 +459,23 @@ impl PodCtl {
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let published = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // The container's output as the kubelet keeps it (a lost log is the driver's stream, not the node's file):
+        // the end of it becomes the termination message under `FallbackToLogsOnError`.
+        let tail: Arc<std::sync::Mutex<std::collections::VecDeque<String>>> = Arc::default();
         let publish = {
             let ctl = self.clone();
             let published = published.clone();
+            let tail = tail.clone();
             move |line: &str| {
+                {
+                    let mut tail = tail
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if tail.len() == FALLBACK_LOG_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line.to_owned());
+                }
                 let n = published.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 if how.log_lines.is_none_or(|max| n < max) {
                     ctl.log_line("probe", line);
@@ -500,6 +519,22 @@ impl PodCtl {
                 Ok(s) => s.code().unwrap_or(137),
                 Err(_) => 137,
             }
+        };
+        let message = if message.is_empty()
+            && exit_code != 0
+            && spec["terminationMessagePolicy"] == "FallbackToLogsOnError"
+        {
+            let tail = tail
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let text = tail.iter().cloned().collect::<Vec<_>>().join("\n");
+            let cut = text.len().saturating_sub(FALLBACK_LOG_BYTES);
+            let cut = (cut..=text.len())
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(text.len());
+            text[cut..].to_owned()
+        } else {
+            message
         };
         let reason = match (killed, exit_code) {
             (true, _) => "OOMKilled",
