@@ -17,6 +17,7 @@ pub mod prompt;
 pub mod retry;
 pub mod run;
 pub mod sanitize;
+pub mod sidecar;
 pub mod spec;
 pub mod target;
 pub mod transport;

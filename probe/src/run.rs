@@ -190,7 +190,17 @@ pub async fn run(
         };
         emit(&out, &event);
     };
-    let work = checker.check_all_observed(targets, &observer, |_, _| {});
+    let work = async {
+        // A Custodian that is only starting refuses the first connection: wait for it to listen (bounded), as a
+        // Turn, which comes long after its pod started, never meets it.
+        let proxies = crate::sidecar::loopback_proxies(checker.factory().proxy(), targets);
+        if !proxies.is_empty() {
+            crate::sidecar::until_listening(&proxies, crate::sidecar::LISTEN_WAIT).await;
+        }
+        checker
+            .check_all_observed(targets, &observer, |_, _| {})
+            .await
+    };
     let finished = match budget {
         _ if passed_by.is_some() => {
             drop(work);

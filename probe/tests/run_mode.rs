@@ -543,3 +543,78 @@ async fn a_custom_model_without_max_tokens_asks_for_one_token_and_the_length_err
     );
     assert!(v.lines.iter().any(|l| l == hint), "{:#?}", v.lines);
 }
+
+/// A Custodian without a readiness or startup probe lets the kubelet start the probe before it listens (issue 12,
+/// item 19): the probe waits for its loopback proxy to listen instead of failing the model on a refused connection.
+/// Here the proxy (a relay to the fake provider) starts listening only once the probe has said `start`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_probe_waits_for_a_loopback_proxy_that_does_not_listen_yet() {
+    use tokio::io::AsyncBufReadExt;
+    let fake = FakeProvider::start().await;
+    let reserved = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = reserved.local_addr().unwrap().port();
+    drop(reserved);
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10, "maxTries": 1,
+                      "models": [custom("ok", "http://vllm.invalid/v1")]});
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_jr2-probe"))
+        .args(["run", "--spec-json", &spec.to_string()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HTTP_PROXY", format!("http://127.0.0.1:{port}"))
+        .env("JR2_PROVIDER_API_KEY", GOOD_KEY)
+        .env("RUST_LOG", "jr2_probe=info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    // The probe's log says when its connection to the proxy was refused and it waits.
+    let mut seen = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), log.next_line())
+            .await
+            .expect("a log line")
+            .unwrap();
+        let Some(line) = line else {
+            panic!("the probe did not wait for the proxy: {seen:#?}");
+        };
+        if line.contains("the loopback proxy does not listen yet") {
+            break;
+        }
+        seen.push(line);
+    }
+    // Only now does the proxy listen.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let upstream = fake.addr();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    tokio::spawn(async move { while let Ok(Some(_)) = log.next_line().await {} });
+    let mut rest = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the probe ends within its timeout")
+        .unwrap()
+    {
+        rest.push(line);
+    }
+    let status = child.wait().await.unwrap();
+    let results: Vec<Value> = events(&rest.join("\n"))
+        .into_iter()
+        .filter(|e| e["event"] == "result")
+        .collect();
+    assert_eq!(results.len(), 1, "{rest:#?}");
+    assert_eq!(results[0]["result"]["outcome"], "ok", "{rest:#?}");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(fake.requests().len(), 1, "one request, through the proxy");
+}
