@@ -36,9 +36,10 @@ impl Redactor {
     ///
     /// - values shorter than 4 characters (not counting invisible ones): redacting them would shred ordinary text,
     ///   and no real key is that short;
-    /// - a short word ([`is_word_like`]: fewer than [`WORD_LIKE_MAX_CHARS`] characters, ASCII letters only, like
-    ///   `test`, `EMPTY` or `model`): a placeholder key that equals a word would cut that word out of the provider's
-    ///   message (`The [redacted] ... does not exist`), and no provider issues such a key;
+    /// - a placeholder ([`is_placeholder`]: `EMPTY`, `none`, `dummy`, ... as an endpoint without keys is given one):
+    ///   it protects nothing, and redacting it would cut that word out of the provider's message. Any other value
+    ///   is redacted, a short one made of letters too (a real key or password can be `qzxvbnm`): the message is
+    ///   classified on its raw text, so redaction changes what is shown, never the outcome;
     /// - a Stand-in ([`is_stand_in`], `jr2-held-<NAME>`): it stands for a value the Custodian holds and is no secret,
     ///   and the Custodian's own messages name it (`needs the stand-in jr2-held-X`).
     pub fn new<I, S>(secrets: I) -> Self
@@ -49,7 +50,7 @@ impl Redactor {
         let mut secrets: Vec<String> = secrets
             .into_iter()
             .map(|s| fold(&s.into()))
-            .filter(|s| s.chars().count() >= 4 && !is_word_like(s) && !is_stand_in(s))
+            .filter(|s| s.chars().count() >= 4 && !is_placeholder(s) && !is_stand_in(s))
             .collect();
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -135,13 +136,25 @@ impl Redactor {
     }
 }
 
-/// Held values shorter than this that are ASCII letters only are words, not secrets ([`Redactor::new`]).
-pub const WORD_LIKE_MAX_CHARS: usize = 8;
+/// The values that stand in for a key where an endpoint wants none (vLLM's `EMPTY`, llama.cpp's
+/// `sk-no-key-required`, and the usual placeholders), compared ignoring case: no secret, so never redacted.
+pub const PLACEHOLDER_KEYS: &[&str] = &[
+    "EMPTY",
+    "none",
+    "null",
+    "dummy",
+    "unused",
+    "placeholder",
+    "no-key",
+    "nokey",
+    "sk-no-key-required",
+];
 
-/// A value that reads as one short word (`test`, `EMPTY`, `model`): fewer than [`WORD_LIKE_MAX_CHARS`] characters,
-/// every one an ASCII letter.
-pub fn is_word_like(value: &str) -> bool {
-    value.chars().count() < WORD_LIKE_MAX_CHARS && value.chars().all(|c| c.is_ascii_alphabetic())
+/// A key that is one of [`PLACEHOLDER_KEYS`].
+pub fn is_placeholder(value: &str) -> bool {
+    PLACEHOLDER_KEYS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(value))
 }
 
 /// A Stand-in: `jr2-held-<NAME>`, `<NAME>` an environment variable's name. What a Custodian pod's env holds in place
@@ -478,24 +491,32 @@ mod tests {
         assert_eq!(r.clean("ab cd"), "ab cd");
     }
 
-    /// Issue 12, item 14: a placeholder key that equals a word (`model`, `test`, `EMPTY`) does not cut that word
-    /// out of the provider's message; a key with a digit or a sign in it, or one of 8 letters or more, is redacted.
+    /// Issue 12, item 14: a placeholder key (`EMPTY`, `dummy`) does not cut that word out of the provider's message;
+    /// any other key is redacted, a short one of letters too.
     #[test]
-    fn a_short_word_is_not_a_secret() {
-        let r = Redactor::new(["model", "test", "EMPTY"]);
+    fn a_placeholder_is_not_a_secret_and_a_short_key_is() {
+        let r = Redactor::new(["EMPTY", "dummy"]);
         assert_eq!(
-            r.clean("HTTP 404: The model `test` does not exist. EMPTY"),
-            "HTTP 404: The model `test` does not exist. EMPTY"
+            r.clean("HTTP 404: The model `dummy` does not exist. EMPTY"),
+            "HTTP 404: The model `dummy` does not exist. EMPTY"
         );
-        for key in ["sk-1234", "passw0rd", "hunter2", "lettersonly"] {
+        // A short key of letters is still a key (issue 12 review: `qzxvbnm` leaked through a 401's message).
+        for key in [
+            "sk-1234",
+            "passw0rd",
+            "hunter2",
+            "lettersonly",
+            "qzxvbnm",
+            "model",
+        ] {
             assert_eq!(
                 Redactor::new([key]).clean(&format!("bad key {key}")),
                 "bad key [redacted]",
                 "{key}"
             );
         }
-        assert!(is_word_like("model") && is_word_like("EMPTY"));
-        assert!(!is_word_like("letterso") && !is_word_like("hunter2"));
+        assert!(is_placeholder("empty") && is_placeholder("EMPTY") && is_placeholder("None"));
+        assert!(!is_placeholder("qzxvbnm") && !is_placeholder("hunter2"));
     }
 
     /// Issue 12, item 14: a Stand-in is no secret: the Custodian's message that names it reaches the line whole.

@@ -358,7 +358,7 @@ async fn a_429_then_a_retry_with_no_answer_is_a_busy_warning() {
     assert_eq!(
         run.lines()[1],
         format!(
-            "warning: provider: rate-limited-then-stall is busy toward {} after 2 tries (HTTP 429, then the retry got no answer in {seconds} s) — not confirmed; a Turn makes one try, so it can fail the same way",
+            "warning: provider: rate-limited-then-stall is busy toward {} after 2 tries (HTTP 429) and the retry got no answer in {seconds} s — not confirmed; a Turn makes one try, so it can fail the same way",
             host(&fake)
         )
     );
@@ -399,10 +399,11 @@ async fn busy_after_one_try_and_an_overload_in_the_stream_read_as_they_happened(
     );
 }
 
-/// Issue 12, item 14: a key that equals a word the provider's message holds does not cut the word out of the
-/// message, and the message is classified as it came (here vLLM's tool-choice flags).
+/// Issue 12, item 14: a key that equals a word the provider's message holds is still a key, so the word is
+/// redacted from what is shown; the message is classified as it came (here vLLM's tool-choice flags), not as
+/// redacted.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_key_that_is_a_word_leaves_the_provider_s_message_whole() {
+async fn a_key_that_is_a_word_is_redacted_and_the_message_classified_as_it_came() {
     let fake = FakeProvider::start().await;
     let base = fake.base_url();
     let run = probe(
@@ -426,9 +427,11 @@ async fn a_key_that_is_a_word_leaves_the_provider_s_message_whole() {
     assert_eq!(
         m.error.as_deref(),
         Some(
-            "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+            "HTTP 400: \"auto\" tool [redacted] requires --enable-auto-tool-[redacted] and --tool-call-parser to be set"
         )
     );
+    assert!(!run.stdout.contains("choice requires"), "{}", run.stdout);
+    assert!(!run.stderr.contains("choice requires"), "{}", run.stderr);
 }
 
 /// Issue 12, item 14: an explicit `:443` in the base URL stays in `<host>` (a parsed URL drops it).
