@@ -278,7 +278,11 @@ async fn check(args: CheckArgs) -> ExitCode {
     {
         emit(render::loopback_warning(&first.host()), &mut lines);
     }
-    for proxy in checker.factory().proxy().unusable() {
+    for proxy in checker
+        .factory()
+        .proxy()
+        .unusable_for(targets.iter().map(|t| t.api))
+    {
         emit(proxy.warning_line(), &mut lines);
     }
     // Lines come out in the order the models were given, whatever the completion order: a result waits until
@@ -572,7 +576,7 @@ async fn run(args: RunArgs) -> ExitCode {
             .clamp(1, 64),
     };
     let keys = held_keys(&targets);
-    let proxy = ProxyEnv::from_env();
+    let proxy = ProxyEnv::from_env_as_node();
     let (trust, mut warnings) = match load_trust(&args.ca_bundle, &targets, &proxy) {
         Ok(t) => t,
         Err(e) => {
@@ -589,8 +593,8 @@ async fn run(args: RunArgs) -> ExitCode {
     let proxy_lines = checker
         .factory()
         .proxy()
-        .unusable()
-        .iter()
+        .unusable_for(targets.iter().map(|t| t.api))
+        .into_iter()
         .map(|p| p.warning_line());
     warnings.splice(0..0, proxy_lines);
     for line in &warnings {

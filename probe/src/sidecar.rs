@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::contract::ApiKind;
 use crate::target::Target;
 use crate::transport::ProxyEnv;
 
@@ -32,16 +33,16 @@ pub struct LoopbackProxy {
 
 /// The loopback proxies the targets' requests go through, once each, in the targets' order.
 pub fn loopback_proxies(proxy: &ProxyEnv, targets: &[Target]) -> Vec<LoopbackProxy> {
-    loopback_proxies_of(proxy, targets.iter().map(|t| &t.base_url))
+    loopback_proxies_of(proxy, targets.iter().map(|t| (t.api, &t.base_url)))
 }
 
 fn loopback_proxies_of<'a>(
     proxy: &ProxyEnv,
-    base_urls: impl IntoIterator<Item = &'a url::Url>,
+    base_urls: impl IntoIterator<Item = (ApiKind, &'a url::Url)>,
 ) -> Vec<LoopbackProxy> {
     let mut found: Vec<LoopbackProxy> = Vec::new();
-    for base_url in base_urls {
-        let Some(url) = proxy.proxy_for(base_url) else {
+    for (api, base_url) in base_urls {
+        let Some(url) = proxy.proxy_for_api(api, base_url) else {
             continue;
         };
         let Some(port) = url.port_or_known_default() else {
@@ -122,8 +123,11 @@ async fn listens(p: &LoopbackProxy, until: Instant) -> bool {
 mod tests {
     use super::*;
 
-    fn urls(bases: &[&str]) -> Vec<url::Url> {
-        bases.iter().map(|b| b.parse().unwrap()).collect()
+    fn urls(bases: &[&str]) -> Vec<(ApiKind, url::Url)> {
+        bases
+            .iter()
+            .map(|b| (ApiKind::OpenAiCompletions, b.parse().unwrap()))
+            .collect()
     }
 
     #[test]
@@ -139,7 +143,7 @@ mod tests {
             "http://vllm.lan.example:8000/v1",
         ]);
         assert_eq!(
-            loopback_proxies_of(&env, &targets),
+            loopback_proxies_of(&env, targets.iter().map(|(a, u)| (*a, u))),
             [LoopbackProxy {
                 host: "127.0.0.1".to_owned(),
                 port: 15001
@@ -149,13 +153,13 @@ mod tests {
             (name == "HTTPS_PROXY").then(|| "http://localhost".to_owned())
         });
         assert_eq!(
-            loopback_proxies_of(&env, &targets[..1]),
+            loopback_proxies_of(&env, targets[..1].iter().map(|(a, u)| (*a, u))),
             [LoopbackProxy {
                 host: "localhost".to_owned(),
                 port: 80
             }]
         );
         let env = ProxyEnv::from_lookup(|_| None);
-        assert!(loopback_proxies_of(&env, &targets).is_empty());
+        assert!(loopback_proxies_of(&env, targets.iter().map(|(a, u)| (*a, u))).is_empty());
     }
 }

@@ -165,8 +165,10 @@ impl Trust {
             );
         }
         let mut extra = 0;
+        // `--ca-bundle` is parsed whatever the run needs: a file that cannot be used is bad input on every run, not
+        // only on one that reaches a TLS endpoint.
         for file in required {
-            extra += add_pem_file(&mut roots, file, tls)?;
+            extra += add_pem_file(&mut roots, file, true)?;
         }
         let mut skipped = Vec::new();
         for file in &env.files {
@@ -310,7 +312,12 @@ pub fn ca_sources_from(env: impl Fn(&str) -> Option<String>) -> CaSources {
         })
     };
     let options = env("NODE_OPTIONS").unwrap_or_default();
-    let flag = |f: &str| options.split_ascii_whitespace().any(|o| o == f);
+    // Node takes `_` for `-` in a flag's name (`--use_openssl_ca`).
+    let flag = |f: &str| {
+        options
+            .split_ascii_whitespace()
+            .any(|o| o.replace('_', "-") == f)
+    };
     let openssl = flag("--use-openssl-ca");
     let system = flag("--use-system-ca") || env("NODE_USE_SYSTEM_CA").as_deref() == Some("1");
     let ssl_cert_file = (openssl || system).then(|| file("SSL_CERT_FILE")).flatten();
@@ -391,8 +398,7 @@ impl ClockHandle {
 /// The Harness (Node's fetch, undici's `EnvHttpProxyAgent` under `NODE_USE_ENV_PROXY`) builds its proxy agents from
 /// both variables with `new URL()`, which throws on such a value: every request of a Turn fails. So the probe does
 /// not go direct either: every connection it would make fails with this error, and the warning line says why.
-#[derive(Clone, Debug, Error)]
-#[error("{var} is not a proxy URL ({reason}): the Harness fails every request with it")]
+#[derive(Clone, Debug)]
 pub struct ProxyUnusable {
     /// The variable: `HTTPS_PROXY`, `http_proxy`...
     pub var: String,
@@ -400,13 +406,42 @@ pub struct ProxyUnusable {
     pub shown: String,
     /// Why it cannot be used: the URL parser's words, or the scheme.
     pub reason: String,
+    /// A SOCKS proxy: undici 7 can use it (a Turn goes through it), the probe cannot, so the check is no answer.
+    pub socks: bool,
 }
+
+impl std::fmt::Display for ProxyUnusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.socks {
+            write!(
+                f,
+                "{} is a SOCKS proxy, which this check cannot use (a Turn can)",
+                self.var
+            )
+        } else {
+            write!(
+                f,
+                "{} is not a proxy URL ({}): the Harness fails every request with it",
+                self.var, self.reason
+            )
+        }
+    }
+}
+
+impl std::error::Error for ProxyUnusable {}
 
 impl ProxyUnusable {
     /// The warning line a run prints before its checks.
     pub fn warning_line(&self) -> String {
+        if self.socks {
+            return format!(
+                "warning: provider: {} \"{}\" is a SOCKS proxy, which a Turn can use and this check cannot: every \
+                 check fails though a Turn may pass; check through an HTTP proxy, or with the variable unset",
+                self.var, self.shown
+            );
+        }
         format!(
-            "warning: provider: {} \"{}\" is not a proxy URL ({}): the Harness (Node's fetch) fails every request with \
+            "warning: provider: {} \"{}\" is not a proxy URL ({}): the Harness fails every request with \
              it, so every check fails too instead of going direct; fix the variable or unset it",
             self.var, self.shown, self.reason
         )
@@ -415,8 +450,10 @@ impl ProxyUnusable {
 
 /// The proxy variables of a run, read once, and the choice of a request's proxy, as the Harness makes it.
 ///
-/// The Harness is Node 24, whose fetch goes through undici 7's `EnvHttpProxyAgent` (`NODE_USE_ENV_PROXY=1`); these
-/// are its rules (undici 7.30.2, the last 7.x), which `probe/tests/fixtures/undici7-proxy-rules.json` lists one per
+/// Two sets of rules, by the client a Turn's API uses ([`ProxyRules`]): Bedrock's and Codex's follow pi-ai's own
+/// resolver ([`PiProxy`]); every other API's go through Node 24's fetch, which reads the variables only when Node is
+/// told to ([`node_reads_proxy_env`]; by hand always), through undici 7's `EnvHttpProxyAgent`, whose rules
+/// (undici 7.30.2, the last 7.x) are these, which `probe/tests/fixtures/undici7-proxy-rules.json` lists one per
 /// row and `tests/fidelity/proxy-rules.mjs` checks against undici itself:
 /// - the http proxy is `http_proxy`, else `HTTP_PROXY`; the https proxy is `https_proxy`, else `HTTPS_PROXY`, else
 ///   the http proxy. The lower case name wins whenever it is set, even to an empty value, and an empty value is no
@@ -438,6 +475,178 @@ pub struct ProxyEnv {
     unusable: Vec<ProxyUnusable>,
     /// The proxies' passwords (or user names without one), as given and percent-decoded, and their `Basic` tokens.
     held: Vec<String>,
+    /// Node's fetch reads the variables above: by hand always (a command line tool honours its proxy variables); in
+    /// a check pod only when the Harness env tells Node to ([`node_reads_proxy_env`]), as without it a Turn goes
+    /// direct whatever `HTTPS_PROXY` says.
+    fetch_reads_env: bool,
+    /// The proxies of pi-ai's own resolver, which Bedrock's and Codex's clients use ([`ProxyRules::Pi`]).
+    pi: PiProxy,
+}
+
+/// Whose rules choose a request's proxy in a Turn: the client its API uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyRules {
+    /// Node's fetch (undici 7's `EnvHttpProxyAgent`): every API whose SDK sends through fetch.
+    Fetch,
+    /// pi-ai 0.82.1's `resolveHttpProxyUrlForTarget` (`utils/node-http-proxy.js`), whatever Node is told: Bedrock's
+    /// client (the AWS SDK on `node:http`, given proxy agents) and Codex's.
+    Pi,
+}
+
+impl ProxyRules {
+    /// The rules a Turn of this API follows.
+    pub fn of(api: crate::contract::ApiKind) -> Self {
+        use crate::contract::ApiKind;
+        match api {
+            ApiKind::BedrockConverseStream | ApiKind::OpenAiCodexResponses => Self::Pi,
+            _ => Self::Fetch,
+        }
+    }
+}
+
+/// Node 24's fetch reads `HTTP(S)_PROXY` and `NO_PROXY` only when told to: `NODE_USE_ENV_PROXY=1`, or
+/// `--use-env-proxy` in `NODE_OPTIONS` (Node takes `_` for `-` in a flag's name). The Custodian's env sets the first.
+pub fn node_reads_proxy_env(env: impl Fn(&str) -> Option<String>) -> bool {
+    env("NODE_USE_ENV_PROXY").is_some_and(|v| v == "1")
+        || env("NODE_OPTIONS").is_some_and(|options| {
+            options
+                .split_ascii_whitespace()
+                .any(|flag| flag.replace('_', "-") == "--use-env-proxy")
+        })
+}
+
+/// One scheme's proxy under pi's rules.
+#[derive(Clone, Debug, Default)]
+enum PiChoice {
+    /// No variable gives one.
+    #[default]
+    None,
+    /// This proxy.
+    Proxy(url::Url),
+    /// A value pi cannot use: every request it applies to throws.
+    Unusable(ProxyUnusable),
+}
+
+/// The proxy variables as pi-ai 0.82.1's resolver reads them: for a target of scheme `s`, `s_proxy`, else `S_PROXY`,
+/// else `all_proxy`, else `ALL_PROXY` (an empty value counts as unset, so it falls through); a value without `://`
+/// gets `s://` in front; it must then be an http or https URL. `no_proxy` (else `NO_PROXY`, lower-cased) is split at
+/// commas and white space; exactly `*` sends everything direct; an entry `host[:port]` matches only that host
+/// (on that port, when given); one that starts with `.` or `*` matches hosts that end with it (`*` dropped).
+#[derive(Clone, Debug, Default)]
+struct PiProxy {
+    http: PiChoice,
+    https: PiChoice,
+    no_proxy: String,
+}
+
+impl PiProxy {
+    fn from_lookup(env: &impl Fn(&str) -> Option<String>, held: &mut Vec<String>) -> Self {
+        let get = |key: &str| -> Option<(String, String)> {
+            [key.to_lowercase(), key.to_uppercase()]
+                .into_iter()
+                .find_map(|name| env(&name).filter(|v| !v.is_empty()).map(|v| (name, v)))
+        };
+        let mut choice = |scheme: &str| -> PiChoice {
+            let Some((var, mut value)) =
+                get(&format!("{scheme}_proxy")).or_else(|| get("all_proxy"))
+            else {
+                return PiChoice::None;
+            };
+            if !value.contains("://") {
+                value = format!("{scheme}://{value}");
+            }
+            let unusable = |reason: String| {
+                PiChoice::Unusable(ProxyUnusable {
+                    var: var.clone(),
+                    shown: sanitize::display_url(&value),
+                    reason,
+                    socks: false,
+                })
+            };
+            match url::Url::parse(&value) {
+                Err(e) => unusable(e.to_string()),
+                Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                    unusable("the scheme must be http or https".to_owned())
+                }
+                Ok(url) if url.host_str().is_none_or(str::is_empty) => {
+                    unusable("it names no host".to_owned())
+                }
+                Ok(url) => {
+                    held.extend(credentials(&url));
+                    PiChoice::Proxy(url)
+                }
+            }
+        };
+        let http = choice("http");
+        let https = choice("https");
+        Self {
+            http,
+            https,
+            no_proxy: get("no_proxy")
+                .map(|(_, v)| v.to_lowercase())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn choice(&self, url: &url::Url) -> &PiChoice {
+        let choice = match url.scheme() {
+            "https" => &self.https,
+            "http" => &self.http,
+            _ => return &PiChoice::None,
+        };
+        if matches!(choice, PiChoice::None) || !self.proxies(url) {
+            return &PiChoice::None;
+        }
+        choice
+    }
+
+    /// pi's `shouldProxyHostname`.
+    fn proxies(&self, url: &url::Url) -> bool {
+        if self.no_proxy.is_empty() {
+            return true;
+        }
+        if self.no_proxy == "*" {
+            return false;
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_lowercase(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+            None => return true,
+        };
+        let port = u64::from(url.port_or_known_default().unwrap_or(0));
+        self.no_proxy
+            .split(|c: char| c == ',' || js_space(c))
+            .filter(|e| !e.is_empty())
+            .all(|entry| {
+                let (name, entry_port) = match entry.rsplit_once(':') {
+                    Some((name, digits))
+                        if !name.is_empty()
+                            && !digits.is_empty()
+                            && digits.bytes().all(|b| b.is_ascii_digit()) =>
+                    {
+                        (name, digits.parse::<u64>().unwrap_or(u64::MAX))
+                    }
+                    _ => (entry, 0),
+                };
+                if entry_port != 0 && entry_port != port {
+                    return true;
+                }
+                if !name.starts_with(['.', '*']) {
+                    return host != name;
+                }
+                !host.ends_with(name.strip_prefix('*').unwrap_or(name))
+            })
+    }
+
+    fn unusable(&self) -> impl Iterator<Item = &ProxyUnusable> {
+        [&self.http, &self.https]
+            .into_iter()
+            .filter_map(|c| match c {
+                PiChoice::Unusable(u) => Some(u),
+                _ => None,
+            })
+    }
 }
 
 /// `no_proxy` as undici 7 reads it: see [`ProxyEnv`].
@@ -513,9 +722,23 @@ impl NoProxy {
 }
 
 impl ProxyEnv {
-    /// The process environment's proxy variables.
+    /// The process environment's proxy variables, honoured as a command line tool honours them (by hand).
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The process environment's proxy variables as a Turn in this env reads them (a check pod): fetch's only when
+    /// Node is told to read them ([`node_reads_proxy_env`]).
+    pub fn from_env_as_node() -> Self {
+        Self::from_lookup_as_node(|name| std::env::var(name).ok())
+    }
+
+    /// [`ProxyEnv::from_lookup`], fetch's variables read only when `env` tells Node to read them.
+    pub fn from_lookup_as_node(env: impl Fn(&str) -> Option<String>) -> Self {
+        let reads = node_reads_proxy_env(&env);
+        let mut out = Self::from_lookup(env);
+        out.fetch_reads_env = reads;
+        out
     }
 
     /// The proxy variables `env` gives, read as undici 7 reads them ([`ProxyEnv`]). A value that is not an http or
@@ -536,6 +759,7 @@ impl ProxyEnv {
             let unusable = |reason: String| ProxyUnusable {
                 var: var.to_owned(),
                 shown: sanitize::display_url(&value),
+                socks: value.to_ascii_lowercase().starts_with("socks"),
                 reason,
             };
             let problem = match url::Url::parse(&value) {
@@ -573,6 +797,64 @@ impl ProxyEnv {
                 .map(|(_, v)| v)
                 .unwrap_or_default(),
         );
+        out.pi = PiProxy::from_lookup(&env, &mut out.held);
+        out.fetch_reads_env = true;
+        out
+    }
+
+    /// The proxy a Turn's request of `api` to `url` goes through, `None` for direct, by the rules its client
+    /// follows ([`ProxyRules`]).
+    pub fn proxy_for_api(
+        &self,
+        api: crate::contract::ApiKind,
+        url: &url::Url,
+    ) -> Option<&url::Url> {
+        match ProxyRules::of(api) {
+            ProxyRules::Fetch if self.fetch_reads_env => self.proxy_for(url),
+            ProxyRules::Fetch => None,
+            ProxyRules::Pi => match self.pi.choice(url) {
+                PiChoice::Proxy(p) => Some(p),
+                _ => None,
+            },
+        }
+    }
+
+    /// The unusable variable that makes a Turn's request of `api` to `url` fail, if any: for fetch, any unusable
+    /// variable it reads (undici cannot build its agent); for pi, the one its resolver picks for `url`.
+    pub fn refusal_for(
+        &self,
+        api: crate::contract::ApiKind,
+        url: &url::Url,
+    ) -> Option<&ProxyUnusable> {
+        match ProxyRules::of(api) {
+            ProxyRules::Fetch if self.fetch_reads_env => self.unusable.first(),
+            ProxyRules::Fetch => None,
+            ProxyRules::Pi => match self.pi.choice(url) {
+                PiChoice::Unusable(u) => Some(u),
+                _ => None,
+            },
+        }
+    }
+
+    /// The unusable variables that the rules of these APIs read, once each by variable.
+    pub fn unusable_for(
+        &self,
+        apis: impl IntoIterator<Item = crate::contract::ApiKind>,
+    ) -> Vec<ProxyUnusable> {
+        let rules: Vec<ProxyRules> = apis.into_iter().map(ProxyRules::of).collect();
+        let mut out: Vec<ProxyUnusable> = Vec::new();
+        let fetch = self.fetch_reads_env && rules.contains(&ProxyRules::Fetch);
+        let pi = rules.contains(&ProxyRules::Pi);
+        let candidates = fetch
+            .then_some(self.unusable.iter())
+            .into_iter()
+            .flatten()
+            .chain(pi.then(|| self.pi.unusable()).into_iter().flatten());
+        for u in candidates {
+            if !out.iter().any(|o| o.var == u.var) {
+                out.push(u.clone());
+            }
+        }
         out
     }
 
@@ -598,16 +880,23 @@ impl ProxyEnv {
         (!self.no_proxy.direct(&host, port)).then_some(proxy)
     }
 
-    /// Some request may go through a proxy.
+    /// Some request may go through a proxy (by fetch's rules).
     fn any(&self) -> bool {
         self.http.is_some() || self.https.is_some()
     }
 
     /// Some request may reach its proxy over TLS (an `https://` proxy URL).
     pub fn tls_to_a_proxy(&self) -> bool {
+        let pi = [&self.pi.http, &self.pi.https]
+            .into_iter()
+            .filter_map(|c| match c {
+                PiChoice::Proxy(u) => Some(u),
+                _ => None,
+            });
         [&self.http, &self.https]
             .into_iter()
             .flatten()
+            .chain(pi)
             .any(|u| u.scheme() == "https")
     }
 
@@ -779,8 +1068,13 @@ impl ClientFactory {
         self.connect_timeout
     }
 
-    /// A new client and the clock its connections write to.
-    pub fn client(&self) -> Result<(reqwest::Client, ClockHandle), reqwest::Error> {
+    /// A new client for a Turn's requests of `api` to `url` (its proxy chosen by the rules that API's client
+    /// follows), and the clock its connections write to.
+    pub fn client_for(
+        &self,
+        api: crate::contract::ApiKind,
+        url: &url::Url,
+    ) -> Result<(reqwest::Client, ClockHandle), reqwest::Error> {
         let clock = ClockHandle(Arc::new(Mutex::new(Clock::new())));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let inner = self.trust.roots.as_ref().map(|roots| {
@@ -803,10 +1097,15 @@ impl ClientFactory {
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
         let mut builder = reqwest::Client::builder().no_proxy();
-        if self.proxy.any() {
+        if self.proxy.any()
+            || !matches!(
+                (&self.proxy.pi.http, &self.proxy.pi.https),
+                (PiChoice::None, PiChoice::None)
+            )
+        {
             let rules = self.proxy.clone();
             builder = builder.proxy(reqwest::Proxy::custom(move |url| {
-                rules.proxy_for(url).cloned()
+                rules.proxy_for_api(api, url).cloned()
             }));
         }
         let client = builder
@@ -818,7 +1117,7 @@ impl ClientFactory {
             }))
             .connector_layer(TimedLayer {
                 clock: clock.clone(),
-                refuse: self.proxy.unusable.first().cloned(),
+                refuse: self.proxy.refusal_for(api, url).cloned(),
             })
             .connect_timeout(self.connect_timeout)
             .redirect(redirect_policy())
@@ -1429,6 +1728,116 @@ mod tests {
             wrong.len(),
             wrong.join("\n")
         );
+    }
+
+    /// Bedrock's and Codex's Turns pick their proxy by pi-ai's own resolver, not undici's: one row per rule of it,
+    /// each checked against pi-ai itself by tests/fidelity/proxy-rules.mjs (issue 12 review).
+    #[test]
+    fn a_bedrock_request_s_proxy_is_the_one_pi_picks() {
+        #[derive(serde::Deserialize)]
+        struct Table {
+            pi: String,
+            rows: Vec<Row>,
+        }
+        let table: Table =
+            serde_json::from_str(include_str!("../tests/fixtures/pi-proxy-rules.json")).unwrap();
+        assert_eq!(table.pi, "0.82.1");
+        assert!(table.rows.len() >= 25, "one row per rule");
+        let mut wrong = Vec::new();
+        for row in &table.rows {
+            // In a check pod, without NODE_USE_ENV_PROXY: pi's resolver reads the variables anyway.
+            let e = ProxyEnv::from_lookup_as_node(|name| row.env.get(name).cloned());
+            let target = url(&row.url);
+            let api = crate::contract::ApiKind::BedrockConverseStream;
+            let got = match (e.refusal_for(api, &target), e.proxy_for_api(api, &target)) {
+                (Some(_), _) => "unusable".to_owned(),
+                (None, Some(proxy)) => proxy.to_string(),
+                (None, None) => "direct".to_owned(),
+            };
+            if got != row.via {
+                wrong.push(format!(
+                    "{}: {:?} {} -> {got}, pi: {}",
+                    row.rule, row.env, row.url, row.via
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} rows differ:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+
+    /// Node 24's fetch reads the proxy variables only when told to (NODE_USE_ENV_PROXY=1, --use-env-proxy): in a
+    /// check pod without either, a fetch-based Turn goes direct, and so does the probe; by hand they are honoured.
+    #[test]
+    fn fetch_reads_the_proxy_variables_only_when_node_is_told_to() {
+        use crate::contract::ApiKind;
+        let target = url("https://api.anthropic.com/v1");
+        let with = |extra: &[(&str, &str)]| {
+            let mut vars: Vec<(&str, &str)> = vec![("HTTPS_PROXY", "http://127.0.0.1:3128")];
+            vars.extend_from_slice(extra);
+            let vars: std::collections::HashMap<String, String> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            ProxyEnv::from_lookup_as_node(move |name| vars.get(name).cloned())
+        };
+        let proxied = |e: &ProxyEnv, api| e.proxy_for_api(api, &target).map(|u| u.to_string());
+        let via = Some("http://127.0.0.1:3128/".to_owned());
+        assert_eq!(proxied(&with(&[]), ApiKind::AnthropicMessages), None);
+        assert_eq!(
+            proxied(
+                &with(&[("NODE_USE_ENV_PROXY", "0")]),
+                ApiKind::AnthropicMessages
+            ),
+            None
+        );
+        assert_eq!(
+            proxied(
+                &with(&[("NODE_USE_ENV_PROXY", "1")]),
+                ApiKind::AnthropicMessages
+            ),
+            via
+        );
+        for options in [
+            "--use-env-proxy",
+            "--max-old-space-size=256 --use_env_proxy",
+        ] {
+            assert_eq!(
+                proxied(
+                    &with(&[("NODE_OPTIONS", options)]),
+                    ApiKind::AnthropicMessages
+                ),
+                via,
+                "{options}"
+            );
+        }
+        // Bedrock's client asks pi's resolver, whatever Node is told.
+        assert_eq!(proxied(&with(&[]), ApiKind::BedrockConverseStream), via);
+        // A variable Node does not read is no warning either.
+        let bad = ProxyEnv::from_lookup_as_node(|name| {
+            (name == "HTTPS_PROXY").then(|| "not a url".to_owned())
+        });
+        assert!(bad.unusable_for([ApiKind::AnthropicMessages]).is_empty());
+        // A SOCKS proxy: a Turn can use it (undici 7 can), the probe cannot, and its line says so.
+        let socks = ProxyEnv::from_lookup(|name| {
+            (name == "HTTPS_PROXY").then(|| "socks5://127.0.0.1:1080".to_owned())
+        });
+        let u = &socks.unusable_for([ApiKind::AnthropicMessages])[0];
+        assert!(u.socks, "{u:?}");
+        assert!(
+            u.warning_line()
+                .contains("is a SOCKS proxy, which a Turn can use and this check cannot"),
+            "{}",
+            u.warning_line()
+        );
+        // By hand the variables are honoured, as a command line tool honours them.
+        let by_hand = ProxyEnv::from_lookup(|name| {
+            (name == "HTTPS_PROXY").then(|| "http://127.0.0.1:3128".to_owned())
+        });
+        assert_eq!(proxied(&by_hand, ApiKind::AnthropicMessages), via);
     }
 
     #[test]

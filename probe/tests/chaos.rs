@@ -432,6 +432,7 @@ async fn run_case(c: &Case) -> Row {
     if let Some(p) = proxy {
         envs.push(("HTTPS_PROXY".to_owned(), p));
         envs.push(("NO_PROXY".to_owned(), String::new()));
+        envs.push(("NODE_USE_ENV_PROXY".to_owned(), "1".to_owned()));
     }
     let run = tokio::task::spawn_blocking(move || run_measured(&args, &envs))
         .await

@@ -35,6 +35,8 @@ async fn the_custodian_swaps_the_stand_in_and_answers_for_itself() {
         let mut env = vec![
             ("HTTPS_PROXY", custodian.proxy_url.clone()),
             ("NO_PROXY", String::new()),
+            // As the Custodian's env has it: Node's fetch reads the proxy variables only then.
+            ("NODE_USE_ENV_PROXY", "1".to_owned()),
             ("NODE_EXTRA_CA_CERTS", mitm_ca.clone()),
             ("NODE_NAME", "worker-1".to_owned()),
         ];

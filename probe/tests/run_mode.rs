@@ -561,6 +561,7 @@ async fn the_probe_waits_for_a_loopback_proxy_that_does_not_listen_yet() {
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HTTP_PROXY", format!("http://127.0.0.1:{port}"))
+        .env("NODE_USE_ENV_PROXY", "1")
         .env("JR2_PROVIDER_API_KEY", GOOD_KEY)
         .env("RUST_LOG", "jr2_probe=info")
         .stdout(std::process::Stdio::piped())

@@ -448,6 +448,7 @@ async fn hostile_framing_proxies_and_bad_input_write_no_key() {
                 (KEY_ENV, KEY),
                 ("HTTPS_PROXY", &proxy_url),
                 ("NO_PROXY", ""),
+                ("NODE_USE_ENV_PROXY", "1"),
                 ("RUST_LOG", "debug"),
             ],
         )
@@ -915,6 +916,7 @@ async fn a_proxy_that_echoes_its_credentials_in_a_407_shows_none_of_them() {
                 (KEY_ENV, KEY),
                 ("HTTP_PROXY", &proxy_url),
                 ("NO_PROXY", ""),
+                ("NODE_USE_ENV_PROXY", "1"),
                 ("RUST_LOG", log),
             ],
         )

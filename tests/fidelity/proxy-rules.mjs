@@ -1,5 +1,6 @@
 // proxy-rules.mjs: runs each row of probe/tests/fixtures/undici7-proxy-rules.json through undici 7's own
-// EnvHttpProxyAgent and fails on any row whose proxy differs from the row's `via`. Nothing is connected: the three
+// EnvHttpProxyAgent, and each row of pi-proxy-rules.json through pi-ai's own resolver, and fails on any row whose
+// proxy differs from the row's `via`. Nothing is connected: the three
 // agents it holds (direct, http proxy, https proxy) have their dispatch replaced by one that notes which was picked.
 //
 //   node tests/fidelity/proxy-rules.mjs [path/to/undici/package]   (default: tests/fidelity/node_modules/undici)
@@ -49,4 +50,25 @@ for (const row of table.rows) {
   }
 }
 console.log(`proxy rules against undici ${version}: ${table.rows.length - failed} passed, ${failed} failed`)
-process.exit(failed ? 1 : 0)
+
+// The rules of pi-ai's own resolver (Bedrock's and Codex's clients): probe/tests/fixtures/pi-proxy-rules.json through
+// pi-ai's resolveHttpProxyUrlForTarget. Nothing is connected: it only returns a URL, or throws.
+const piTable = JSON.parse(readFileSync(path.join(here, '..', '..', 'probe', 'tests', 'fixtures', 'pi-proxy-rules.json'), 'utf8'))
+const pi = await import(path.join(here, 'node_modules', '@earendil-works', 'pi-ai', 'dist', 'utils', 'node-http-proxy.js'))
+let piFailed = 0
+for (const row of piTable.rows) {
+  for (const name of VARS) delete process.env[name]
+  Object.assign(process.env, row.env)
+  let got
+  try {
+    got = pi.resolveHttpProxyUrlForTarget(row.url)?.href ?? 'direct'
+  } catch {
+    got = 'unusable'
+  }
+  if (got !== row.via) {
+    piFailed++
+    console.log(`FAIL ${row.rule}: ${JSON.stringify(row.env)} ${row.url}: pi-ai picks ${got}, the table says ${row.via}`)
+  }
+}
+console.log(`proxy rules against pi-ai ${piTable.pi}: ${piTable.rows.length - piFailed} passed, ${piFailed} failed`)
+process.exit(failed || piFailed ? 1 : 0)

@@ -263,7 +263,7 @@ impl Checker {
                 None,
             );
         }
-        let (client, clock) = match self.factory.client() {
+        let (client, clock) = match self.factory.client_for(target.api, &target.base_url) {
             Ok(c) => c,
             Err(e) => {
                 let error = self
