@@ -807,14 +807,20 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     if !message.is_empty() {
         return Diagnosis::Pending { reason, message };
     }
-    // A Warning says why the pod waits; the pull in progress and the kubelet's Normal lifecycle Events (Scheduled,
-    // Pulled, Created, Started, Killing) only say that it moves, and can run ahead of the pod's status.
-    let warning = events
-        .iter()
-        .rev()
-        .filter(|e| e.type_.as_deref() == Some("Warning"))
-        .find_map(|e| e.message.clone().filter(|m| !m.is_empty()));
-    if let Some(message) = warning {
+    // A Warning says why the pod waits, while it is the latest word: a Normal lifecycle Event after it (Scheduled,
+    // Pulling, Pulled, Created, Started) says the pod moved on (a FailedScheduling before the Scheduled, a pull
+    // back-off before the pull that worked), so the Warning is history, not a reason to act on.
+    let latest = events.iter().rev().find(|e| {
+        e.type_.as_deref() == Some("Warning")
+            || matches!(
+                e.reason.as_deref(),
+                Some("Scheduled" | "Pulling" | "Pulled" | "Created" | "Started")
+            )
+    });
+    if let Some(e) = latest
+        && e.type_.as_deref() == Some("Warning")
+        && let Some(message) = e.message.clone().filter(|m| !m.is_empty())
+    {
         return Diagnosis::Pending { reason, message };
     }
     let message = events
@@ -997,17 +1003,35 @@ mod tests {
                 "Pulling image \"envoyproxy/envoy:distroless-v1.39.1\""
             )
         );
-        let slow = event(
-            "FailedMount",
-            "Warning",
-            "MountVolume.SetUp failed for volume \"custodian-config\" : configmap \"custodian\" not registered",
+        // A Warning that a later lifecycle Event overtook is history: no pending line.
+        let old = [
+            event(
+                "FailedScheduling",
+                "Warning",
+                "0/3 nodes are available: 3 Insufficient memory.",
+            ),
+            events[0].clone(),
+            events[1].clone(),
+        ];
+        assert_eq!(
+            diagnose(&p, &old, None),
+            starting(
+                "ContainerCreating",
+                "Pulling image \"envoyproxy/envoy:distroless-v1.39.1\""
+            )
         );
-        let events = [events[0].clone(), slow, events[1].clone()];
+        // A Warning that is the latest word is a reason to act on.
+        let slow = event(
+            "NetworkNotReady",
+            "Warning",
+            "network is not ready: container runtime network not ready: NetworkReady=false",
+        );
+        let events = [events[0].clone(), events[1].clone(), slow];
         assert_eq!(
             diagnose(&p, &events, None),
             pending(
                 "ContainerCreating",
-                "MountVolume.SetUp failed for volume \"custodian-config\" : configmap \"custodian\" not registered"
+                "network is not ready: container runtime network not ready: NetworkReady=false"
             )
         );
         // The Custodian runs; the probe waits for it.

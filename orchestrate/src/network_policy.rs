@@ -2,7 +2,8 @@
 //! not select its check pod. The check pod carries labels of its own, so such a policy leaves it free where a Harness
 //! pod is held, and a check that passes may not say what a Turn would see: each such policy is a warning line before
 //! the run. A policy that selects the check pod too (an empty `podSelector`, or one on `jr2.dev/instance`, which both
-//! carry) or that allows all egress (`egress: [{}]`) is not a difference, so it is not named.
+//! carry) or that allows all egress (`egress: [{}]`) is not a difference, so it is not named; and since policies add
+//! up, none is named for a placement whose Harness pods another policy opens to all egress.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -45,6 +46,16 @@ fn differences(plan: &Plan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> 
         };
         let empty = BTreeMap::new();
         let check_labels = check.pod.metadata.labels.as_ref().unwrap_or(&empty);
+        // Policies add up: one that selects the Harness pods and allows all egress leaves their egress open,
+        // whatever the others say.
+        let open = policies.iter().filter_map(|p| p.spec.as_ref()).any(|spec| {
+            of_type_egress(spec)
+                && selects(&spec.pod_selector, harness)
+                && spec.egress.iter().flatten().any(allows_all)
+        });
+        if open {
+            continue;
+        }
         for policy in policies {
             let Some(spec) = &policy.spec else { continue };
             if limits_egress(spec)
@@ -62,12 +73,15 @@ fn differences(plan: &Plan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> 
 /// rules, as the API server defaults `policyTypes`), and none of its rules allows everything (a rule with no `to`
 /// and no `ports` allows every destination and port).
 fn limits_egress(spec: &NetworkPolicySpec) -> bool {
-    let rules = spec.egress.as_deref().unwrap_or_default();
-    let of_type_egress = match &spec.policy_types {
+    of_type_egress(spec) && !spec.egress.iter().flatten().any(allows_all)
+}
+
+/// The policy is of type Egress: given in `policyTypes`, or by the API server's default when it has egress rules.
+fn of_type_egress(spec: &NetworkPolicySpec) -> bool {
+    match &spec.policy_types {
         Some(types) => types.iter().any(|t| t == "Egress"),
-        None => !rules.is_empty(),
-    };
-    of_type_egress && !rules.iter().any(allows_all)
+        None => spec.egress.as_ref().is_some_and(|r| !r.is_empty()),
+    }
 }
 
 /// An egress rule that allows every destination on every port.

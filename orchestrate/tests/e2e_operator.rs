@@ -455,12 +455,7 @@ async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_a
             json!(["Egress"]),
         ),
     );
-    // Selects the Harness pods, allows all egress (`egress: [{}]`): limits nothing.
-    s.kube.add_network_policy(
-        NS,
-        json!({"metadata": {"name": "harness-allow-all"}, "spec": {"podSelector": harness.clone(),
-            "policyTypes": ["Egress"], "egress": [{}]}}),
-    );
+    // (A policy that allows all egress: `a_limit_that_another_policy_opens_is_not_named`.)
     // Ingress only: the check's path out is not limited.
     s.kube.add_network_policy(
         NS,
@@ -519,6 +514,30 @@ async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_a
             "/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies"
         )]
     );
+    s.assert_cleaned_up();
+}
+
+/// Policies add up: a policy that limits the Harness pods' egress names no difference when another one that selects
+/// them allows all egress (issue 12 review of item 7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_that_another_policy_opens_is_not_named() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let harness = json!({"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}});
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "harness-to-lan"}, "spec": {"podSelector": harness.clone(),
+            "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}}),
+    );
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "harness-open"}, "spec": {"podSelector": harness, "egress": [{}]}}),
+    );
+    let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok"])]);
+    plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
+    let path = write_plan(&s, &plan);
+    let run = s.run(s.args(&path, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stderr.contains("NetworkPolicy"), "{}", run.stderr);
     s.assert_cleaned_up();
 }
 

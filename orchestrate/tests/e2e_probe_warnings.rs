@@ -1,7 +1,8 @@
 //! End to end with a fake cluster (the harness of `e2e_fake_cluster.rs`, in `fake_cluster/mod.rs`): the probe's
 //! warnings about its own run reach the user. In the pod the probe's stderr is not read; a CA file of the Harness
 //! env that cannot be read is a `warning` event on its stdout, which the driver prints once and keeps in the
-//! verdict's lines, and the readable CA files are still trusted.
+//! verdict's lines, and the check goes on. (That the readable CA files are still trusted is the probe's own test,
+//! `check_tls.rs`: this endpoint is plain HTTP.)
 
 mod fake_cluster;
 

@@ -17,6 +17,9 @@ use jr2_probe::contract::verdict::Verdict;
 use jr2_probe::contract::{Exit, ProbeEvent};
 use jr2_probe::sanitize::MAX_ERROR_CHARS;
 
+/// The most warning lines a run writes (the probes' and its own): more are dropped.
+const MAX_PROBE_WARNINGS: usize = 20;
+
 use super::RunConfig;
 use super::cancel;
 use super::cleanup::Cleanup;
@@ -495,7 +498,13 @@ impl Run {
             // The probe's warning about its run (a CA file it cannot read): once, however many pods say it. Only a
             // `warning:` line: a pod cannot make the driver print another kind.
             Some(ProbeEvent::Warning { line }) => {
-                if line.starts_with("warning: ") && !self.warnings.contains(&line) {
+                // At most MAX_PROBE_WARNINGS of them in a run: a probe (of another release, or broken) that writes
+                // warning after warning cannot flood `jr2 up`'s output.
+                let from_probes = self.warnings.len();
+                if line.starts_with("warning: ")
+                    && from_probes < MAX_PROBE_WARNINGS
+                    && !self.warnings.contains(&line)
+                {
                     self.warnings.push(line.clone());
                     self.emit(RunUpdate::Warning { line });
                 }

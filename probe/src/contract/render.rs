@@ -150,8 +150,9 @@ pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) 
     )
 }
 
-/// The busy warning when the last retry got no answer: `... after <n> tries (HTTP 429, then the retry got no
-/// answer in <s> s) — not confirmed; ...`.
+/// The busy warning when the last retry got no answer: `... after <n> tries (HTTP 429) and the retry got no answer
+/// in <s> s — not confirmed; ...`. The contract's `(HTTP <status>)` stays as it is (`jr2 up` reads it); the words
+/// about the retry follow it.
 pub fn busy_then_no_answer_warning(
     model: &str,
     host: &str,
@@ -160,7 +161,7 @@ pub fn busy_then_no_answer_warning(
     seconds: &str,
 ) -> String {
     format!(
-        "warning: provider: {model} is busy toward {host} after {} ({}, then {}) — {BUSY_TAIL}",
+        "warning: provider: {model} is busy toward {host} after {} ({}) and {} — {BUSY_TAIL}",
         tries_phrase(tries),
         busy_sign(status),
         retry_got_no_answer(tries, seconds)

@@ -265,36 +265,32 @@ impl FakeKube {
     }
 
     /// Adds a NetworkPolicy to `namespace`.
-    pub fn add_network_policy(&self, namespace: &str, mut policy: Value) {
-        policy["metadata"]["namespace"] = json!(namespace);
-        self.inner.mutate(|st| {
-            let uid = next_uid(st, self.inner.uid_base);
-            policy["metadata"]["uid"] = json!(uid);
-            policy["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
-            st.put(Kind::NetworkPolicy, policy, "ADDED");
-        });
+    pub fn add_network_policy(&self, namespace: &str, policy: Value) {
+        self.add_object(Kind::NetworkPolicy, namespace, policy);
     }
 
     /// Adds a Deployment to `namespace` (served by `GET /apis/apps/v1/namespaces/<ns>/deployments/<name>`).
-    pub fn add_deployment(&self, namespace: &str, mut deployment: Value) {
-        deployment["metadata"]["namespace"] = json!(namespace);
-        self.inner.mutate(|st| {
-            let uid = next_uid(st, self.inner.uid_base);
-            deployment["metadata"]["uid"] = json!(uid);
-            deployment["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
-            deployment["metadata"]["generation"] = json!(1);
-            st.put(Kind::Deployment, deployment, "ADDED");
-        });
+    pub fn add_deployment(&self, namespace: &str, deployment: Value) {
+        self.add_object(Kind::Deployment, namespace, deployment);
     }
 
     /// Adds a ServiceAccount to `namespace` (served by `GET /api/v1/namespaces/<ns>/serviceaccounts/<name>`).
-    pub fn add_service_account(&self, namespace: &str, mut account: Value) {
-        account["metadata"]["namespace"] = json!(namespace);
+    pub fn add_service_account(&self, namespace: &str, account: Value) {
+        self.add_object(Kind::ServiceAccount, namespace, account);
+    }
+
+    /// Stores an object as the API server would on create: its namespace, a uid, a creation time (and a generation
+    /// for a Deployment), then the `ADDED` event.
+    fn add_object(&self, kind: Kind, namespace: &str, mut object: Value) {
+        object["metadata"]["namespace"] = json!(namespace);
         self.inner.mutate(|st| {
             let uid = next_uid(st, self.inner.uid_base);
-            account["metadata"]["uid"] = json!(uid);
-            account["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
-            st.put(Kind::ServiceAccount, account, "ADDED");
+            object["metadata"]["uid"] = json!(uid);
+            object["metadata"]["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+            if kind == Kind::Deployment {
+                object["metadata"]["generation"] = json!(1);
+            }
+            st.put(kind, object, "ADDED");
         });
     }
 
