@@ -1704,24 +1704,32 @@ mod tests {
                 .unwrap();
         assert!(table.undici.starts_with("7."), "{}", table.undici);
         assert!(table.rows.len() >= 50, "one row per rule");
-        let mut wrong = Vec::new();
-        for row in &table.rows {
+        assert_rows(&table.rows, "undici", |row| {
             let e = ProxyEnv::from_lookup(|name| row.env.get(name).cloned());
-            let got = if !e.unusable().is_empty() {
-                "unusable".to_owned()
-            } else {
-                match e.proxy_for(&url(&row.url)) {
-                    Some(proxy) => proxy.to_string(),
-                    None => "direct".to_owned(),
-                }
-            };
-            if got != row.via {
-                wrong.push(format!(
-                    "{}: {:?} {} -> {got}, undici: {}",
-                    row.rule, row.env, row.url, row.via
-                ));
+            if !e.unusable().is_empty() {
+                return "unusable".to_owned();
             }
-        }
+            match e.proxy_for(&url(&row.url)) {
+                Some(proxy) => proxy.to_string(),
+                None => "direct".to_owned(),
+            }
+        });
+    }
+
+    /// Each row's `via` is what `pick` gives for it; the ones that differ, all of them, in the failure.
+    fn assert_rows(rows: &[Row], whose: &str, pick: impl Fn(&Row) -> String) {
+        let wrong: Vec<String> = rows
+            .iter()
+            .filter_map(|row| {
+                let got = pick(row);
+                (got != row.via).then(|| {
+                    format!(
+                        "{}: {:?} {} -> {got}, {whose}: {}",
+                        row.rule, row.env, row.url, row.via
+                    )
+                })
+            })
+            .collect();
         assert!(
             wrong.is_empty(),
             "{} rows differ:\n{}",
@@ -1743,30 +1751,17 @@ mod tests {
             serde_json::from_str(include_str!("../tests/fixtures/pi-proxy-rules.json")).unwrap();
         assert_eq!(table.pi, "0.82.1");
         assert!(table.rows.len() >= 25, "one row per rule");
-        let mut wrong = Vec::new();
-        for row in &table.rows {
+        assert_rows(&table.rows, "pi", |row| {
             // In a check pod, without NODE_USE_ENV_PROXY: pi's resolver reads the variables anyway.
             let e = ProxyEnv::from_lookup_as_node(|name| row.env.get(name).cloned());
             let target = url(&row.url);
             let api = crate::contract::ApiKind::BedrockConverseStream;
-            let got = match (e.refusal_for(api, &target), e.proxy_for_api(api, &target)) {
+            match (e.refusal_for(api, &target), e.proxy_for_api(api, &target)) {
                 (Some(_), _) => "unusable".to_owned(),
                 (None, Some(proxy)) => proxy.to_string(),
                 (None, None) => "direct".to_owned(),
-            };
-            if got != row.via {
-                wrong.push(format!(
-                    "{}: {:?} {} -> {got}, pi: {}",
-                    row.rule, row.env, row.url, row.via
-                ));
             }
-        }
-        assert!(
-            wrong.is_empty(),
-            "{} rows differ:\n{}",
-            wrong.len(),
-            wrong.join("\n")
-        );
+        });
     }
 
     /// Node 24's fetch reads the proxy variables only when told to (NODE_USE_ENV_PROXY=1, --use-env-proxy): in a
