@@ -27,8 +27,12 @@ enum Why {
 }
 
 fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
-    let catalog = jr2_probe::catalog::pinned();
-    if name == PROVIDER_KEY_ENV || key_envs.contains(&name) || catalog.all_key_env().contains(&name)
+    // Every key variable of the catalog, sorted: gathered once, not per env entry.
+    static CATALOG_KEYS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let catalog_keys = CATALOG_KEYS.get_or_init(|| jr2_probe::catalog::pinned().all_key_env());
+    if name == PROVIDER_KEY_ENV
+        || key_envs.contains(&name)
+        || catalog_keys.binary_search(&name).is_ok()
     {
         return Some(Why::Key);
     }

@@ -170,11 +170,12 @@ pub fn assemble(
                         .map(|(index, &p)| (p, index))
                         .collect();
                     mine.sort_unstable();
-                    for (p, index) in mine {
-                        if let Some(r) = result_of(pod_run, index, &plan.models[p])
+                    // (A failed pod has no verdict of its own: only what its log gave.)
+                    for (_, index) in mine {
+                        if let Some(Some(r)) = pod_run.results.get(index)
                             && r.level != Level::Pass
                         {
-                            final_lines.extend(render::model_lines(&r, &origin));
+                            final_lines.extend(render::model_lines(r, &origin));
                         }
                     }
                     final_lines.extend(failures[pod_index].iter().cloned());

@@ -231,7 +231,7 @@ pub async fn run(
                 (
                     Outcome::Timeout,
                     render::deadline_cut_error(
-                        &render::seconds(Duration::from_millis(own.as_millis() as u64 / 100 * 100)),
+                        &render::seconds(render::to_tenths(own)),
                         target.route.may_load_on_first_use(),
                     ),
                     own,

@@ -880,9 +880,13 @@ impl ProxyEnv {
         (!self.no_proxy.direct(&host, port)).then_some(proxy)
     }
 
-    /// Some request may go through a proxy (by fetch's rules).
+    /// Some request may go through a proxy, by either rules.
     fn any(&self) -> bool {
-        self.http.is_some() || self.https.is_some()
+        self.http.is_some()
+            || self.https.is_some()
+            || [&self.pi.http, &self.pi.https]
+                .into_iter()
+                .any(|c| matches!(c, PiChoice::Proxy(_)))
     }
 
     /// Some request may reach its proxy over TLS (an `https://` proxy URL).
@@ -1037,9 +1041,12 @@ fn redirect_policy() -> reqwest::redirect::Policy {
 /// Builds one client per model, so its connection timings belong to that model alone.
 #[derive(Clone, Debug)]
 pub struct ClientFactory {
-    trust: Trust,
     connect_timeout: Duration,
     proxy: ProxyEnv,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    /// The certificate verifier of the run's anchors, built once (each client wraps it with its own clock); `None`
+    /// when nothing of the run uses TLS ([`Trust`]).
+    verifier: Option<Arc<rustls::client::WebPkiServerVerifier>>,
 }
 
 impl ClientFactory {
@@ -1051,10 +1058,17 @@ impl ClientFactory {
 
     /// A factory with these proxy settings instead of the environment's.
     pub fn with_proxy(trust: Trust, connect_timeout: Duration, proxy: ProxyEnv) -> Self {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = trust.roots.map(|roots| {
+            rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                .build()
+                .expect("a root store the probe built is never empty")
+        });
         Self {
-            trust,
             connect_timeout,
             proxy,
+            provider,
+            verifier,
         }
     }
 
@@ -1076,33 +1090,19 @@ impl ClientFactory {
         url: &url::Url,
     ) -> Result<(reqwest::Client, ClockHandle), reqwest::Error> {
         let clock = ClockHandle(Arc::new(Mutex::new(Clock::new())));
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let inner = self.trust.roots.as_ref().map(|roots| {
-            rustls::client::WebPkiServerVerifier::builder_with_provider(
-                roots.clone(),
-                provider.clone(),
-            )
-            .build()
-            .expect("a root store the probe built is never empty")
-        });
         let verifier = Arc::new(TimedVerifier {
-            inner,
-            algorithms: provider.signature_verification_algorithms,
+            inner: self.verifier.clone(),
+            algorithms: self.provider.signature_verification_algorithms,
             clock: clock.clone(),
         });
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
+        let tls = rustls::ClientConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()
             .expect("ring supports TLS 1.2 and 1.3")
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth();
         let mut builder = reqwest::Client::builder().no_proxy();
-        if self.proxy.any()
-            || !matches!(
-                (&self.proxy.pi.http, &self.proxy.pi.https),
-                (PiChoice::None, PiChoice::None)
-            )
-        {
+        if self.proxy.any() {
             let rules = self.proxy.clone();
             builder = builder.proxy(reqwest::Proxy::custom(move |url| {
                 rules.proxy_for_api(api, url).cloned()

@@ -56,8 +56,6 @@ pub(super) struct Run {
     by_name: HashMap<String, usize>,
     streams: SelectAll<BoxStream<'static, Input>>,
     warnings: Vec<String>,
-    /// The Events-forbidden warning was written (once a run).
-    events_forbidden_said: bool,
     start: Instant,
     deadline: Instant,
     cleanup: Cleanup,
@@ -91,7 +89,6 @@ impl Run {
             by_name,
             streams: SelectAll::new(),
             warnings: Vec::new(),
-            events_forbidden_said: false,
             start,
             cleanup,
             one_watch: true,
@@ -280,11 +277,16 @@ impl Run {
         );
     }
 
+    /// Keeps the pod's latest word on why it is not running (for the not-started-in-time error), cleaned; returns it.
+    fn note_pending(&mut self, i: usize, reason: &str, message: &str) -> (String, String) {
+        let noted = (self.clean(reason), self.clean(message));
+        self.pods[i].pending.last = Some(noted.clone());
+        noted
+    }
+
     fn pending(&mut self, i: usize, reason: &str, message: &str) {
-        let reason = self.clean(reason);
-        let message = self.clean(message);
+        let (reason, message) = self.note_pending(i, reason, message);
         let st = &mut self.pods[i];
-        st.pending.last = Some((reason.clone(), message.clone()));
         let state = Some((reason.clone(), message.clone()));
         if st.pending.written != state {
             st.pending.written = state;
@@ -364,9 +366,10 @@ impl Run {
 
     fn on_event_watch_error(&mut self, i: usize, e: &watcher::Error) {
         if let Some(message) = forbidden(e) {
+            // Said once for the run: by the first pod whose Events are forbidden.
+            let said = self.pods.iter().any(|p| p.seen.events_forbidden);
             self.pods[i].seen.events_forbidden = true;
-            if !self.events_forbidden_said {
-                self.events_forbidden_said = true;
+            if !said {
                 let line = render::events_forbidden_warning(&self.clean(&message));
                 self.warnings.push(line.clone());
                 self.emit(RunUpdate::Warning { line });
@@ -574,7 +577,7 @@ impl Run {
             }
             Diagnosis::Starting { reason, message } => {
                 self.pods[i].phase = Phase::Waiting { grace_since: None };
-                self.pods[i].pending.last = Some((self.clean(&reason), self.clean(&message)));
+                self.note_pending(i, &reason, &message);
             }
             Diagnosis::Running => {
                 let st = &mut self.pods[i];

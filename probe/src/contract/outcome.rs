@@ -436,6 +436,19 @@ mod tests {
     /// Pod codes are unique, not the probe's, and their next actions speak `jr2 up`'s words: none names a flag of
     /// the driver that the user does not run, and a cause that comes back the same way does not just say "again".
     #[test]
+    fn every_code_s_next_action_is_held() {
+        // The `nextAction` texts reach `jr2 up` in the JSON: each one, by its code, is held here.
+        let mut out = String::new();
+        for code in Code::ALL {
+            out.push_str(&format!("{}\n  {}\n", code.as_str(), code.next_action()));
+        }
+        for code in PodCode::ALL {
+            out.push_str(&format!("{}\n  {}\n", code.as_str(), code.next_action()));
+        }
+        insta::assert_snapshot!("next_actions", out);
+    }
+
+    #[test]
     fn pod_codes_are_unique_and_say_what_to_fix() {
         let mut seen: std::collections::HashSet<&str> =
             Code::ALL.iter().map(|c| c.as_str()).collect();

@@ -117,13 +117,8 @@ fn busy_line(r: &ModelResult) -> String {
 /// How long the last try of a busy result waited, when it got no answer at all (a retry that stalled).
 pub fn stalled_retry(r: &ModelResult) -> Option<std::time::Duration> {
     let last = r.tries.last()?;
-    (r.outcome == Outcome::Busy && r.tries.len() > 1 && last.outcome == Outcome::Timeout).then(
-        || {
-            let ms = last.timings.total_ms;
-            // Shown to a tenth of a second at most.
-            std::time::Duration::from_millis(ms / 100 * 100)
-        },
-    )
+    (r.outcome == Outcome::Busy && r.tries.len() > 1 && last.outcome == Outcome::Timeout)
+        .then(|| to_tenths(std::time::Duration::from_millis(last.timings.total_ms)))
 }
 
 /// `provider: <model> completed a tool call (<ms> ms)`
@@ -233,13 +228,23 @@ pub fn network_policy_warning(name: &str) -> String {
 
 /// The `<error>` of a timeout: a custom-provider or gateway model may be one that loads on first use.
 pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
+    with_first_use_tail(format!("no answer in {seconds} s"), may_load_on_first_use)
+}
+
+/// `error`, and for a model that may load on first use the contract's tail that says so.
+fn with_first_use_tail(error: String, may_load_on_first_use: bool) -> String {
     if may_load_on_first_use {
         format!(
-            "no answer in {seconds} s — it can be a model that loads on first use: run jr2 up again once it has loaded"
+            "{error} — it can be a model that loads on first use: run jr2 up again once it has loaded"
         )
     } else {
-        format!("no answer in {seconds} s")
+        error
     }
+}
+
+/// A time as the lines show it: cut to a tenth of a second.
+pub fn to_tenths(d: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_millis(d.as_millis() as u64 / 100 * 100)
 }
 
 /// The `<error>` of a model the pod's deadline stopped before it was sent.
@@ -250,14 +255,10 @@ pub fn deadline_came_first_error() -> String {
 /// The `<error>` of a model the pod's deadline cut while it waited for an answer: `seconds` is the model's own
 /// time, from its start to the cut, not the run's.
 pub fn deadline_cut_error(seconds: &str, may_load_on_first_use: bool) -> String {
-    let cut = format!("no answer in {seconds} s, when the check pod's deadline came");
-    if may_load_on_first_use {
-        format!(
-            "{cut} — it can be a model that loads on first use: run jr2 up again once it has loaded"
-        )
-    } else {
-        cut
-    }
+    with_first_use_tail(
+        format!("no answer in {seconds} s, when the check pod's deadline came"),
+        may_load_on_first_use,
+    )
 }
 
 /// The `<error>` of every model when the pod's deadline had already passed as the probe started: nothing was
