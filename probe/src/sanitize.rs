@@ -198,12 +198,18 @@ pub fn mask_url(text: &str) -> String {
     let start = match scheme_end(&s) {
         Some(colon) => {
             let after = &s[colon + 1..];
-            let slashes = after.len() - after.trim_start_matches(['/', '\\']).len();
             let scheme = &s[..colon];
-            let has_authority = slashes > 0
-                || SPECIAL_SCHEMES
-                    .iter()
-                    .any(|k| scheme.eq_ignore_ascii_case(k));
+            let special = SPECIAL_SCHEMES
+                .iter()
+                .any(|k| scheme.eq_ignore_ascii_case(k));
+            // A backslash is a slash only in a special scheme's URL; in another's it is the authority's first
+            // character (`x://\u:pw@h`: the user name is `\u`), so it is masked with the rest.
+            let slashes = if special {
+                after.len() - after.trim_start_matches(['/', '\\']).len()
+            } else {
+                after.len() - after.trim_start_matches('/').len()
+            };
+            let has_authority = slashes > 0 || special;
             if has_authority {
                 colon + 1 + slashes
             } else {
