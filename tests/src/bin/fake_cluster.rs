@@ -14,7 +14,7 @@
 //!
 //! Commands on stdin, one a line, each answered by one JSON line on stdout:
 //! - `state`: `{"pods": [<check pods held now>], "created": [...], "deleted": [...]}` (names, in order);
-//! - `wait-probe`: waits (at most 30 s) until a probe process has started in a pod: `{"ok": true|false}`.
+//! - `wait-probe`: waits (at most 30 s) until a probe process has started in a check pod held now: `{"ok": true|false}`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -99,7 +99,7 @@ async fn main() -> std::process::ExitCode {
             "wait-probe" => {
                 let started = kube
                     .wait_for(Duration::from_secs(30), |k| {
-                        k.created()
+                        names(&k.pods_matching(MANAGED))
                             .iter()
                             .any(|p| k.pod_times(p).probe_started.is_some())
                     })
