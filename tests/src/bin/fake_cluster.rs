@@ -22,7 +22,7 @@ use std::time::Duration;
 use jr2_testkit::kube::{FakeKube, Scenario};
 use jr2_testkit::provider::FakeProvider;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use std::io::BufRead;
 
 /// The check pods' label, as the driver sets it.
 const MANAGED: &str = "app.kubernetes.io/managed-by=jr2-preflight";
@@ -89,8 +89,18 @@ async fn main() -> std::process::ExitCode {
         "{}",
         json!({"kubeconfig": kubeconfig, "server": kube.server_url(), "providerBaseUrl": provider.base_url()})
     );
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
+    // Stdin on a thread of its own (tokio's `io-std` would change the workspace's tokio features, and with them
+    // every build of the driver); the channel closes when stdin does.
+    let (tx, mut commands) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    while let Some(line) = commands.recv().await {
         let answer = match line.trim() {
             "state" => {
                 let held = kube.pods_matching(MANAGED);
