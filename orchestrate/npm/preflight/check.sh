@@ -14,7 +14,7 @@ tsc=node_modules/.bin/tsc
 
 generated=$(mktemp -d)
 trap 'rm -rf "$generated"' EXIT
-node tools/generate-types.mjs "$generated" 2>/dev/null
+node tools/generate-types.mjs "$generated"
 if ! diff -r types "$generated" >"$generated.diff" 2>&1; then
   cat "$generated.diff" >&2
   rm -f "$generated.diff"

@@ -3,7 +3,7 @@
 // differs from types/ (a new file counts); `tools/generate-types.mjs types` rewrites types/.
 //   node tools/generate-types.mjs OUT_DIR      (from the package folder, node_modules linked by check.sh)
 import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { dirname, join, relative } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
 
@@ -41,5 +41,4 @@ for (const [path, name] of SCHEMAS) {
   });
   const file = join(out, `${stem(path)}.d.ts`);
   await writeFile(file, ts);
-  console.error(`generate-types: ${relative(process.cwd(), file)} from ${path}`);
 }
