@@ -26,6 +26,6 @@ rm -f "$generated.diff"
 
 # The binaries the tests run, built as the tests step and tests/netns/run.sh build them (so no-ops in tests/run.sh):
 # jr2-preflight and jr2-probe for the workspace's tests, jr2-fake-cluster with the testkit's binaries.
-(cd ../../.. && cargo test --quiet --workspace --locked --no-run 2>/dev/null && cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins)
+(cd ../../.. && cargo test --quiet --workspace --locked --no-run && cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins)
 echo "node $(node --version): node --test" >&2
 node --test test/*.test.mjs

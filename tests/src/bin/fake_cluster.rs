@@ -12,7 +12,8 @@
 //! never pulls, the kubelet's pull errors repeated until the pod is deleted); what each model does is the
 //! fake provider's behaviour named by its id (`ok`, `missing`, `stall`, `ok-delay-<ms>`...).
 //!
-//! Commands on stdin, one a line, each answered by one JSON line on stdout:
+//! Commands on stdin, one a line, each answered by one JSON line on stdout that names it (`"command"`), as soon as it
+//! can be (a `wait-probe` does not hold up a `state`):
 //! - `state`: `{"pods": [<check pods held now>], "created": [...], "deleted": [...]}` (names, in order);
 //! - `wait-probe`: waits (at most 30 s) until a probe process has started in a check pod held now: `{"ok": true|false}`.
 
@@ -100,25 +101,31 @@ async fn main() -> std::process::ExitCode {
             }
         }
     });
+    let kube = std::sync::Arc::new(kube);
     while let Some(line) = commands.recv().await {
-        let answer = match line.trim() {
-            "state" => {
-                let held = kube.pods_matching(MANAGED);
-                json!({"pods": names(&held), "created": kube.created(), "deleted": kube.deleted()})
-            }
-            "wait-probe" => {
-                let started = kube
-                    .wait_for(Duration::from_secs(30), |k| {
-                        names(&k.pods_matching(MANAGED))
-                            .iter()
-                            .any(|p| k.pod_times(p).probe_started.is_some())
-                    })
-                    .await;
-                json!({"ok": started})
-            }
-            other => json!({"error": format!("unknown command {other:?}")}),
-        };
-        println!("{answer}");
+        let kube = kube.clone();
+        let command = line.trim().to_owned();
+        // Each command answers when it can (a wait does not hold up a `state`, nor the exit when stdin closes).
+        tokio::spawn(async move {
+            let answer = match command.as_str() {
+                "state" => {
+                    let held = kube.pods_matching(MANAGED);
+                    json!({"command": command, "pods": names(&held), "created": kube.created(), "deleted": kube.deleted()})
+                }
+                "wait-probe" => {
+                    let started = kube
+                        .wait_for(Duration::from_secs(30), |k| {
+                            names(&k.pods_matching(MANAGED))
+                                .iter()
+                                .any(|p| k.pod_times(p).probe_started.is_some())
+                        })
+                        .await;
+                    json!({"command": command, "ok": started})
+                }
+                other => json!({"command": other, "error": format!("unknown command {other:?}")}),
+            };
+            println!("{answer}");
+        });
     }
     drop(provider);
     drop(kube);

@@ -65,24 +65,25 @@ export async function startFakeCluster(scenario = "ok") {
   const child = spawn(fakeClusterBin, ["--probe", probeBin, "--dir", tmp.dir, "--scenario", scenario], {
     stdio: ["pipe", "pipe", "inherit"],
   });
-  const answers = [];
-  const waiting = [];
+  // The first line says where it serves; then each answer names its command, answered in the order asked.
+  let announce;
+  const announced = new Promise((r) => (announce = r));
+  const waiting = new Map();
   const lines = createInterface({ input: child.stdout, crlfDelay: Infinity });
   lines.on("line", (line) => {
     const value = JSON.parse(line);
-    const next = waiting.shift();
-    if (next) next(value);
-    else answers.push(value);
+    if (value.command === undefined) return announce(value);
+    waiting.get(value.command)?.shift()?.(value);
   });
   const exited = new Promise((r) => child.on("close", r));
-  const next = () => (answers.length > 0 ? Promise.resolve(answers.shift()) : new Promise((r) => waiting.push(r)));
-  const ask = (command) => {
-    const answer = next();
-    child.stdin.write(`${command}\n`);
-    return answer;
-  };
+  const ask = (command) =>
+    new Promise((r) => {
+      if (!waiting.has(command)) waiting.set(command, []);
+      waiting.get(command).push(r);
+      child.stdin.write(`${command}\n`);
+    });
   const started = await Promise.race([
-    next(),
+    announced,
     exited.then((code) => {
       throw new Error(`jr2-fake-cluster exited (${code}) before it served`);
     }),
