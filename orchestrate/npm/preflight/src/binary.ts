@@ -61,7 +61,7 @@ export function resolveBinary(options: ResolveOptions = {}): ResolvedBinary {
     if (!existsSync(path)) {
       throw new PreflightBinaryError(`error: ${BINARY_ENV} names ${path}, and there is no file there`);
     }
-    return { path, version: checkVersion(path, `${BINARY_ENV} (${path})`), source: "override" };
+    return { path, version: checkVersion(path, BINARY_ENV), source: "override" };
   }
   const key = `${platform}-${arch}`;
   const pkg = platformPackage(platform, arch);

@@ -122,7 +122,7 @@ describe("resolveBinary", () => {
       () => resolveBinary({ env: { [BINARY_ENV]: other } }),
       (e) =>
         e instanceof PreflightBinaryError &&
-        e.message.startsWith(`error: ${other} (from ${BINARY_ENV} (${other})) says "jr2-preflight 9.9.9" to --version, and @jr2/preflight is ${version}: `),
+        e.message.startsWith(`error: ${other} (from ${BINARY_ENV}) says "jr2-preflight 9.9.9" to --version, and @jr2/preflight is ${version}: `),
     );
     const p = project(other);
     cleanups.push(p.cleanup);
