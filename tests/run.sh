@@ -30,6 +30,9 @@ export JR2_RELIABILITY_DIR="$CARGO_TARGET_DIR/tmp/reliability"
 if [ "${CI:-}" = true ]; then export JR2_NETNS_REQUIRED=1; fi
 step "chaos" cat "$JR2_RELIABILITY_DIR/chaos.md"
 step "netns" tests/netns/run.sh
+# The npm package @jr2/preflight (orchestrate/npm/preflight): generated types current, tsc --strict, Ajv 2020 strict,
+# its node:test tests against the real driver and the fake cluster (jr2-fake-cluster).
+step "client" orchestrate/npm/preflight/check.sh
 step "fuzz" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 step "image" images/test
