@@ -27,8 +27,7 @@ use common::probe;
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_testkit::fake_provider::FakeProvider;
 use jr2_testkit::peers::{
-    LlamaServer, RawResponse, Server, llama_fixture, response_fixture,
-    start_litellm,
+    LlamaServer, RawResponse, Server, llama_fixture, response_fixture, start_litellm,
 };
 use serde_json::{Value, json};
 
@@ -64,7 +63,15 @@ async fn post(server: &Server, path: &str, key: Option<&str>, body: Value) -> Ra
 /// `jr2-probe check --base-url <server> --model smollm2 -o json <extra>`, with the key in `K` when given.
 async fn check(server: &Server, extra: &[&str], key: Option<&str>) -> common::Run {
     let base = server.base_url();
-    let mut args = vec!["check", "--base-url", base.as_str(), "--model", "smollm2", "-o", "json"];
+    let mut args = vec![
+        "check",
+        "--base-url",
+        base.as_str(),
+        "--model",
+        "smollm2",
+        "-o",
+        "json",
+    ];
     if key.is_some() {
         args.extend(["--api-key-env", "K"]);
     }
@@ -78,7 +85,12 @@ async fn check(server: &Server, extra: &[&str], key: Option<&str>) -> common::Ru
 async fn server_facts(server: &Server, key: Option<&'static str>, name: &str) -> (bool, u64) {
     let props = get(server, "/props", key).await;
     assert_eq!(props.status, 200, "{}", props.body);
-    assert_eq!(props.header("server"), Some("llama.cpp"), "{:?}", props.headers);
+    assert_eq!(
+        props.header("server"),
+        Some("llama.cpp"),
+        "{:?}",
+        props.headers
+    );
     let caps = props.json()["chat_template_caps"].clone();
     let supports_tools = caps["supports_tools"]
         .as_bool()
@@ -89,8 +101,14 @@ async fn server_facts(server: &Server, key: Option<&'static str>, name: &str) ->
     let n_ctx = models.json()["data"][0]["meta"]["n_ctx"]
         .as_u64()
         .unwrap_or_else(|| panic!("no data[0].meta.n_ctx in {}", models.body));
-    llama_fixture(&format!("{name}.props.txt"), &response_fixture(&props, VOLATILE));
-    llama_fixture(&format!("{name}.v1-models.txt"), &response_fixture(&models, VOLATILE));
+    llama_fixture(
+        &format!("{name}.props.txt"),
+        &response_fixture(&props, VOLATILE),
+    );
+    llama_fixture(
+        &format!("{name}.v1-models.txt"),
+        &response_fixture(&models, VOLATILE),
+    );
     (supports_tools, n_ctx)
 }
 
@@ -152,16 +170,28 @@ async fn llama_server_stock_template_drops_the_tools() {
     // HINT (after the merge): the llama.cpp template hint line (`--chat-template-file` / a tool-capable model)
     // follows the warning, and `nextAction` says the same; asserted here.
 
-    let stream = post(&server, "/v1/chat/completions", None, probe_request(64, None)).await;
+    let stream = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(64, None),
+    )
+    .await;
     assert_eq!(stream.status, 200);
-    llama_fixture("stock.text-answer.sse.txt", &response_fixture(&stream, VOLATILE));
+    llama_fixture(
+        "stock.text-answer.sse.txt",
+        &response_fixture(&stream, VOLATILE),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn llama_server_tool_template_passes() {
     let server = start(LlamaServer::with_tools()).await;
     let (supports_tools, n_ctx) = server_facts(&server, None, "tools").await;
-    assert!(supports_tools, "tests/peers/smollm2-tools.jinja renders the tools");
+    assert!(
+        supports_tools,
+        "tests/peers/smollm2-tools.jinja renders the tools"
+    );
     assert_eq!(n_ctx, 2048);
 
     let run = check(&server, &[], None).await;
@@ -183,10 +213,23 @@ async fn llama_server_tool_template_passes() {
     // HINT (after the merge): the verdict's `endpoint` (kind llama.cpp, contextLength 2048, supportsTools true) is
     // asserted here.
 
-    let stream = post(&server, "/v1/chat/completions", None, probe_request(1024, None)).await;
+    let stream = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(1024, None),
+    )
+    .await;
     assert_eq!(stream.status, 200);
-    assert!(stream.body.contains(r#""finish_reason":"tool_calls""#), "{}", stream.body);
-    llama_fixture("tools.tool-call.sse.txt", &response_fixture(&stream, VOLATILE));
+    assert!(
+        stream.body.contains(r#""finish_reason":"tool_calls""#),
+        "{}",
+        stream.body
+    );
+    llama_fixture(
+        "tools.tool-call.sse.txt",
+        &response_fixture(&stream, VOLATILE),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -200,12 +243,20 @@ async fn llama_server_without_jinja_refuses_tools() {
     let m = &run.verdict().models[0];
     assert_eq!(
         (m.outcome, m.level, m.code, m.http_status),
-        (Outcome::Http, Level::Error, Code::ToolsNotEnabled, Some(500)),
+        (
+            Outcome::Http,
+            Level::Error,
+            Code::ToolsNotEnabled,
+            Some(500)
+        ),
         "{}\n{}",
         run.stderr,
         server.log()
     );
-    assert_eq!(m.error.as_deref(), Some("HTTP 500: tools param requires --jinja flag"));
+    assert_eq!(
+        m.error.as_deref(),
+        Some("HTTP 500: tools param requires --jinja flag")
+    );
     assert_eq!(run.code, 1);
     assert_eq!(
         run.lines()[1],
@@ -217,14 +268,23 @@ async fn llama_server_without_jinja_refuses_tools() {
     // HINT (after the merge): the llama.cpp "start llama-server with --jinja" hint line, in place of today's
     // vLLM-only next action, is asserted here.
 
-    let refused = post(&server, "/v1/chat/completions", None, probe_request(64, None)).await;
+    let refused = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(64, None),
+    )
+    .await;
     assert_eq!(refused.status, 500);
     assert_eq!(refused.header("server"), Some("llama.cpp"));
     assert_eq!(
         refused.json(),
         json!({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
     );
-    llama_fixture("no-jinja.tools-refused.txt", &response_fixture(&refused, VOLATILE));
+    llama_fixture(
+        "no-jinja.tools-refused.txt",
+        &response_fixture(&refused, VOLATILE),
+    );
     let props = get(&server, "/props", None).await;
     llama_fixture("no-jinja.props.txt", &response_fixture(&props, VOLATILE));
 }
@@ -241,7 +301,12 @@ async fn llama_server_with_an_api_key() {
     let m = &run.verdict().models[0];
     assert_eq!(
         (m.outcome, m.level, m.code, m.http_status),
-        (Outcome::KeyRefused, Level::Error, Code::KeyRefused, Some(401)),
+        (
+            Outcome::KeyRefused,
+            Level::Error,
+            Code::KeyRefused,
+            Some(401)
+        ),
         "{}\n{}",
         run.stderr,
         server.log()
@@ -254,8 +319,10 @@ async fn llama_server_with_an_api_key() {
                 "error: provider preflight failed for model \"smollm2\" against {} (from this machine, as a Turn calls it): HTTP 401: Invalid API Key",
                 host(&server)
             ),
-            "  - the held secret JR2_PROVIDER_API_KEY may be wrong (harness.provider.apiKey)".to_owned(),
-            "  - the model id must be exactly what the endpoint serves (vLLM: GET /v1/models)".to_owned(),
+            "  - the held secret JR2_PROVIDER_API_KEY may be wrong (harness.provider.apiKey)"
+                .to_owned(),
+            "  - the model id must be exactly what the endpoint serves (vLLM: GET /v1/models)"
+                .to_owned(),
         ]
     );
     // HINT (after the merge): llama-server answers any model id in single-model mode, so the model-id hint above is
@@ -267,13 +334,22 @@ async fn llama_server_with_an_api_key() {
         refused.json(),
         json!({"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}})
     );
-    llama_fixture("api-key.wrong-key.txt", &response_fixture(&refused, VOLATILE));
+    llama_fixture(
+        "api-key.wrong-key.txt",
+        &response_fixture(&refused, VOLATILE),
+    );
     // /health needs no key: what readiness reads.
     assert_eq!(get(&server, "/health", None).await.status, 200);
 
     let run = check(&server, &[], Some(LLAMA_KEY)).await;
     let m = &run.verdict().models[0];
-    assert_eq!((m.outcome, m.level), (Outcome::Ok, Level::Pass), "{}\n{}", run.stderr, server.log());
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
     assert_eq!(run.code, 0);
     assert!(!run.stdout.contains(LLAMA_KEY) && !run.stderr.contains(LLAMA_KEY));
     let (supports_tools, _) = server_facts(&server, Some(LLAMA_KEY), "api-key").await;
@@ -290,10 +366,19 @@ async fn llama_server_context_smaller_than_the_plans() {
         })
         .await;
         let (_, n_ctx) = server_facts(&server, None, &format!("ctx-{ctx}")).await;
-        assert_eq!(n_ctx, u64::from(ctx), "meta.n_ctx is the -c the server runs with");
+        assert_eq!(
+            n_ctx,
+            u64::from(ctx),
+            "meta.n_ctx is the -c the server runs with"
+        );
 
         // Today the preflight passes: its prompt fits, whatever the plan's window says.
-        let run = check(&server, &["--context-window", window, "--max-tokens", "1024"], None).await;
+        let run = check(
+            &server,
+            &["--context-window", window, "--max-tokens", "1024"],
+            None,
+        )
+        .await;
         let m = &run.verdict().models[0];
         assert_eq!(
             (m.outcome, m.level),
@@ -312,7 +397,10 @@ async fn llama_server_context_smaller_than_the_plans() {
         body["messages"][1]["content"] = long.into();
         let refused = post(&server, "/v1/chat/completions", None, body).await;
         assert_eq!(refused.status, 400, "{}", refused.body);
-        let message = refused.json()["error"]["message"].as_str().unwrap().to_owned();
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert!(
             message.starts_with("request (")
                 && message.ends_with(&format!(
@@ -320,7 +408,10 @@ async fn llama_server_context_smaller_than_the_plans() {
                 )),
             "{message}"
         );
-        llama_fixture(&format!("ctx-{ctx}.prompt-too-long.txt"), &response_fixture(&refused, VOLATILE));
+        llama_fixture(
+            &format!("ctx-{ctx}.prompt-too-long.txt"),
+            &response_fixture(&refused, VOLATILE),
+        );
     }
 }
 
@@ -329,11 +420,24 @@ async fn llama_server_small_cap_cuts_the_call() {
     let server = start(LlamaServer::with_tools()).await;
     // The cap falls after the tool's name and before its arguments end.
     let cap = CUT_CAP;
-    let cut = post(&server, "/v1/chat/completions", None, probe_request(cap, None)).await;
+    let cut = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(cap, None),
+    )
+    .await;
     assert_eq!(cut.status, 200);
-    assert!(cut.body.contains(r#""finish_reason":"length""#), "{}", cut.body);
+    assert!(
+        cut.body.contains(r#""finish_reason":"length""#),
+        "{}",
+        cut.body
+    );
     assert!(cut.body.contains(r#""name":"probe""#), "{}", cut.body);
-    llama_fixture("tools.cut-by-the-cap.sse.txt", &response_fixture(&cut, VOLATILE));
+    llama_fixture(
+        "tools.cut-by-the-cap.sse.txt",
+        &response_fixture(&cut, VOLATILE),
+    );
 
     // Today the probe hangs up at the first chunk that names the tool: a pass, although a Turn gets a call whose
     // arguments do not parse.
@@ -359,7 +463,13 @@ async fn llama_server_ignores_a_forced_tool_choice() {
     let server = start(LlamaServer::with_tools()).await;
     let run = check(&server, &["--tool-choice", "named"], None).await;
     let m = &run.verdict().models[0];
-    assert_eq!((m.outcome, m.level), (Outcome::Ok, Level::Pass), "{}\n{}", run.stderr, server.log());
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
     // The server said it ignored the object tool_choice, and answered as `auto`.
     let log = server.log();
     assert!(
@@ -377,7 +487,12 @@ async fn llama_server_ignores_a_forced_tool_choice() {
     })
     .await;
     let run = check(&stock, &["--tool-choice", "named"], None).await;
-    assert_eq!(run.verdict().models[0].outcome, Outcome::Text, "{}", run.stderr);
+    assert_eq!(
+        run.verdict().models[0].outcome,
+        Outcome::Text,
+        "{}",
+        run.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -446,7 +561,13 @@ general_settings: {{master_key: {MASTER_KEY}}}
     for extra in [&[][..], &["--tool-choice", "named"][..]] {
         let run = check("llama-tools", extra).await;
         let m = &run.verdict().models[0];
-        assert_eq!(m.outcome, Outcome::Ok, "{extra:?}: {}\n{}", run.stderr, gateway.log());
+        assert_eq!(
+            m.outcome,
+            Outcome::Ok,
+            "{extra:?}: {}\n{}",
+            run.stderr,
+            gateway.log()
+        );
         assert_eq!(m.tool_name.as_deref(), Some("probe"));
         assert!(run.lines()[1].starts_with("provider: llama-tools completed a tool call ("));
         assert_eq!(run.code, 0);

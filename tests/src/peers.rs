@@ -291,7 +291,13 @@ impl Server {
         self.request("POST", path, key, Some(body.to_string()))
     }
 
-    fn request(&self, method: &str, path: &str, key: Option<&str>, body: Option<String>) -> RawResponse {
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<String>,
+    ) -> RawResponse {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
         s.set_read_timeout(Some(Duration::from_secs(120)))
             .expect("set a read timeout");
@@ -338,7 +344,11 @@ fn parse_response(raw: &[u8]) -> RawResponse {
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    let body = if chunked { dechunk(body) } else { body.to_vec() };
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
     RawResponse {
         status,
         headers,
