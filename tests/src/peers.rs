@@ -551,3 +551,27 @@ pub fn response_fixture(r: &RawResponse, drop: &[&str]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_response_is_read_whole() {
+        let raw = "HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   6\r\ndata: \r\n4;x=1\r\n{}\n\n\r\n0\r\n\r\n";
+        let r = parse_response(raw.as_bytes());
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("server"), Some("llama.cpp"));
+        assert_eq!(r.body, "data: {}\n\n");
+    }
+
+    #[test]
+    fn a_fixture_drops_what_changes_between_runs() {
+        let v = serde_json::json!({"id": "x", "model_path": "/root/m/a.gguf", "n": [{"created": 1, "k": 2}]});
+        assert_eq!(
+            normalized(&v, &["id", "created"]),
+            serde_json::json!({"model_path": "a.gguf", "n": [{"k": 2}]})
+        );
+    }
+}
