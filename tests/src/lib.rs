@@ -5,7 +5,7 @@
 //! - [`provider`]: the fake providers, one per wire of the probe, and the server that serves and records them.
 //! - [`kube`]: a fake Kubernetes API server whose kubelet stand-in runs the real `jr2-probe`, for the driver.
 //! - [`chaos`]: a raw TCP server whose HTTP framing misbehaves (stalls, resets, endless lines), for reliability.
-//! - [`peers`]: launchers for the real third-party servers (llama-cpp-python, LiteLLM, mitmproxy) `.ci/run` installs.
+//! - [`peers`]: launchers for the real third-party servers (llama.cpp's llama-server, LiteLLM, mitmproxy) `.ci/run` installs.
 //! - [`http`]: what the fakes share of HTTP: the body type, whole and streamed answers, the recorded request.
 //! - [`tls`]: a throwaway CA and a server certificate it signed, for the TLS tests.
 //! - [`redirect`]: one port that speaks TLS and plain HTTP both and records each request's scheme, for the

@@ -1,5 +1,5 @@
-//! Launchers for the real third-party servers the tests run against: llama-cpp-python's OpenAI-compatible server
-//! with the SmolLM2-135M model, and a LiteLLM proxy. `tests/peers/install.sh` installs them under
+//! Launchers for the real third-party servers the tests run against: llama.cpp's `llama-server` with the
+//! SmolLM2-135M model, a LiteLLM proxy, and mitmproxy. `tests/peers/install.sh` installs them under
 //! `~/.cache/jr2-preflight/peers` (or `$JR2_PEERS_CACHE`); the README's test command runs it first.
 //!
 //! Each server is a child process bound to 127.0.0.1 on a free port, killed when its handle drops. Readiness is a
@@ -122,40 +122,255 @@ fn spawn(mut cmd: Command, name: &str, port: u16) -> Server {
     Server { child, port, log }
 }
 
-/// One model of the llama.cpp server.
-pub struct LlamaModel<'a> {
-    /// The alias requests name.
-    pub alias: &'a str,
-    /// `Some("chatml-function-calling")` for real tool calls; `None` uses the GGUF's own template, which ignores tools.
-    pub chat_format: Option<&'a str>,
+/// The chat template a llama-server renders the request with.
+#[derive(Clone, Debug)]
+pub enum ChatTemplate {
+    /// The GGUF's own (SmolLM2's has no tools: llama-server drops them from the prompt).
+    Stock,
+    /// `tests/peers/smollm2-tools.jinja`: ChatML with the tools and one example call in the system turn.
+    Tools,
+    /// Another template file (`--chat-template-file`).
+    File(PathBuf),
 }
 
-/// Starts llama-cpp-python's server with these models of SmolLM2, and a key when given.
-pub fn start_llama(models: &[LlamaModel<'_>], api_key: Option<&str>) -> Server {
-    let python = require(&cache_dir().join("llama-venv/bin/python"));
-    let model = smollm2_model();
-    let port = free_port();
-    let models: Vec<serde_json::Value> = models
-        .iter()
-        .map(|m| {
-            let mut v = serde_json::json!({"model": model, "model_alias": m.alias, "n_ctx": 2048, "verbose": false});
-            if let Some(f) = m.chat_format {
-                v["chat_format"] = f.into();
-            }
-            v
-        })
-        .collect();
-    let mut config = serde_json::json!({"host": "127.0.0.1", "port": port, "models": models});
-    if let Some(key) = api_key {
-        config["api_key"] = key.into();
+impl ChatTemplate {
+    /// The tool-capable template checked into `tests/peers/`.
+    pub fn tools_file() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/smollm2-tools.jinja")
     }
-    let config_file = std::env::temp_dir().join(format!("jr2-llama-{port}.json"));
-    std::fs::write(&config_file, config.to_string()).expect("write the llama config");
-    let mut cmd = Command::new(python);
-    cmd.args(["-m", "llama_cpp.server", "--config_file"])
-        .arg(&config_file);
-    // The config's key guards /v1 and /v1/models alike; readiness is the docs page, which needs none.
-    spawn(cmd, "llama", port).wait_ready("/docs", Duration::from_secs(90))
+}
+
+/// How to start llama.cpp's `llama-server` with SmolLM2-135M.
+#[derive(Clone, Debug)]
+pub struct LlamaServer {
+    /// The model id it serves (`--alias`). In single-model mode it answers whatever id a request names.
+    pub alias: String,
+    /// The chat template.
+    pub template: ChatTemplate,
+    /// `false`: `--no-jinja` (the legacy templates; a request with tools is refused).
+    pub jinja: bool,
+    /// The key it wants (`LLAMA_API_KEY` in its environment, never in argv).
+    pub api_key: Option<String>,
+    /// `-c`: the context size in tokens.
+    pub ctx_size: u32,
+    /// `--temp`: the default temperature of a request that names none (the probe and a Turn name none).
+    pub temp: Option<f32>,
+    /// `--seed`: the default seed of a request that names none.
+    pub seed: Option<u32>,
+}
+
+impl Default for LlamaServer {
+    /// The stock template, jinja on, no key, `-c 2048`, the server's own sampling defaults.
+    fn default() -> Self {
+        LlamaServer {
+            alias: "smollm2".to_owned(),
+            template: ChatTemplate::Stock,
+            jinja: true,
+            api_key: None,
+            ctx_size: 2048,
+            temp: None,
+            seed: None,
+        }
+    }
+}
+
+/// The `llama-server` binary `tests/peers/install.sh` built.
+pub fn llama_server_binary() -> PathBuf {
+    require(&cache_dir().join("llama-server-0.3.36/llama-server"))
+}
+
+impl LlamaServer {
+    /// The tool-capable template with a fixed seed at temperature 0: the pass path, the same every run.
+    pub fn with_tools() -> Self {
+        LlamaServer {
+            template: ChatTemplate::Tools,
+            temp: Some(0.0),
+            seed: Some(1),
+            ..LlamaServer::default()
+        }
+    }
+
+    /// The arguments it is started with (never the key).
+    pub fn args(&self, port: u16) -> Vec<String> {
+        let model = smollm2_model();
+        let mut args: Vec<String> = vec![
+            "-m".into(),
+            model.display().to_string(),
+            "--alias".into(),
+            self.alias.clone(),
+            "--host".into(),
+            "127.0.0.1".into(),
+            "--port".into(),
+            port.to_string(),
+            "-c".into(),
+            self.ctx_size.to_string(),
+            // One slot: the whole context is one request's, and requests are answered in order.
+            "-np".into(),
+            "1".into(),
+            "-t".into(),
+            "1".into(),
+            "--no-webui".into(),
+        ];
+        if !self.jinja {
+            args.push("--no-jinja".into());
+        }
+        match &self.template {
+            ChatTemplate::Stock => {}
+            ChatTemplate::Tools => {
+                args.push("--chat-template-file".into());
+                args.push(ChatTemplate::tools_file().display().to_string());
+            }
+            ChatTemplate::File(path) => {
+                args.push("--chat-template-file".into());
+                args.push(path.display().to_string());
+            }
+        }
+        if let Some(t) = self.temp {
+            args.push("--temp".into());
+            args.push(t.to_string());
+        }
+        if let Some(s) = self.seed {
+            args.push("--seed".into());
+            args.push(s.to_string());
+        }
+        args
+    }
+
+    /// Starts it on a free loopback port; ready when `GET /health` answers 200 (the model is loaded).
+    pub fn start(&self) -> Server {
+        let binary = llama_server_binary();
+        let port = free_port();
+        let mut cmd = Command::new(binary);
+        cmd.args(self.args(port))
+            // Nothing of the test's environment steers it but what is set here.
+            .env_remove("LLAMA_API_KEY")
+            .env_remove("LLAMA_ARG_API_KEY_FILE")
+            .env("NO_PROXY", "*");
+        if let Some(key) = &self.api_key {
+            cmd.env("LLAMA_API_KEY", key);
+        }
+        spawn(cmd, "llama-server", port).wait_ready("/health", Duration::from_secs(90))
+    }
+}
+
+/// One HTTP/1.1 response read whole: what the fixtures under `tests/fixtures/llama-server/` hold.
+#[derive(Clone, Debug)]
+pub struct RawResponse {
+    /// The status code.
+    pub status: u16,
+    /// The headers, names lowercased, in the order sent.
+    pub headers: Vec<(String, String)>,
+    /// The body (a chunked body de-chunked).
+    pub body: String,
+}
+
+impl RawResponse {
+    /// The first header of this (lowercase) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("the body is not JSON ({e}): {}", self.body))
+    }
+}
+
+impl Server {
+    /// `GET path` with an optional bearer key, read to the end.
+    pub fn get(&self, path: &str, key: Option<&str>) -> RawResponse {
+        self.request("GET", path, key, None)
+    }
+
+    /// `POST path` with a JSON body and an optional bearer key, read to the end (a stream too).
+    pub fn post(&self, path: &str, key: Option<&str>, body: &serde_json::Value) -> RawResponse {
+        self.request("POST", path, key, Some(body.to_string()))
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<String>,
+    ) -> RawResponse {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
+        s.set_read_timeout(Some(Duration::from_secs(120)))
+            .expect("set a read timeout");
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+            self.port
+        );
+        if let Some(key) = key {
+            head.push_str(&format!("Authorization: Bearer {key}\r\n"));
+        }
+        let body = body.unwrap_or_default();
+        if method == "POST" {
+            head.push_str(&format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                body.len()
+            ));
+        }
+        head.push_str("\r\n");
+        s.write_all(head.as_bytes()).expect("send the request");
+        s.write_all(body.as_bytes()).expect("send the body");
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).expect("read the response");
+        parse_response(&raw)
+    }
+}
+
+fn parse_response(raw: &[u8]) -> RawResponse {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no end of headers in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let body = &raw[split + 4..];
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {head:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_vec()
+    };
+    RawResponse {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&rest[..eol]);
+        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else {
+            break;
+        };
+        let after = &rest[eol + 2..];
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.extend_from_slice(&after[..n]);
+        rest = after[n..].strip_prefix(b"\r\n").unwrap_or(&after[n..]);
+    }
+    out
 }
 
 /// Starts a LiteLLM proxy with this `config.yaml` text (its `master_key`, model list, settings).
@@ -247,5 +462,116 @@ pub fn start_custodian(
         server,
         proxy_url: format!("http://127.0.0.1:{port}"),
         ca_file,
+    }
+}
+
+/// Where the real llama-server's responses are kept, for the fakes to be checked against.
+pub fn llama_fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llama-server")
+}
+
+/// `value` with what changes from run to run or machine to machine taken out: every member named in `drop`
+/// (timestamps, ids, timings) at any depth, and a path's directories (`model_path`, `model`: the file name stays).
+pub fn normalized(value: &serde_json::Value, drop: &[&str]) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !drop.contains(&k.as_str()))
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) if s.starts_with('/') && s.ends_with(".gguf") => {
+                            Value::String(
+                                Path::new(s)
+                                    .file_name()
+                                    .map(|f| f.to_string_lossy().into_owned())
+                                    .unwrap_or_default(),
+                            )
+                        }
+                        _ => normalized(v, drop),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| normalized(v, drop)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The fixture `name` under [`llama_fixture_dir`] must hold `text`: with `JR2_WRITE_FIXTURES=1` it is written
+/// instead, so a new llama.cpp is recorded on purpose, never silently.
+pub fn llama_fixture(name: &str, text: &str) {
+    let path = llama_fixture_dir().join(name);
+    if std::env::var_os("JR2_WRITE_FIXTURES").is_some() {
+        std::fs::create_dir_all(llama_fixture_dir()).expect("create the fixture dir");
+        std::fs::write(&path, text).expect("write the fixture");
+        return;
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (record it with JR2_WRITE_FIXTURES=1)",
+            path.display()
+        )
+    });
+    assert_eq!(
+        kept,
+        text,
+        "the real llama-server no longer answers as {} holds (re-record with JR2_WRITE_FIXTURES=1 and check the fakes)",
+        path.display()
+    );
+}
+
+/// A response as a fixture: the status line, the headers the fakes must copy (`server`, `content-type`), the body
+/// (JSON normalized and pretty, an SSE stream with each `data:` JSON normalized).
+pub fn response_fixture(r: &RawResponse, drop: &[&str]) -> String {
+    let mut out = format!("HTTP/1.1 {}\n", r.status);
+    for name in ["server", "content-type"] {
+        if let Some(v) = r.header(name) {
+            out.push_str(&format!("{name}: {v}\n"));
+        }
+    }
+    out.push('\n');
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(&r.body) {
+        out.push_str(&serde_json::to_string_pretty(&normalized(&json, drop)).expect("json"));
+        out.push('\n');
+        return out;
+    }
+    for line in r.body.lines() {
+        match line
+            .strip_prefix("data: ")
+            .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        {
+            Some(json) => out.push_str(&format!("data: {}\n", normalized(&json, drop))),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_response_is_read_whole() {
+        let raw = "HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   6\r\ndata: \r\n4;x=1\r\n{}\n\n\r\n0\r\n\r\n";
+        let r = parse_response(raw.as_bytes());
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("server"), Some("llama.cpp"));
+        assert_eq!(r.body, "data: {}\n\n");
+    }
+
+    #[test]
+    fn a_fixture_drops_what_changes_between_runs() {
+        let v = serde_json::json!({"id": "x", "model_path": "/root/m/a.gguf", "n": [{"created": 1, "k": 2}]});
+        assert_eq!(
+            normalized(&v, &["id", "created"]),
+            serde_json::json!({"model_path": "a.gguf", "n": [{"k": 2}]})
+        );
     }
 }
