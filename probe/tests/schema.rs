@@ -160,6 +160,7 @@ fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
         Vec::new()
     };
     ModelResult {
+        findings: Default::default(),
         model: format!("m{i}"),
         id: format!("org/model-{i}"),
         api,

@@ -131,6 +131,7 @@ async fn a_run_cut_by_the_pods_deadline_validates() {
 fn model(i: usize, outcome: Outcome) -> ModelResult {
     let code = outcome.default_code();
     ModelResult {
+        findings: Default::default(),
         model: format!("anthropic/claude-model-number-{i}"),
         id: format!("claude-model-number-{i}"),
         api: jr2_probe::contract::ApiKind::AnthropicMessages,

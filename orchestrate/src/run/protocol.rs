@@ -10,6 +10,8 @@
 //! code.
 
 use jr2_probe::contract::ProbeEvent;
+use jr2_probe::contract::endpoint::Cause;
+use jr2_probe::contract::render;
 use jr2_probe::contract::summary::Summary;
 use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
 use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
@@ -81,7 +83,21 @@ impl Trusted<'_> {
             }
         }
         r.level = r.outcome.level(r.api);
-        r.next_action = r.code.next_action().to_owned();
+        if let Some(Cause::GatewayBackendFailed { error }) = &mut r.findings.cause {
+            *error = c(error, 40);
+        }
+        r.next_action = match &r.findings.cause {
+            Some(cause) => render::cause_next_action(cause),
+            None => r.code.next_action().to_owned(),
+        };
+        if let Some(e) = &mut r.findings.endpoint {
+            e.version = e.version.as_deref().map(|v| c(v, 40));
+        }
+        r.findings.tool_arguments = r
+            .findings
+            .tool_arguments
+            .as_deref()
+            .map(|s| c(s, MAX_TEXT_CHARS));
         r.error = r.error.as_deref().map(|e| c(e, MAX_ERROR_CHARS));
         r.stop_reason = r.stop_reason.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
         r.tool_name = r.tool_name.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
@@ -148,6 +164,17 @@ impl Trusted<'_> {
                 index,
                 model: self.model(index, &model),
                 attempt,
+            },
+            ProbeEvent::Waiting {
+                index,
+                model,
+                waited_ms,
+                timeout_ms,
+            } => ProbeEvent::Waiting {
+                index,
+                model: self.model(index, &model),
+                waited_ms,
+                timeout_ms,
             },
             ProbeEvent::Result { index, result } => ProbeEvent::Result {
                 index,

@@ -344,7 +344,9 @@ impl Reader {
                 .and_then(|f| f.name)
                 .filter(|n| !n.is_empty())
             {
+                // Gemini sends a call whole, its arguments an object: the call is complete here.
                 out.push(StreamEvent::ToolCall { name });
+                out.push(StreamEvent::ToolCallEnd);
             }
         }
         if let Some(reason) = candidate.finish_reason.filter(|r| !r.is_empty()) {

@@ -468,8 +468,21 @@ impl StreamReader for Reader {
                     out.push(StreamEvent::ToolCall {
                         name: name.to_owned(),
                     });
+                    if kind == "response.output_item.done" {
+                        out.push(StreamEvent::ToolCallEnd);
+                    }
                 }
             }
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+                if let Some(delta) = value
+                    .get("delta")
+                    .and_then(Value::as_str)
+                    .filter(|d| !d.is_empty())
+                {
+                    out.push(StreamEvent::ToolArguments(delta.to_owned()));
+                }
+            }
+            "response.function_call_arguments.done" => out.push(StreamEvent::ToolCallEnd),
             "response.output_text.delta"
             | "response.refusal.delta"
             | "response.reasoning_summary_text.delta"
@@ -479,7 +492,11 @@ impl StreamReader for Reader {
                     .and_then(Value::as_str)
                     .filter(|d| !d.is_empty())
                 {
-                    out.push(StreamEvent::Text(delta.to_owned()));
+                    out.push(if kind.starts_with("response.reasoning") {
+                        StreamEvent::Reasoning(delta.to_owned())
+                    } else {
+                        StreamEvent::Text(delta.to_owned())
+                    });
                 }
             }
             "response.completed" | "response.incomplete" => {
@@ -658,6 +675,7 @@ mod tests {
                     json!({"supportsStrictMode": true, "supportsOpenAIGrammarTools": true})
                 }),
                 headers: None,
+                context_window: None,
             },
             session_id: SESSION.to_owned(),
         }

@@ -18,7 +18,8 @@ pub const ANSWER_KEEP_BYTES: usize = 16 * 1024;
 /// How a 200's stream ended, as far as its bytes tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
-    /// A tool call named a tool: the verdict; the caller hangs up.
+    /// A tool call named a tool and its arguments are complete JSON (or the stream said the call ended): the
+    /// verdict; the caller hangs up.
     ToolCall {
         /// The tool's name as the model sent it.
         name: String,
@@ -56,6 +57,9 @@ pub struct StreamJudge<'w> {
     answer: String,
     stop: Option<String>,
     done: bool,
+    call: Option<String>,
+    arguments: String,
+    reasoned: bool,
 }
 
 impl<'w> StreamJudge<'w> {
@@ -70,6 +74,9 @@ impl<'w> StreamJudge<'w> {
             answer: String::new(),
             stop: None,
             done: false,
+            call: None,
+            arguments: String::new(),
+            reasoned: false,
         }
     }
 
@@ -106,6 +113,16 @@ impl<'w> StreamJudge<'w> {
         &self.answer
     }
 
+    /// Reasoning was streamed.
+    pub fn reasoned(&self) -> bool {
+        self.reasoned
+    }
+
+    /// The first tool call's arguments so far, when a call began (at most [`ANSWER_KEEP_BYTES`]).
+    pub fn call_arguments(&self) -> Option<&str> {
+        self.call.as_ref().map(|_| self.arguments.as_str())
+    }
+
     /// The answer text, taken out of the judge.
     pub fn into_answer(self) -> String {
         self.answer
@@ -128,23 +145,41 @@ impl<'w> StreamJudge<'w> {
                 self.seen.clear();
                 return Some(StreamEnd::Unreadable(e.0));
             }
-            for ev in self.seen.drain(..) {
+            let mut seen = std::mem::take(&mut self.seen);
+            for ev in seen.drain(..) {
                 observe(&ev);
                 match ev {
-                    StreamEvent::ToolCall { name } => return Some(StreamEnd::ToolCall { name }),
-                    StreamEvent::Text(t) => {
-                        let room = ANSWER_KEEP_BYTES - self.answer.len();
-                        let mut take = t.len().min(room);
-                        while !t.is_char_boundary(take) {
-                            take -= 1;
+                    StreamEvent::ToolCall { name } => {
+                        if self.call.is_none() {
+                            self.call = Some(name);
                         }
-                        self.answer.push_str(&t[..take]);
                     }
-                    StreamEvent::Stop(reason) => self.stop = Some(reason),
+                    StreamEvent::ToolArguments(piece) if self.call.is_some() => {
+                        keep(&mut self.arguments, &piece);
+                        if complete_json(&self.arguments) {
+                            return self.called();
+                        }
+                    }
+                    StreamEvent::ToolArguments(_) => {}
+                    StreamEvent::ToolCallEnd if self.call.is_some() => return self.called(),
+                    StreamEvent::ToolCallEnd => {}
+                    StreamEvent::Text(t) => keep(&mut self.answer, &t),
+                    StreamEvent::Reasoning(t) => {
+                        self.reasoned = true;
+                        keep(&mut self.answer, &t);
+                    }
+                    StreamEvent::Stop(reason) => {
+                        // A call whose stop is not the cap ended there: the stream said so.
+                        if self.call.is_some() && self.wire.stop_kind(&reason) != StopKind::Length {
+                            return self.called();
+                        }
+                        self.stop = Some(reason);
+                    }
                     StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),
                     StreamEvent::Done => self.done = true,
                 }
             }
+            self.seen = seen;
         }
         // Keep the buffer's allocation for the next chunk.
         self.events = events;
@@ -152,8 +187,20 @@ impl<'w> StreamJudge<'w> {
         None
     }
 
-    /// The end of a stream that ran out (its body ended, or its end marker came) with no tool call and no error.
+    /// The call's verdict: it named a tool, and its arguments are complete (or it ended).
+    fn called(&self) -> Option<StreamEnd> {
+        self.call.clone().map(|name| StreamEnd::ToolCall { name })
+    }
+
+    /// The end of a stream that ran out (its body ended, or its end marker came) with no complete tool call and no
+    /// error. A call that began and got no stop reason, then the end marker, ended with the stream.
     fn conclude(&mut self) -> StreamEnd {
+        if self.stop.is_none()
+            && self.done
+            && let Some(name) = self.call.clone()
+        {
+            return StreamEnd::ToolCall { name };
+        }
         match self.stop.take().map(|r| (self.wire.stop_kind(&r), r)) {
             Some((StopKind::Length, stop)) => StreamEnd::Length { stop },
             Some((StopKind::Normal, stop)) => StreamEnd::Text { stop: Some(stop) },
@@ -162,6 +209,23 @@ impl<'w> StreamJudge<'w> {
             None => StreamEnd::Cut,
         }
     }
+}
+
+/// Appends as much of `piece` as [`ANSWER_KEEP_BYTES`] leaves room for, on a character boundary.
+fn keep(into: &mut String, piece: &str) {
+    let room = ANSWER_KEEP_BYTES.saturating_sub(into.len());
+    let mut take = piece.len().min(room);
+    while !piece.is_char_boundary(take) {
+        take -= 1;
+    }
+    into.push_str(&piece[..take]);
+}
+
+/// Arguments that parse as one JSON object: the call is complete.
+fn complete_json(arguments: &str) -> bool {
+    let t = arguments.trim_end();
+    t.ends_with('}')
+        && serde_json::from_str::<serde_json::Value>(t).is_ok_and(|v| v.is_object())
 }
 
 #[cfg(test)]
