@@ -826,6 +826,8 @@ mod tests {
                 StreamEvent::ToolCall {
                     name: "probe".into()
                 },
+                StreamEvent::ToolArguments("{\"status\": \"ready\"}".into()),
+                StreamEvent::ToolCallEnd,
                 StreamEvent::Stop("tool_use".into()),
                 StreamEvent::Done
             ]
@@ -870,7 +872,7 @@ mod tests {
         assert_eq!(
             ev,
             vec![
-                StreamEvent::Text("Let me see.".into()),
+                StreamEvent::Reasoning("Let me see.".into()),
                 StreamEvent::Text("Ready.".into()),
                 StreamEvent::Stop("max_tokens".into()),
                 StreamEvent::Done

@@ -465,13 +465,13 @@ mod tests {
             .unwrap(),
             vec![StreamEvent::ToolCall { name: "probe".into() }]
         );
-        assert!(
+        assert_eq!(
             read(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"st"}}}"#
             )
-            .unwrap()
-            .is_empty()
+            .unwrap(),
+            vec![StreamEvent::ToolArguments("{\"st".into())]
         );
         assert_eq!(
             read(
@@ -487,7 +487,7 @@ mod tests {
                 r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hmm"}}}"#
             )
             .unwrap(),
-            vec![StreamEvent::Text("hmm".into())]
+            vec![StreamEvent::Reasoning("hmm".into())]
         );
         assert_eq!(
             read("messageStop", r#"{"p":"x","stopReason":"max_tokens"}"#).unwrap(),

@@ -567,7 +567,7 @@ mod tests {
             ev,
             vec![
                 StreamEvent::Text("Hi".into()),
-                StreamEvent::Text("hmm".into()),
+                StreamEvent::Reasoning("hmm".into()),
                 StreamEvent::Stop("length".into())
             ]
         );

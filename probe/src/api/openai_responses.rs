@@ -1066,9 +1066,13 @@ data: {"type":"response.function_call_arguments.done","sequence_number":6,"item_
         let ev = read_all(TOOL_CALL_STREAM).unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::ToolCall {
-                name: "probe".into()
-            }]
+            vec![
+                StreamEvent::ToolCall {
+                    name: "probe".into()
+                },
+                StreamEvent::ToolArguments("{\"status\":\"ready\"}".into()),
+                StreamEvent::ToolCallEnd,
+            ]
         );
     }
 
@@ -1080,9 +1084,12 @@ data: {"type":"response.function_call_arguments.done","sequence_number":6,"item_
         .unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::ToolCall {
-                name: "probe".into()
-            }]
+            vec![
+                StreamEvent::ToolCall {
+                    name: "probe".into()
+                },
+                StreamEvent::ToolCallEnd,
+            ]
         );
         // A function_call item without a name is no call.
         let ev = read_all(
@@ -1114,7 +1121,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
             read_all(stream).unwrap(),
             vec![
                 StreamEvent::Text("Ready".into()),
-                StreamEvent::Text("hmm".into()),
+                StreamEvent::Reasoning("hmm".into()),
                 StreamEvent::Stop("completed".into()),
                 StreamEvent::Done,
             ]

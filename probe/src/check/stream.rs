@@ -258,7 +258,17 @@ mod tests {
             + &chunk(
                 r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
                 None,
-            );
+            )
+            + &chunk(
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"status\":"}}]}"#,
+                None,
+            )
+            + &chunk(
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"\"ready\"}"}}]}"#,
+                None,
+            )
+            // Never read: the verdict came with the complete arguments.
+            + "data: {not json\n\n";
         for piece in [1, 7, body.len()] {
             let (end, answer) = judge(ApiKind::OpenAiCompletions, &body, piece);
             assert_eq!(
@@ -323,5 +333,60 @@ mod tests {
             j.push(b"data: [DONE]\n\n"),
             Some(StreamEnd::Text { stop: None })
         );
+    }
+
+    #[test]
+    fn a_call_waits_for_its_arguments_and_a_cap_that_cuts_them_is_length() {
+        let begin = chunk(
+            r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
+            None,
+        ) + &chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}"#, None);
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        // The name alone is no verdict any more: the arguments are not complete.
+        assert_eq!(j.push(begin.as_bytes()), None);
+        assert_eq!(j.call_arguments(), Some("{"));
+        assert_eq!(
+            j.push(chunk("{}", Some("length")).as_bytes()),
+            None,
+            "a length stop waits for the end"
+        );
+        assert_eq!(
+            j.push(b"data: [DONE]\n\n"),
+            Some(StreamEnd::Length {
+                stop: "length".into()
+            })
+        );
+        // A call with no arguments that the stream ends normally is complete.
+        let (end, _) = judge(
+            ApiKind::OpenAiCompletions,
+            &(begin.clone() + &chunk("{}", Some("tool_calls"))),
+            9,
+        );
+        assert_eq!(
+            end,
+            StreamEnd::ToolCall {
+                name: "probe".into()
+            }
+        );
+        // The arguments of a second call do not complete the first.
+        let second = chunk(
+            r#"{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"other","arguments":"{}"}}]}"#,
+            None,
+        );
+        let mut j = StreamJudge::new(wire);
+        assert_eq!(j.push((begin + &second).as_bytes()), None);
+        assert_eq!(j.call_arguments(), Some("{"));
+    }
+
+    #[test]
+    fn reasoning_is_told_from_text() {
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        j.push(chunk(r#"{"content":"hi"}"#, None).as_bytes());
+        assert!(!j.reasoned());
+        j.push(chunk(r#"{"reasoning_content":"hmm"}"#, None).as_bytes());
+        assert!(j.reasoned());
+        assert_eq!(j.answer(), "hihmm");
     }
 }

@@ -124,12 +124,12 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
         Cause::ContextTooSmall { served, needed, server, .. } => {
             let flag = match server {
-                EndpointKind::LlamaCpp => "-c",
-                EndpointKind::Vllm => "--max-model-len",
-                EndpointKind::Litellm | EndpointKind::Unknown => "its context size",
+                EndpointKind::LlamaCpp => "llama-server's -c",
+                EndpointKind::Vllm => "vLLM's --max-model-len",
+                EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
             };
             format!(
-                "serve the model with a context of at least {needed} tokens (the server's {flag}), or set contextWindow in jr2.config.ts to {served}"
+                "serve the model with a context of at least {needed} tokens ({flag}), or set contextWindow in jr2.config.ts to {served}"
             )
         }
     }
@@ -1266,5 +1266,130 @@ mod tests {
                 "cannot read the CA file /missing.pem named by NODE_EXTRA_CA_CERTS: No such file or directory (os error 2)"
             )]
         )]));
+    }
+
+    /// The lines a known cause adds after the contract's lines (which stay byte for byte), each cause's next
+    /// action, the forced-tool note and the progress line.
+    #[test]
+    fn endpoint_cause_lines() {
+        let m = "llama/SmolLM2";
+        let with = |outcome: Outcome, error: &str, status: Option<u16>, cause: Cause| {
+            let mut r = result(m, custom(false), outcome, error, status);
+            r.findings.cause = Some(cause);
+            r
+        };
+        let context = |from_window: bool, server: EndpointKind| Cause::ContextTooSmall {
+            served: 2048,
+            needed: if from_window { 32768 } else { 5201 },
+            from_window,
+            server,
+        };
+        let mut cases: Vec<(&str, ModelResult)> = vec![
+            (
+                "llama.cpp template without tools (text)",
+                with(Outcome::Text, "", Some(200), Cause::LlamaCppTemplateWithoutTools),
+            ),
+            (
+                "llama.cpp without jinja",
+                with(
+                    Outcome::Http,
+                    "HTTP 500: tools param requires --jinja flag",
+                    Some(500),
+                    Cause::LlamaCppWithoutJinja,
+                ),
+            ),
+            (
+                "vLLM without its tool flags: the contract's line says it already",
+                with(
+                    Outcome::Http,
+                    "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+                    Some(400),
+                    Cause::VllmToolsNotEnabled,
+                ),
+            ),
+            (
+                "a LiteLLM gateway whose backend failed",
+                with(
+                    Outcome::Http,
+                    "HTTP 500: litellm.APIConnectionError: OpenAIException - Connection error.",
+                    Some(500),
+                    Cause::GatewayBackendFailed {
+                        error: "APIConnectionError".to_owned(),
+                    },
+                ),
+            ),
+            (
+                "length while thinking",
+                with(
+                    Outcome::Length,
+                    "stop reason \"length\" before any tool call (the token cap sent was 1024)",
+                    Some(200),
+                    Cause::LengthWhileThinking,
+                ),
+            ),
+            (
+                "length: text until the cap, no reasoning",
+                with(
+                    Outcome::Length,
+                    "stop reason \"length\" before any tool call (the token cap sent was 1024)",
+                    Some(200),
+                    Cause::TextUntilCap,
+                ),
+            ),
+            (
+                "a tool call the cap cut",
+                with(
+                    Outcome::Length,
+                    &call_cut_error("length", 1024),
+                    Some(200),
+                    Cause::ToolCallCut,
+                ),
+            ),
+            (
+                "context smaller than contextWindow, llama.cpp",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 32768),
+                    Some(200),
+                    context(true, EndpointKind::LlamaCpp),
+                ),
+            ),
+            (
+                "context smaller than the cap and the prompt, vLLM",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 5201),
+                    Some(200),
+                    context(false, EndpointKind::Vllm),
+                ),
+            ),
+            (
+                "context, a server of unknown kind",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 32768),
+                    Some(200),
+                    context(true, EndpointKind::Unknown),
+                ),
+            ),
+        ];
+        let mut ignored = result(m, custom(false), Outcome::Text, "", Some(200));
+        ignored.findings.tool_choice_ignored = true;
+        cases.push(("a forced tool choice answered in text", ignored));
+        let mut text = String::new();
+        for (name, r) in &cases {
+            text.push_str(&format!("# {name}\n{}\n", model_lines(r, &Origin::ThisMachine).join("\n")));
+            if let Some(c) = &r.findings.cause {
+                text.push_str(&format!("nextAction: {}\n", cause_next_action(c)));
+            }
+            text.push('\n');
+        }
+        text.push_str("# waiting, by hand and through the driver\n");
+        for s in [30, 60, 90] {
+            text.push_str(&waiting(m, Duration::from_secs(s), Duration::from_secs(120)));
+            text.push('\n');
+        }
+        text.push_str(&waiting(m, Duration::from_millis(500), Duration::from_millis(2500)));
+        insta::assert_snapshot!(text);
     }
 }
