@@ -106,12 +106,11 @@ pub async fn learn(
         read_models(&models, &target.id, &mut endpoint);
     }
     let root = root(&target.base_url);
-    let maybe_llama = matches!(
-        endpoint.kind,
-        EndpointKind::LlamaCpp | EndpointKind::Unknown
-    ) && !seen.uvicorn;
-    if maybe_llama
-        && (failed || endpoint.context_length.is_none())
+    // `/props` for llama.cpp whose context `/v1/models` did not give, or after a failure of a server that may be
+    // llama.cpp (an unknown one without uvicorn's header): a pass against an unknown server costs one GET only.
+    let llama = endpoint.kind == EndpointKind::LlamaCpp;
+    let maybe_llama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn;
+    if ((llama && (failed || endpoint.context_length.is_none())) || (maybe_llama && failed))
         && let Some(props) = get(api::endpoint(&root, "/props")).await
     {
         read_props(&props, &mut endpoint, redactor);
