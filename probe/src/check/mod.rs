@@ -484,7 +484,10 @@ impl Checker {
             r.next_action = render::cause_next_action(&cause);
             r.findings.cause = Some(cause);
         }
-        r.findings.endpoint = known;
+        // Nothing learned is no endpoint in the JSON.
+        r.findings.endpoint = known.filter(|e| {
+            *e != crate::contract::endpoint::Endpoint::of(crate::contract::endpoint::EndpointKind::Unknown)
+        });
         r
     }
 
