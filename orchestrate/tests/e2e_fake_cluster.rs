@@ -800,7 +800,11 @@ async fn a_slow_model_prints_progress_and_a_known_cause_its_line() {
         )
     };
     assert!(
-        waiting.len() >= 3 && waiting.iter().enumerate().all(|(i, l)| *l == line(500 * (i as u64 + 1))),
+        waiting.len() >= 3
+            && waiting
+                .iter()
+                .enumerate()
+                .all(|(i, l)| *l == line(500 * (i as u64 + 1))),
         "{waiting:#?}"
     );
     let v = run.verdict();
@@ -812,7 +816,10 @@ async fn a_slow_model_prints_progress_and_a_known_cause_its_line() {
         jr2_probe::render::cause_next_action(&jr2_probe::contract::endpoint::Cause::TextUntilCap)
     );
     assert!(
-        lines.iter().any(|l| l.starts_with("  - no reasoning was streamed: the model wrote text until the cap")),
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("  - no reasoning was streamed: the model wrote text until the cap")),
         "{lines:#?}"
     );
     assert_verdict_lines(&run, &v);

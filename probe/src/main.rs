@@ -299,7 +299,11 @@ async fn check(args: CheckArgs) -> ExitCode {
     let waiting = |p: Progress<'_>| {
         if let Progress::Waiting { index, waited } = p {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{}", render::waiting(&targets[index].model, waited, timeout));
+            let _ = writeln!(
+                err,
+                "{}",
+                render::waiting(&targets[index].model, waited, timeout)
+            );
         }
     };
     let results = checker

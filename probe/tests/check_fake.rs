@@ -149,7 +149,8 @@ async fn length_stop_is_an_error_with_the_four_hints() {
     // until the cap (issue 16).
     let m = run.verdict().models[0].clone();
     want.push(
-        jr2_probe::render::cause_line(&jr2_probe::contract::endpoint::Cause::TextUntilCap, &m).unwrap(),
+        jr2_probe::render::cause_line(&jr2_probe::contract::endpoint::Cause::TextUntilCap, &m)
+            .unwrap(),
     );
     assert_eq!(run.lines(), want);
     assert_eq!(m.code, Code::Length);

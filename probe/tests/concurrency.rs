@@ -50,7 +50,10 @@ async fn gated(gate: usize) -> (FakeProvider, Arc<Gate>) {
 
 /// The check's own requests (the context check's `GET /v1/models` after each pass aside).
 fn posts(fake: &FakeProvider) -> usize {
-    fake.requests().iter().filter(|r| r.method == "POST").count()
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count()
 }
 
 fn check_args(base: &str, models: usize) -> Vec<String> {

@@ -61,16 +61,30 @@ async fn llama_cpp_template_without_tools_names_the_template_not_jinja() {
     assert_eq!(e.context_length, Some(8192));
     assert_eq!(e.version.as_deref(), Some(canned::LLAMA_BUILD));
     assert_eq!(r.findings.cause, Some(Cause::LlamaCppTemplateWithoutTools));
-    assert!(r.next_action.contains("--chat-template-file"), "{}", r.next_action);
+    assert!(
+        r.next_action.contains("--chat-template-file"),
+        "{}",
+        r.next_action
+    );
     assert!(!r.next_action.contains("--jinja flag"));
     let got = lines(&run);
     let want_cause = render::cause_line(&Cause::LlamaCppTemplateWithoutTools, r).unwrap();
-    assert!(got.ends_with(&[render::text_warning("text"), want_cause]), "{got:#?}");
+    assert!(
+        got.ends_with(&[render::text_warning("text"), want_cause]),
+        "{got:#?}"
+    );
     // The metadata went to the check's own origin, and the key header with it (pi's `Bearer unused`).
-    let gets: Vec<_> = fake.requests().into_iter().filter(|q| q.method == "GET").collect();
+    let gets: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|q| q.method == "GET")
+        .collect();
     let paths: Vec<&str> = gets.iter().map(|q| q.path.as_str()).collect();
     assert_eq!(paths, ["/v1/models", "/props"]);
-    assert!(gets.iter().all(|q| q.header("authorization") == Some("Bearer unused")));
+    assert!(
+        gets.iter()
+            .all(|q| q.header("authorization") == Some("Bearer unused"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -118,7 +132,10 @@ async fn a_litellm_gateway_whose_backend_failed_says_so() {
     let fake = server(Kind::Litellm, 0, true).await;
     let run = check(&fake, "backend-down", &[]).await;
     let r = &run.verdict().models[0];
-    assert_eq!(r.findings.endpoint.as_ref().unwrap().kind, EndpointKind::Litellm);
+    assert_eq!(
+        r.findings.endpoint.as_ref().unwrap().kind,
+        EndpointKind::Litellm
+    );
     let cause = Cause::GatewayBackendFailed {
         error: "APIConnectionError".into(),
     };
@@ -138,7 +155,11 @@ async fn length_with_and_without_reasoning_says_which() {
     ] {
         let run = check(&fake, model, &[]).await;
         let r = &run.verdict().models[0];
-        assert_eq!((r.outcome, r.level), (Outcome::Length, Level::Error), "{model}");
+        assert_eq!(
+            (r.outcome, r.level),
+            (Outcome::Length, Level::Error),
+            "{model}"
+        );
         assert_eq!(r.findings.cause.as_ref(), Some(&cause), "{model}");
         assert_eq!(r.next_action, render::cause_next_action(&cause));
         assert_eq!(
@@ -156,10 +177,18 @@ async fn a_call_the_cap_cut_is_length_with_its_arguments() {
     assert_eq!((r.outcome, r.code), (Outcome::Length, Code::Length));
     assert_eq!(r.findings.cause, Some(Cause::ToolCallCut));
     assert_eq!(r.findings.tool_arguments.as_deref(), Some("{"));
-    assert_eq!(r.error.as_deref(), Some(render::call_cut_error("length", 1024).as_str()));
+    assert_eq!(
+        r.error.as_deref(),
+        Some(render::call_cut_error("length", 1024).as_str())
+    );
     // A complete call passes.
     let run = check(&fake, "ok", &[]).await;
-    assert_eq!(run.verdict().models[0].outcome, Outcome::Ok, "{}", run.stderr);
+    assert_eq!(
+        run.verdict().models[0].outcome,
+        Outcome::Ok,
+        "{}",
+        run.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -176,19 +205,37 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
         server: EndpointKind::LlamaCpp,
     };
     assert_eq!(r.findings.cause.as_ref(), Some(&cause));
-    assert_eq!(r.error.as_deref(), Some(render::context_too_small_error(2048, 32768).as_str()));
-    assert_eq!(lines(&run).last().unwrap(), &render::cause_line(&cause, r).unwrap());
+    assert_eq!(
+        r.error.as_deref(),
+        Some(render::context_too_small_error(2048, 32768).as_str())
+    );
+    assert_eq!(
+        lines(&run).last().unwrap(),
+        &render::cause_line(&cause, r).unwrap()
+    );
     // Without a window: the cap and pi's reserve. 256 tokens of context cannot hold a 1024-token cap.
     let small = server(Kind::Vllm, 256, true).await;
     let r = check(&small, "ok", &[]).await.verdict().models[0].clone();
     assert!(
-        matches!(r.findings.cause, Some(Cause::ContextTooSmall { served: 256, from_window: false, server: EndpointKind::Vllm, .. })),
+        matches!(
+            r.findings.cause,
+            Some(Cause::ContextTooSmall {
+                served: 256,
+                from_window: false,
+                server: EndpointKind::Vllm,
+                ..
+            })
+        ),
         "{:?}",
         r.findings
     );
     // A context that holds the window passes, and its length is in the verdict.
     let big = server(Kind::LlamaCpp, 32768, true).await;
-    let r = check(&big, "ok", &["--context-window", "32768"]).await.verdict().models[0].clone();
+    let r = check(&big, "ok", &["--context-window", "32768"])
+        .await
+        .verdict()
+        .models[0]
+        .clone();
     assert_eq!(r.outcome, Outcome::Ok);
     assert_eq!(r.findings.endpoint.unwrap().context_length, Some(32768));
 }
@@ -200,9 +247,17 @@ async fn a_forced_tool_choice_answered_otherwise_is_noted() {
         let run = check(&fake, model, &["--tool-choice", "named"]).await;
         let r = &run.verdict().models[0];
         assert!(r.findings.tool_choice_ignored, "{model}");
-        assert!(lines(&run).contains(&render::tool_choice_ignored(model)), "{}", run.stderr);
+        assert!(
+            lines(&run).contains(&render::tool_choice_ignored(model)),
+            "{}",
+            run.stderr
+        );
     }
-    let r = check(&fake, "ok", &["--tool-choice", "named"]).await.verdict().models[0].clone();
+    let r = check(&fake, "ok", &["--tool-choice", "named"])
+        .await
+        .verdict()
+        .models[0]
+        .clone();
     assert!(!r.findings.tool_choice_ignored);
     // Without a forced choice, a text answer is no such note.
     let r = check(&fake, "text", &[]).await.verdict().models[0].clone();
@@ -218,7 +273,12 @@ async fn a_model_that_takes_long_gets_progress_lines() {
         &["--waiting-note", "500ms", "--timeout", "10s"],
     )
     .await;
-    assert_eq!(run.verdict().models[0].outcome, Outcome::Ok, "{}", run.stderr);
+    assert_eq!(
+        run.verdict().models[0].outcome,
+        Outcome::Ok,
+        "{}",
+        run.stderr
+    );
     let waiting: Vec<String> = lines(&run)
         .into_iter()
         .filter(|l| l.contains("no answer yet"))
@@ -231,9 +291,15 @@ async fn a_model_that_takes_long_gets_progress_lines() {
         )
     };
     // The model answers after 1.6 s: at least the three lines before it, each at the pace.
-    assert!(waiting.starts_with(&[line(500), line(1000), line(1500)]), "{waiting:#?}");
     assert!(
-        waiting.iter().enumerate().all(|(i, l)| *l == line(500 * (i as u64 + 1))),
+        waiting.starts_with(&[line(500), line(1000), line(1500)]),
+        "{waiting:#?}"
+    );
+    assert!(
+        waiting
+            .iter()
+            .enumerate()
+            .all(|(i, l)| *l == line(500 * (i as u64 + 1))),
         "{waiting:#?}"
     );
     // None when the verdict comes first.

@@ -414,10 +414,10 @@ impl StreamReader for Reader {
                     _ => {}
                 }
             }
-            "content_block_stop" if self.tool_block.is_some() => {
-                if message.index.or(Some(0)) == self.tool_block {
-                    out.push(StreamEvent::ToolCallEnd);
-                }
+            "content_block_stop"
+                if self.tool_block.is_some() && message.index.or(Some(0)) == self.tool_block =>
+            {
+                out.push(StreamEvent::ToolCallEnd);
             }
             "message_delta" => {
                 if let Some(reason) = message

@@ -44,9 +44,7 @@ impl Seen {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let litellm = headers
-            .keys()
-            .any(|k| k.as_str().starts_with("x-litellm-"));
+        let litellm = headers.keys().any(|k| k.as_str().starts_with("x-litellm-"));
         let kind = if litellm {
             Some(EndpointKind::Litellm)
         } else if server.starts_with("llama.cpp") {
@@ -129,7 +127,11 @@ pub async fn learn(
 }
 
 /// One metadata `GET`, its JSON body, or `None` (any failure: the metadata is a bonus, never a verdict).
-async fn fetch(client: &reqwest::Client, url: reqwest::Url, mut headers: HeaderMap) -> Option<Value> {
+async fn fetch(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    mut headers: HeaderMap,
+) -> Option<Value> {
     headers.remove(CONTENT_TYPE);
     let send = async {
         let mut response = client.get(url).headers(headers).send().await.ok()?;
@@ -145,7 +147,10 @@ async fn fetch(client: &reqwest::Client, url: reqwest::Url, mut headers: HeaderM
         }
         serde_json::from_slice(&buf).ok()
     };
-    tokio::time::timeout(METADATA_TIMEOUT, send).await.ok().flatten()
+    tokio::time::timeout(METADATA_TIMEOUT, send)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// `/v1/models`: the served model's context (llama.cpp's `meta.n_ctx`, vLLM's `max_model_len`) and who serves it
@@ -305,7 +310,9 @@ mod tests {
     #[test]
     fn litellm_backend_errors_are_named() {
         assert_eq!(
-            gateway_backend_error("litellm.APIConnectionError: OpenAIException - Connection error."),
+            gateway_backend_error(
+                "litellm.APIConnectionError: OpenAIException - Connection error."
+            ),
             Some("APIConnectionError".into())
         );
         assert_eq!(

@@ -460,10 +460,7 @@ impl Checker {
         } else {
             None
         };
-        let known = learned.or_else(|| {
-            seen.kind
-                .map(crate::contract::endpoint::Endpoint::of)
-        });
+        let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
         r.elapsed_ms += started.elapsed().as_millis() as u64;
         r.findings.tool_choice_ignored = target.tool_choice == crate::api::ToolChoice::Named
             && (r.outcome == Outcome::Text
@@ -474,7 +471,11 @@ impl Checker {
             .or_else(|| r.findings.cause.take());
         if let Some(cause) = cause {
             if let crate::contract::endpoint::Cause::ContextTooSmall { served, needed, .. } = cause
-                && matches!(r.level, crate::contract::outcome::Level::Pass | crate::contract::outcome::Level::Warning)
+                && matches!(
+                    r.level,
+                    crate::contract::outcome::Level::Pass
+                        | crate::contract::outcome::Level::Warning
+                )
             {
                 r.outcome = Outcome::Http;
                 r.level = Outcome::Http.level(target.api);
@@ -486,7 +487,9 @@ impl Checker {
         }
         // Nothing learned is no endpoint in the JSON.
         r.findings.endpoint = known.filter(|e| {
-            *e != crate::contract::endpoint::Endpoint::of(crate::contract::endpoint::EndpointKind::Unknown)
+            *e != crate::contract::endpoint::Endpoint::of(
+                crate::contract::endpoint::EndpointKind::Unknown,
+            )
         });
         r
     }
@@ -512,7 +515,9 @@ impl Checker {
             {
                 Some(Cause::LlamaCppTemplateWithoutTools)
             }
-            (_, Code::ToolsNotEnabled) if error.contains("--jinja") => Some(Cause::LlamaCppWithoutJinja),
+            (_, Code::ToolsNotEnabled) if error.contains("--jinja") => {
+                Some(Cause::LlamaCppWithoutJinja)
+            }
             (_, Code::ToolsNotEnabled) => Some(Cause::VllmToolsNotEnabled),
             _ if kind == Some(EndpointKind::Litellm) => {
                 let message = error.split_once(": ").map_or(error, |(_, m)| m);

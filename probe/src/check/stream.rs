@@ -224,8 +224,7 @@ fn keep(into: &mut String, piece: &str) {
 /// Arguments that parse as one JSON object: the call is complete.
 fn complete_json(arguments: &str) -> bool {
     let t = arguments.trim_end();
-    t.ends_with('}')
-        && serde_json::from_str::<serde_json::Value>(t).is_ok_and(|v| v.is_object())
+    t.ends_with('}') && serde_json::from_str::<serde_json::Value>(t).is_ok_and(|v| v.is_object())
 }
 
 #[cfg(test)]
@@ -340,7 +339,10 @@ mod tests {
         let begin = chunk(
             r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
             None,
-        ) + &chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}"#, None);
+        ) + &chunk(
+            r#"{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}"#,
+            None,
+        );
         let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
         let mut j = StreamJudge::new(wire);
         // The name alone is no verdict any more: the arguments are not complete.

@@ -54,7 +54,11 @@ impl Endpoint {
 
 /// A cause the endpoint named: one hint line after the contract's lines, and the result's next action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Cause {
     /// llama.cpp's chat template cannot render tools (`/props`: `chat_template_caps.supports_tools: false`): the
     /// server drops them from the prompt, so the model answers in text. `--jinja` is on already.

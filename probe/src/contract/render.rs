@@ -1287,7 +1287,12 @@ mod tests {
         let mut cases: Vec<(&str, ModelResult)> = vec![
             (
                 "llama.cpp template without tools (text)",
-                with(Outcome::Text, "", Some(200), Cause::LlamaCppTemplateWithoutTools),
+                with(
+                    Outcome::Text,
+                    "",
+                    Some(200),
+                    Cause::LlamaCppTemplateWithoutTools,
+                ),
             ),
             (
                 "llama.cpp without jinja",
@@ -1378,7 +1383,10 @@ mod tests {
         cases.push(("a forced tool choice answered in text", ignored));
         let mut text = String::new();
         for (name, r) in &cases {
-            text.push_str(&format!("# {name}\n{}\n", model_lines(r, &Origin::ThisMachine).join("\n")));
+            text.push_str(&format!(
+                "# {name}\n{}\n",
+                model_lines(r, &Origin::ThisMachine).join("\n")
+            ));
             if let Some(c) = &r.findings.cause {
                 text.push_str(&format!("nextAction: {}\n", cause_next_action(c)));
             }
@@ -1386,10 +1394,18 @@ mod tests {
         }
         text.push_str("# waiting, by hand and through the driver\n");
         for s in [30, 60, 90] {
-            text.push_str(&waiting(m, Duration::from_secs(s), Duration::from_secs(120)));
+            text.push_str(&waiting(
+                m,
+                Duration::from_secs(s),
+                Duration::from_secs(120),
+            ));
             text.push('\n');
         }
-        text.push_str(&waiting(m, Duration::from_millis(500), Duration::from_millis(2500)));
+        text.push_str(&waiting(
+            m,
+            Duration::from_millis(500),
+            Duration::from_millis(2500),
+        ));
         insta::assert_snapshot!(text);
     }
 }

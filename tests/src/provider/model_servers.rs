@@ -185,7 +185,10 @@ pub fn handler(shape: Shape) -> Handler {
                 Kind::LlamaCpp => canned::LLAMA_SERVER,
                 Kind::Vllm | Kind::Litellm => canned::UVICORN,
             };
-            h.insert(HeaderName::from_static("server"), HeaderValue::from_static(server));
+            h.insert(
+                HeaderName::from_static("server"),
+                HeaderValue::from_static(server),
+            );
             if shape.kind == Kind::Litellm {
                 h.insert(
                     HeaderName::from_static("x-litellm-version"),
@@ -217,20 +220,40 @@ async fn respond(shape: Shape, req: &Recorded) -> Response<Body> {
         .and_then(|n| n.parse::<u64>().ok())
     {
         tokio::time::sleep(Duration::from_millis(ms)).await;
-        return stream(call("probe", &["{\"status\":", "\"ready\"}"], "tool_calls"), Duration::ZERO, false);
+        return stream(
+            call("probe", &["{\"status\":", "\"ready\"}"], "tool_calls"),
+            Duration::ZERO,
+            false,
+        );
     }
     match behaviour {
-        "ok" => stream(call("probe", &["{\"status\":", "\"ready\"}"], "tool_calls"), Duration::ZERO, false),
+        "ok" => stream(
+            call("probe", &["{\"status\":", "\"ready\"}"], "tool_calls"),
+            Duration::ZERO,
+            false,
+        ),
         "other-tool" => stream(call("bash", &["{}"], "tool_calls"), Duration::ZERO, false),
         "cut-call" => stream(call("probe", &["{"], "length"), Duration::ZERO, false),
-        "text" => stream(text("content", &["I can help with that."], "stop"), Duration::ZERO, false),
+        "text" => stream(
+            text("content", &["I can help with that."], "stop"),
+            Duration::ZERO,
+            false,
+        ),
         "length-text" => stream(
-            text("content", &["Once upon a time ", "there was a model ", "that wrote on"], "length"),
+            text(
+                "content",
+                &["Once upon a time ", "there was a model ", "that wrote on"],
+                "length",
+            ),
             Duration::ZERO,
             false,
         ),
         "length-thinking" => stream(
-            text("reasoning_content", &["Let me think about ", "which tool to"], "length"),
+            text(
+                "reasoning_content",
+                &["Let me think about ", "which tool to"],
+                "length",
+            ),
             Duration::ZERO,
             false,
         ),
@@ -240,9 +263,10 @@ async fn respond(shape: Shape, req: &Recorded) -> Response<Body> {
         "no-parser" if shape.kind == Kind::Vllm => {
             json_error(StatusCode::BAD_REQUEST, canned::vllm_no_parser())
         }
-        "backend-down" if shape.kind == Kind::Litellm => {
-            json_error(StatusCode::INTERNAL_SERVER_ERROR, canned::litellm_backend_down())
-        }
+        "backend-down" if shape.kind == Kind::Litellm => json_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            canned::litellm_backend_down(),
+        ),
         _ => json_error(
             StatusCode::NOT_FOUND,
             json!({"error": {"message": format!("The model `{model}` does not exist."), "type": "NotFoundError", "param": "model", "code": 404}}),
