@@ -23,20 +23,20 @@ pub enum EndpointKind {
     Unknown,
 }
 
-/// What the probe learned about the endpoint. Fields are absent when not known.
+/// What the probe learned about the endpoint. Fields are `null` when not known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Endpoint {
     /// The server's kind.
     pub kind: EndpointKind,
     /// The server's version, as it gives it (sanitized, at most 40 characters).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub version: Option<String>,
     /// The context the server serves the model with, in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub context_length: Option<u64>,
     /// Whether the server renders tools into the prompt (llama.cpp's `chat_template_caps.supports_tools`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub supports_tools: Option<bool>,
 }
 

@@ -155,23 +155,24 @@ pub struct ModelResult {
     pub findings: Findings,
 }
 
-/// What a model's check learned beyond its outcome; every field is absent from the JSON when nothing was learned.
+/// What a model's check learned beyond its outcome: `null` (or `false`) in the JSON when nothing was learned; absent in
+/// the JSON of an older probe.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Findings {
     /// The server behind the base URL, as far as the answer and its metadata told.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub endpoint: Option<Endpoint>,
     /// The cause the endpoint named: one line after the contract's lines, and the next action.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub cause: Option<Cause>,
     /// The first tool call's arguments as far as they came (redacted, at most 300 characters), when the call was
     /// cut before they were complete.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub tool_arguments: Option<String>,
     /// The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could
     /// choose (in text, or with another tool).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub tool_choice_ignored: bool,
 }
 
