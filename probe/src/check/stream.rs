@@ -391,4 +391,52 @@ mod tests {
         assert!(j.reasoned());
         assert_eq!(j.answer(), "hihmm");
     }
+
+    /// Anthropic: the call completes when its arguments parse or its block stops; a `max_tokens` stop inside the
+    /// arguments is `length` with what came.
+    #[test]
+    fn anthropic_calls_complete_by_their_arguments_or_their_block() {
+        let ev = |name: &str, data: &str| format!("event: {name}\ndata: {data}\n\n");
+        let start = ev(
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"probe","input":{}}}"#,
+        );
+        let piece = |p: &str| {
+            ev(
+                "content_block_delta",
+                &format!(
+                    r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"input_json_delta","partial_json":{}}}}}"#,
+                    serde_json::to_string(p).unwrap()
+                ),
+            )
+        };
+        let stop = |reason: &str| {
+            ev(
+                "message_delta",
+                &format!(r#"{{"type":"message_delta","delta":{{"stop_reason":"{reason}"}}}}"#),
+            ) + &ev("message_stop", r#"{"type":"message_stop"}"#)
+        };
+        let called = StreamEnd::ToolCall {
+            name: "probe".into(),
+        };
+        let complete = start.clone() + &piece("{\"status\": ") + &piece("\"ready\"}");
+        assert_eq!(judge(ApiKind::AnthropicMessages, &complete, 11).0, called);
+        let closed = start.clone()
+            + &ev(
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            );
+        assert_eq!(judge(ApiKind::AnthropicMessages, &closed, 11).0, called);
+        let cut = start + &piece("{\"st") + &stop("max_tokens");
+        let wire = api::wire(ApiKind::AnthropicMessages).unwrap();
+        let mut j = StreamJudge::new(wire);
+        let end = j.push(cut.as_bytes()).unwrap_or_else(|| j.finish());
+        assert_eq!(
+            end,
+            StreamEnd::Length {
+                stop: "max_tokens".into()
+            }
+        );
+        assert_eq!(j.call_arguments(), Some("{\"st"));
+    }
 }
