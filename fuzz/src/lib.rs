@@ -165,14 +165,19 @@ pub fn replay(kind: ApiKind, data: &[u8]) {
     }
     let redactor = Redactor::new([HELD_KEY]);
     let mut observe = |ev: &StreamEvent| match ev {
-        StreamEvent::Text(t) => assert!(!t.is_empty(), "an empty text event"),
+        StreamEvent::Text(t) | StreamEvent::Reasoning(t) => {
+            assert!(!t.is_empty(), "an empty text event")
+        }
         StreamEvent::Stop(reason) => {
             let _ = wire.stop_kind(reason);
         }
         StreamEvent::Error(e) => {
             let _ = (e.is_overload(), e.is_quota_exhausted());
         }
-        StreamEvent::ToolCall { .. } | StreamEvent::Done => {}
+        StreamEvent::ToolCall { .. }
+        | StreamEvent::ToolArguments(_)
+        | StreamEvent::ToolCallEnd
+        | StreamEvent::Done => {}
     };
     let mut judge = StreamJudge::new(wire);
     let end = cuts

@@ -63,6 +63,10 @@ pub struct Plan {
     /// The time one model has to answer, in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: u64,
+    /// Seconds a model waits for its verdict before its progress line, and between the next ones; absent: the
+    /// probe's 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_note_seconds: Option<f64>,
     /// Where the Harness pods run: one check pod per placement that has a model.
     pub placements: Vec<Placement>,
     /// The models to check, in the order the lines are printed.
@@ -536,6 +540,7 @@ impl Plan {
         // The probe's own defaults (tries, concurrency), the plan's timeout.
         RunSpec {
             timeout_seconds: self.timeout_seconds as f64,
+            waiting_note_seconds: self.waiting_note_seconds,
             ..RunSpec::new(models)
         }
     }

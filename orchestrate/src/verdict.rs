@@ -306,6 +306,7 @@ fn base(model: &PlanModel) -> ModelResult {
         ),
     };
     ModelResult {
+        findings: Default::default(),
         model: model.model.clone(),
         id,
         api,

@@ -165,6 +165,7 @@ fn model_result(i: usize, outcome: Outcome) -> ModelResult {
     let api = ApiKind::AnthropicMessages;
     let code = outcome.default_code();
     ModelResult {
+        findings: Default::default(),
         model: model.to_owned(),
         id: model.split_once('/').unwrap().1.to_owned(),
         api,

@@ -75,7 +75,16 @@ async fn all_ok_two_placements() {
     let mut created = s.kube.created();
     created.sort();
     assert_eq!(names, created);
-    assert_eq!(s.provider.requests().len(), 3);
+    // Three checks, each followed by the context check's one `GET /v1/models` (issue 16).
+    let requests = s.provider.requests();
+    assert_eq!(requests.iter().filter(|r| r.method == "POST").count(), 3);
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.method == "GET")
+            .all(|r| r.path == "/v1/models"),
+        "{requests:#?}"
+    );
     // (The driver deletes a pod once its probe's summary line is read: the process may be killed before it exits.)
     for pod in s.kube.created() {
         let t = s.kube.pod_times(&pod);
@@ -760,6 +769,59 @@ async fn the_same_start_failure_of_two_placements_names_each() {
     for p in v["pods"].as_array().unwrap() {
         assert_eq!(p["code"], "PROVIDER_POD_IMAGE_PULL", "{p}");
     }
+    assert_verdict_lines(&run, &v);
+    s.assert_cleaned_up();
+}
+
+/// A model that takes long gets the probe's progress lines through the driver, named as the plan names it, at the
+/// plan's pace; a cause the endpoint names adds its line after the contract's lines, and its next action (issue 16).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_model_prints_progress_and_a_known_cause_its_line() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let path = s.plan(&[("sandbox", &["ok-delay-1600", "length"])]);
+    let mut plan: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    plan["waitingNoteSeconds"] = json!(0.5);
+    // A cap of 1 (no maxTokens) has a cause line of its own: set one, so that the text before the cap is the cause.
+    plan["models"][1]["maxTokens"] = json!(1024);
+    std::fs::write(&path, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    let run = s.run(s.args(&path, &["--context", "fake"])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let lines = run.lines();
+    let waiting: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains("no answer yet"))
+        .collect();
+    let line = |ms| {
+        jr2_probe::render::waiting(
+            "vllm/ok-delay-1600",
+            Duration::from_millis(ms),
+            Duration::from_secs(20),
+        )
+    };
+    assert!(
+        waiting.len() >= 3
+            && waiting
+                .iter()
+                .enumerate()
+                .all(|(i, l)| *l == line(500 * (i as u64 + 1))),
+        "{waiting:#?}"
+    );
+    let v = run.verdict();
+    let length = &v["models"][1];
+    assert_eq!(length["outcome"], "length");
+    assert_eq!(length["cause"]["kind"], "textUntilCap");
+    assert_eq!(
+        length["nextAction"],
+        jr2_probe::render::cause_next_action(&jr2_probe::contract::endpoint::Cause::TextUntilCap)
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("  - no reasoning was streamed: the model wrote text until the cap")),
+        "{lines:#?}"
+    );
     assert_verdict_lines(&run, &v);
     s.assert_cleaned_up();
 }

@@ -96,6 +96,7 @@ impl CatalogModel {
             thinking_level_map: self.thinking_level_map.clone(),
             compat: self.compat.clone(),
             headers: self.headers.clone(),
+            context_window: None,
         }
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{Parser, Subcommand, ValueEnum};
 use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::catalog;
-use jr2_probe::check::{Checker, Settings};
+use jr2_probe::check::{Checker, Progress, Settings};
 use jr2_probe::contract::Exit;
 use jr2_probe::render;
 use jr2_probe::retry::RetryPolicy;
@@ -116,6 +116,11 @@ struct CheckArgs {
     /// with maxTokens 0): --max-tokens 0 checks what such a Turn gets.
     #[arg(long, value_name = "N")]
     max_tokens: Option<u64>,
+
+    /// A model still waiting for its verdict after this gets a progress line, and another at each multiple of it
+    /// (0s: none).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = jr2_probe::cli::parse_duration)]
+    waiting_note: Duration,
 
     /// The model's context window; when set, the token cap is clamped to it as pi clamps it (default: unknown with
     /// --base-url, the catalog's otherwise).
@@ -289,8 +294,20 @@ async fn check(args: CheckArgs) -> ExitCode {
     // every model before it has printed.
     let mut pending: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     let mut next = 0usize;
+    // A model still waiting gets its progress line as it comes (not in the verdict's lines: they are the result's).
+    let timeout = checker.settings().timeout;
+    let waiting = |p: Progress<'_>| {
+        if let Progress::Waiting { index, waited } = p {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "{}",
+                render::waiting(&targets[index].model, waited, timeout)
+            );
+        }
+    };
     let results = checker
-        .check_all(&targets, |i, result| {
+        .check_all_observed(&targets, &waiting, |i, result| {
             pending.insert(i, render::model_lines(result, &origin));
             while let Some(ready) = pending.remove(&next) {
                 for line in ready {
@@ -406,6 +423,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), Inpu
                     // A custom provider's model: pi builds it with `reasoning: true` and no compat of its own.
                     facts: Facts {
                         reasoning: true,
+                        context_window: args.context_window.filter(|w| *w > 0),
                         ..Facts::default()
                     },
                     session_id: session_id.clone(),
@@ -423,6 +441,7 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), Inpu
         },
         concurrency: usize::from(args.concurrency),
         per_host: usize::from(args.per_host),
+        waiting_note: args.waiting_note,
     };
     let connect_timeout = args.timeout.min(Duration::from_secs(10));
     let proxy = ProxyEnv::from_env();
@@ -574,6 +593,11 @@ async fn run(args: RunArgs) -> ExitCode {
             .concurrency_per_host
             .unwrap_or(Settings::DEFAULT_PER_HOST)
             .clamp(1, 64),
+        waiting_note: spec
+            .waiting_note_seconds
+            .map_or(Settings::DEFAULT_WAITING_NOTE, |s| {
+                Duration::from_secs_f64(s.clamp(0.0, 86_400.0))
+            }),
     };
     let keys = held_keys(&targets);
     let proxy = ProxyEnv::from_env_as_node();

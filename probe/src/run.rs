@@ -180,6 +180,12 @@ pub async fn run(
                     attempt: attempt.clone(),
                 }
             }
+            Progress::Waiting { index, waited } => ProbeEvent::Waiting {
+                index,
+                model: targets[index].model.clone(),
+                waited_ms: waited.as_millis() as u64,
+                timeout_ms: checker.settings().timeout.as_millis() as u64,
+            },
             Progress::Finished { index, result } => {
                 lock_seen()[index].result = Some(result.clone());
                 ProbeEvent::Result {
@@ -293,6 +299,7 @@ mod tests {
 
     fn model(i: usize, error_len: usize) -> ModelResult {
         ModelResult {
+            findings: Default::default(),
             model: format!("anthropic/claude-model-number-{i}"),
             id: format!("claude-model-number-{i}"),
             api: ApiKind::AnthropicMessages,

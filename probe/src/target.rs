@@ -54,6 +54,9 @@ pub struct Facts {
     pub compat: Option<Value>,
     /// Static headers the catalog sends for the model.
     pub headers: Option<Value>,
+    /// The model's context window as the plan (or `--context-window`) gives it: the context check compares the
+    /// served context with it. `None` when not given (a custom endpoint's window is unknown by default).
+    pub context_window: Option<u64>,
 }
 
 impl Facts {

@@ -37,6 +37,7 @@ impl Fake {
             max_tokens: 64000,
             tool_choice: ToolChoice::Unset,
             facts: Facts {
+                context_window: None,
                 provider: Some("anthropic".into()),
                 reasoning: true,
                 thinking_level_map: None,

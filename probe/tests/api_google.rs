@@ -37,6 +37,7 @@ impl Fake {
             max_tokens: jr2_probe::prompt::token_cap(65536, 1_048_576),
             tool_choice: ToolChoice::Unset,
             facts: Facts {
+                context_window: None,
                 provider: Some("google".into()),
                 reasoning: true,
                 thinking_level_map: None,

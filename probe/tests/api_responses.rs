@@ -40,6 +40,7 @@ impl Fake {
             max_tokens: 128_000,
             tool_choice: ToolChoice::Unset,
             facts: Facts {
+                context_window: None,
                 provider: Some("openai".into()),
                 reasoning: true,
                 thinking_level_map: Some(json!({
@@ -70,6 +71,7 @@ impl Fake {
             max_tokens: 128_000,
             tool_choice: ToolChoice::Unset,
             facts: Facts {
+                context_window: None,
                 provider: Some("azure-openai-responses".into()),
                 reasoning: true,
                 thinking_level_map: Some(json!({"off": null})),

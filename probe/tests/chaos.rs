@@ -565,6 +565,7 @@ fn checker(timeout: Duration, max_tries: u32) -> jr2_probe::check::Checker {
             },
             concurrency: 1,
             per_host: 1,
+            waiting_note: Settings::DEFAULT_WAITING_NOTE,
         },
     )
 }

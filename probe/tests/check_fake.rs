@@ -145,8 +145,15 @@ async fn length_stop_is_an_error_with_the_four_hints() {
         ),
     ];
     want.extend(HINTS.map(String::from));
+    // The fake streams no reasoning: after the contract's four hints, the line that says the model wrote text
+    // until the cap (issue 16).
+    let m = run.verdict().models[0].clone();
+    want.push(
+        jr2_probe::render::cause_line(&jr2_probe::contract::endpoint::Cause::TextUntilCap, &m)
+            .unwrap(),
+    );
     assert_eq!(run.lines(), want);
-    assert_eq!(run.verdict().models[0].code, Code::Length);
+    assert_eq!(m.code, Code::Length);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -617,5 +617,11 @@ async fn the_probe_waits_for_a_loopback_proxy_that_does_not_listen_yet() {
     assert_eq!(results.len(), 1, "{rest:#?}");
     assert_eq!(results[0]["result"]["outcome"], "ok", "{rest:#?}");
     assert_eq!(status.code(), Some(0));
-    assert_eq!(fake.requests().len(), 1, "one request, through the proxy");
+    // One check, through the proxy, and the context check's `GET /v1/models` after it (issue 16).
+    let posts = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .count();
+    assert_eq!(posts, 1, "one request, through the proxy");
 }

@@ -97,8 +97,11 @@ async fn run_and_validate(spec: Value, deadline: Option<SystemTime>) -> Vec<Stri
 async fn every_line_and_the_termination_message_of_a_run_validate() {
     let fake = FakeProvider::start().await;
     let base = fake.base_url();
+    // A model that answers after 700 ms with a waiting note every 200 ms: `waiting` events, validated (issue 16).
     let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10, "maxTries": 2,
-                      "models": [custom("auth", &base), custom("rate-limited", &base), custom("missing", &base)]});
+                      "waitingNoteSeconds": 0.2,
+                      "models": [custom("auth", &base), custom("rate-limited", &base), custom("missing", &base),
+                                 custom("ok-delay-700", &base)]});
     let names = run_and_validate(spec, None).await;
     let kinds: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     assert_eq!(
@@ -108,9 +111,21 @@ async fn every_line_and_the_termination_message_of_a_run_validate() {
             "warning",
             "modelStarted",
             "try",
+            "waiting",
             "result",
             "summary"
         ])
+    );
+    // A waiting event validates (issue 16).
+    let waiting = ProbeEvent::Waiting {
+        index: 0,
+        model: "vllm/slow".to_owned(),
+        waited_ms: 30_000,
+        timeout_ms: 120_000,
+    };
+    assert_valid(
+        &validator(EVENTS),
+        &serde_json::from_str(&waiting.to_line()).unwrap(),
     );
 }
 
@@ -131,6 +146,7 @@ async fn a_run_cut_by_the_pods_deadline_validates() {
 fn model(i: usize, outcome: Outcome) -> ModelResult {
     let code = outcome.default_code();
     ModelResult {
+        findings: Default::default(),
         model: format!("anthropic/claude-model-number-{i}"),
         id: format!("claude-model-number-{i}"),
         api: jr2_probe::contract::ApiKind::AnthropicMessages,
@@ -248,6 +264,7 @@ fn the_definitions_are_the_verdicts() {
             "warning",
             "modelStarted",
             "try",
+            "waiting",
             "result",
             "summary"
         ])

@@ -13,6 +13,9 @@
 #   C     instructions (valgrind --tool=callgrind, which the machine's noise does not move) of one
 #         `jr2-probe check --model ok` against curl's for the same streamed request, both in this
 #         script's environment                                                (target: probe <= curl)
+#   D     the cost of waiting for the complete tool call (issue 16): `--model call-paced-20` (a stream with 20 ms
+#         before each event, the verdict once the arguments parse) against `--model name-paced-20` (the same
+#         stream whose name chunk ends the call: the verdict where the probe used to hang up); a ratio, printed
 #   RSS   peak resident memory of the musl probe, 1-model and 16-model runs (/usr/bin/time -f %M)
 #
 # How to run (from anywhere; as root, or with sudo available for the installs):
@@ -256,6 +259,17 @@ B32_RATIO="$(ratio "$B_32_MEAN" "$B_ONE_MEAN")"
 echo "B: 1 model $(ms "$B_ONE_MEAN") ms, 16 models $(ms "$B_16_MEAN") ms, 16/1 = ${B_RATIO}x (target <= ${B_RATIO_TARGET}x): $B_VERDICT"
 echo "B32: 32 models $(ms "$B_32_MEAN") ms, 32/1 = ${B32_RATIO}x (two rounds of 16 against one endpoint: about 2x)"
 
+# --- 5a. Benchmark D: waiting for the complete call vs the old hang-up at the name chunk -------------------
+
+step "benchmark D: --model call-paced-20 (complete call) vs --model name-paced-20 (the old hang-up point) (warmup 1, $RUNS_B runs)"
+hyperfine "${HF_SHELL[@]}" --warmup 1 --runs "$RUNS_B" --export-json "$TMP/d.json" \
+    -n "complete call" "$PROBE check --base-url $BASE_URL --model call-paced-20" \
+    -n "hang-up at the name" "$PROBE check --base-url $BASE_URL --model name-paced-20"
+read -r D_FULL_MEAN D_FULL_SD D_N < <(hf_stats "$TMP/d.json" 0)
+read -r D_NAME_MEAN D_NAME_SD _ < <(hf_stats "$TMP/d.json" 1)
+D_RATIO="$(ratio "$D_FULL_MEAN" "$D_NAME_MEAN")"
+echo "D: complete call $(ms "$D_FULL_MEAN") ms, hang-up at the name $(ms "$D_NAME_MEAN") ms, complete/name = ${D_RATIO}x (two argument chunks at 20 ms each)"
+
 # --- 5b. Benchmark C: instructions, probe vs curl -----------------------------------------------------
 
 C_LINE="C        skipped (CALLGRIND=0)"
@@ -277,6 +291,9 @@ if [ "$CALLGRIND" = 1 ]; then
     mi() { python3 -c "print(f'{$1 / 1e6:.1f}')"; }
     C_LINE="C        instructions of one check --model ok: probe $(mi "$C_PROBE") M ($C_PROBE), curl $(mi "$C_CURL") M ($C_CURL)
          probe/curl = ${C_RATIO}x (target: probe <= curl)  $C_VERDICT"
+    printf 'D        complete call %s ms ± %s vs hang-up at the name chunk %s ms ± %s (20 ms an event, %s runs each)\n' \
+        "$(ms "$D_FULL_MEAN")" "$(ms "$D_FULL_SD")" "$(ms "$D_NAME_MEAN")" "$(ms "$D_NAME_SD")" "$D_N"
+    echo "         complete/name = ${D_RATIO}x (the time the model takes to write the arguments; printed, no target)"
     echo "$C_LINE"
 fi
 

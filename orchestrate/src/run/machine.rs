@@ -512,6 +512,24 @@ impl Run {
                     self.emit(RunUpdate::Warning { line });
                 }
             }
+            // A model still waiting: its line names the plan's model, never the pod's text; one whose index the
+            // plan does not know makes none.
+            Some(ProbeEvent::Waiting {
+                index,
+                waited_ms,
+                timeout_ms,
+                ..
+            }) => {
+                if let Some(model) = st.models.get(index).filter(|m| !m.is_empty()).cloned() {
+                    let pod = st.name.clone();
+                    self.emit(RunUpdate::Waiting {
+                        pod,
+                        model,
+                        waited_ms,
+                        timeout_ms,
+                    });
+                }
+            }
             Some(ProbeEvent::Start { .. } | ProbeEvent::Try { .. }) | None => {}
         }
     }

@@ -10,6 +10,8 @@
 //! code.
 
 use jr2_probe::contract::ProbeEvent;
+use jr2_probe::contract::endpoint::Cause;
+use jr2_probe::contract::render;
 use jr2_probe::contract::summary::Summary;
 use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
 use jr2_probe::sanitize::{MAX_ERROR_CHARS, Redactor};
@@ -81,7 +83,21 @@ impl Trusted<'_> {
             }
         }
         r.level = r.outcome.level(r.api);
-        r.next_action = r.code.next_action().to_owned();
+        if let Some(Cause::GatewayBackendFailed { error }) = &mut r.findings.cause {
+            *error = c(error, 40);
+        }
+        r.next_action = match &r.findings.cause {
+            Some(cause) => render::cause_next_action(cause),
+            None => r.code.next_action().to_owned(),
+        };
+        if let Some(e) = &mut r.findings.endpoint {
+            e.version = e.version.as_deref().map(|v| c(v, 40));
+        }
+        r.findings.tool_arguments = r
+            .findings
+            .tool_arguments
+            .as_deref()
+            .map(|s| c(s, MAX_TEXT_CHARS));
         r.error = r.error.as_deref().map(|e| c(e, MAX_ERROR_CHARS));
         r.stop_reason = r.stop_reason.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
         r.tool_name = r.tool_name.as_deref().map(|s| c(s, MAX_TEXT_CHARS));
@@ -148,6 +164,17 @@ impl Trusted<'_> {
                 index,
                 model: self.model(index, &model),
                 attempt,
+            },
+            ProbeEvent::Waiting {
+                index,
+                model,
+                waited_ms,
+                timeout_ms,
+            } => ProbeEvent::Waiting {
+                index,
+                model: self.model(index, &model),
+                waited_ms,
+                timeout_ms,
             },
             ProbeEvent::Result { index, result } => ProbeEvent::Result {
                 index,
@@ -258,6 +285,64 @@ mod tests {
             Some(ProbeEvent::ModelStarted {
                 index: 1,
                 model: "a/b".to_owned()
+            })
+        );
+    }
+
+    /// What the pod says of the endpoint is cleaned like its other strings, and the next action comes from the cause
+    /// the pod named, not from its own `nextAction` (issue 16).
+    #[test]
+    fn endpoint_findings_are_cleaned_and_the_next_action_derived() {
+        let line = r#"{"event":"result","index":0,"result":{"model":"m","id":"m","api":"openai-completions","baseUrl":"http://h/v1","host":"h","route":{"kind":"custom","apiKeySet":false,"maxTokensSet":true},"outcome":"http","level":"error","code":"PROVIDER_HTTP_ERROR","nextAction":"rm -rf / \u001b[2J","error":"HTTP 500: x","httpStatus":500,"stopReason":null,"toolName":null,"answer":null,"maxTokens":1024,"elapsedMs":1,"tries":[],"endpoint":{"kind":"litellm","version":"1.0\u001b]0;evil\u0007","contextLength":null,"supportsTools":null},"cause":{"kind":"gatewayBackendFailed","error":"Err\u202eor"},"toolArguments":"{\u001b[31m","toolChoiceIgnored":false}}"#;
+        let Some(ProbeEvent::Result { result, .. }) = event(line) else {
+            panic!("a result event");
+        };
+        let Some(Cause::GatewayBackendFailed { error }) = &result.findings.cause else {
+            panic!("the cause stays: {:?}", result.findings);
+        };
+        assert!(!error.contains('\u{202e}'), "{error}");
+        assert_eq!(
+            result.next_action,
+            render::cause_next_action(result.findings.cause.as_ref().unwrap())
+        );
+        let version = result
+            .findings
+            .endpoint
+            .as_ref()
+            .unwrap()
+            .version
+            .as_deref()
+            .unwrap();
+        assert!(
+            !version.contains('\u{1b}') && !version.contains('\u{7}'),
+            "{version}"
+        );
+        assert!(
+            !result
+                .findings
+                .tool_arguments
+                .as_deref()
+                .unwrap()
+                .contains('\u{1b}')
+        );
+    }
+
+    #[test]
+    fn a_waiting_event_names_the_plan_s_model() {
+        let models = vec!["vllm/slow".to_owned()];
+        let t = Trusted {
+            redactor: trusted().redactor,
+            models: &models,
+            resolved: &[],
+        };
+        let line = r#"{"event":"waiting","index":0,"model":"forged\u001b[2J","waitedMs":30000,"timeoutMs":120000}"#;
+        assert_eq!(
+            super::event(line, &t),
+            Some(ProbeEvent::Waiting {
+                index: 0,
+                model: "vllm/slow".to_owned(),
+                waited_ms: 30_000,
+                timeout_ms: 120_000,
             })
         );
     }

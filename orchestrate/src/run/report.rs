@@ -47,6 +47,17 @@ pub enum RunUpdate {
         /// The result.
         result: Box<ModelResult>,
     },
+    /// A model has waited this long for its verdict: write [`render::waiting`].
+    Waiting {
+        /// The pod.
+        pod: String,
+        /// The model, as the plan names it.
+        model: String,
+        /// Milliseconds it has waited.
+        waited_ms: u64,
+        /// Its deadline, in milliseconds.
+        timeout_ms: u64,
+    },
     /// A warning line about the run itself (the Events cannot be read).
     Warning {
         /// The line.
@@ -62,6 +73,16 @@ impl RunUpdate {
                 reason, message, ..
             } => Some(render::pending(reason, message)),
             RunUpdate::Warning { line } => Some(line.clone()),
+            RunUpdate::Waiting {
+                model,
+                waited_ms,
+                timeout_ms,
+                ..
+            } => Some(render::waiting(
+                model,
+                std::time::Duration::from_millis(*waited_ms),
+                std::time::Duration::from_millis(*timeout_ms),
+            )),
             RunUpdate::Result { result, .. } if result.level == Level::Pass => {
                 Some(render::completed(&result.model, result.elapsed_ms))
             }

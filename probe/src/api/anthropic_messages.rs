@@ -316,6 +316,8 @@ struct Message {
     content_block: Option<Block>,
     #[serde(default)]
     delta: Option<Delta>,
+    #[serde(default)]
+    index: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -339,6 +341,8 @@ struct Delta {
     #[serde(default)]
     thinking: Option<String>,
     #[serde(default)]
+    partial_json: Option<String>,
+    #[serde(default)]
     stop_reason: Option<String>,
 }
 
@@ -347,6 +351,8 @@ struct Delta {
 pub struct Reader {
     /// The stop reason of `message_delta`, held until `message_stop` confirms the message is complete.
     stop: Option<String>,
+    /// The index of the first `tool_use` block: its `input_json_delta`s and its `content_block_stop` make the verdict.
+    tool_block: Option<u64>,
 }
 
 impl StreamReader for Reader {
@@ -381,11 +387,14 @@ impl StreamReader for Reader {
                 match block.kind.as_str() {
                     "tool_use" => {
                         if let Some(name) = block.name.filter(|n| !n.is_empty()) {
+                            if self.tool_block.is_none() {
+                                self.tool_block = Some(message.index.unwrap_or(0));
+                            }
                             out.push(StreamEvent::ToolCall { name });
                         }
                     }
                     "text" => push_text(block.text, out),
-                    "thinking" => push_text(block.thinking, out),
+                    "thinking" => push_reasoning(block.thinking, out),
                     _ => {}
                 }
             }
@@ -395,10 +404,20 @@ impl StreamReader for Reader {
                 };
                 match delta.kind.as_deref() {
                     Some("text_delta") => push_text(delta.text, out),
-                    Some("thinking_delta") => push_text(delta.thinking, out),
-                    // input_json_delta, signature_delta: nothing the verdict needs.
+                    Some("thinking_delta") => push_reasoning(delta.thinking, out),
+                    Some("input_json_delta") if message.index.or(Some(0)) == self.tool_block => {
+                        if let Some(piece) = delta.partial_json.filter(|p| !p.is_empty()) {
+                            out.push(StreamEvent::ToolArguments(piece));
+                        }
+                    }
+                    // signature_delta: nothing the verdict needs.
                     _ => {}
                 }
+            }
+            "content_block_stop"
+                if self.tool_block.is_some() && message.index.or(Some(0)) == self.tool_block =>
+            {
+                out.push(StreamEvent::ToolCallEnd);
             }
             "message_delta" => {
                 if let Some(reason) = message
@@ -424,6 +443,12 @@ impl StreamReader for Reader {
 fn push_text(text: Option<String>, out: &mut Vec<StreamEvent>) {
     if let Some(t) = text.filter(|t| !t.is_empty()) {
         out.push(StreamEvent::Text(t));
+    }
+}
+
+fn push_reasoning(text: Option<String>, out: &mut Vec<StreamEvent>) {
+    if let Some(t) = text.filter(|t| !t.is_empty()) {
+        out.push(StreamEvent::Reasoning(t));
     }
 }
 
@@ -520,6 +545,7 @@ mod tests {
             thinking_level_map: None,
             compat: Some(json!({"supportsStrictTools": true})),
             headers: None,
+            context_window: None,
         }
     }
 
@@ -800,6 +826,8 @@ mod tests {
                 StreamEvent::ToolCall {
                     name: "probe".into()
                 },
+                StreamEvent::ToolArguments("{\"status\": \"ready\"}".into()),
+                StreamEvent::ToolCallEnd,
                 StreamEvent::Stop("tool_use".into()),
                 StreamEvent::Done
             ]
@@ -844,7 +872,7 @@ mod tests {
         assert_eq!(
             ev,
             vec![
-                StreamEvent::Text("Let me see.".into()),
+                StreamEvent::Reasoning("Let me see.".into()),
                 StreamEvent::Text("Ready.".into()),
                 StreamEvent::Stop("max_tokens".into()),
                 StreamEvent::Done

@@ -168,15 +168,25 @@ impl StreamReader for Reader {
             }
             "contentBlockDelta" => {
                 let v = json_of(event)?;
-                for pointer in ["/delta/text", "/delta/reasoningContent/text"] {
-                    if let Some(t) = v
-                        .pointer(pointer)
+                let piece = |pointer: &str| {
+                    v.pointer(pointer)
                         .and_then(Value::as_str)
                         .filter(|t| !t.is_empty())
-                    {
-                        out.push(StreamEvent::Text(t.to_owned()));
-                    }
+                        .map(str::to_owned)
+                };
+                if let Some(t) = piece("/delta/text") {
+                    out.push(StreamEvent::Text(t));
                 }
+                if let Some(t) = piece("/delta/reasoningContent/text") {
+                    out.push(StreamEvent::Reasoning(t));
+                }
+                if let Some(t) = piece("/delta/toolUse/input") {
+                    out.push(StreamEvent::ToolArguments(t));
+                }
+            }
+            "contentBlockStop" => {
+                json_of(event)?;
+                out.push(StreamEvent::ToolCallEnd);
             }
             "messageStop" => {
                 let v = json_of(event)?;
@@ -185,7 +195,7 @@ impl StreamReader for Reader {
                 // The rest (`metadata`: usage) changes nothing.
                 out.push(StreamEvent::Done);
             }
-            "messageStart" | "contentBlockStop" | "metadata" => {
+            "messageStart" | "metadata" => {
                 json_of(event)?;
             }
             // An event type this version does not know: AWS adds members; it is not a reason to fail.
@@ -455,13 +465,13 @@ mod tests {
             .unwrap(),
             vec![StreamEvent::ToolCall { name: "probe".into() }]
         );
-        assert!(
+        assert_eq!(
             read(
                 "contentBlockDelta",
                 r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"st"}}}"#
             )
-            .unwrap()
-            .is_empty()
+            .unwrap(),
+            vec![StreamEvent::ToolArguments("{\"st".into())]
         );
         assert_eq!(
             read(
@@ -477,7 +487,7 @@ mod tests {
                 r#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hmm"}}}"#
             )
             .unwrap(),
-            vec![StreamEvent::Text("hmm".into())]
+            vec![StreamEvent::Reasoning("hmm".into())]
         );
         assert_eq!(
             read("messageStop", r#"{"p":"x","stopReason":"max_tokens"}"#).unwrap(),

@@ -292,6 +292,9 @@ struct Content {
 struct Part {
     #[serde(default)]
     text: Option<String>,
+    /// A thought summary (`thought: true`): reasoning.
+    #[serde(default)]
+    thought: Option<bool>,
     #[serde(default, rename = "functionCall")]
     function_call: Option<FunctionCall>,
 }
@@ -337,14 +340,20 @@ impl Reader {
         for part in candidate.content.into_iter().flat_map(|c| c.parts) {
             // Thought parts (`thought: true`) are text too: pi keeps them as thinking blocks.
             if let Some(text) = part.text.filter(|t| !t.is_empty()) {
-                out.push(StreamEvent::Text(text));
+                out.push(if part.thought == Some(true) {
+                    StreamEvent::Reasoning(text)
+                } else {
+                    StreamEvent::Text(text)
+                });
             }
             if let Some(name) = part
                 .function_call
                 .and_then(|f| f.name)
                 .filter(|n| !n.is_empty())
             {
+                // Gemini sends a call whole, its arguments an object: the call is complete here.
                 out.push(StreamEvent::ToolCall { name });
+                out.push(StreamEvent::ToolCallEnd);
             }
         }
         if let Some(reason) = candidate.finish_reason.filter(|r| !r.is_empty()) {
@@ -786,6 +795,7 @@ mod tests {
                 StreamEvent::ToolCall {
                     name: "probe".into()
                 },
+                StreamEvent::ToolCallEnd,
                 StreamEvent::Stop("STOP".into())
             ]
         );
@@ -793,16 +803,19 @@ mod tests {
         let ev = read(r#"{"candidates": [{"content": {"parts": [{"text": "**Calling the tool**\n\nThe user wants the probe tool.","thought": true}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 72,"totalTokenCount": 130,"thoughtsTokenCount": 58},"modelVersion": "gemini-3-flash-preview","responseId": "x1"}"#).unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::Text(
+            vec![StreamEvent::Reasoning(
                 "**Calling the tool**\n\nThe user wants the probe tool.".into()
             )]
         );
         let ev = read(r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "probe","args": {"status": "ready"}},"thoughtSignature": "CiQB0e2Kb1example"}],"role": "model"},"index": 0}],"modelVersion": "gemini-3-flash-preview","responseId": "x1"}"#).unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::ToolCall {
-                name: "probe".into()
-            }]
+            vec![
+                StreamEvent::ToolCall {
+                    name: "probe".into()
+                },
+                StreamEvent::ToolCallEnd
+            ]
         );
         // A call without a name is not a call.
         assert!(

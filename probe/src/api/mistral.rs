@@ -107,7 +107,7 @@ impl Wire for MistralConversations {
     }
 
     fn reader(&self) -> Box<dyn StreamReader> {
-        Box::new(super::openai_completions::Reader)
+        Box::new(super::openai_completions::Reader::default())
     }
 
     fn stop_kind(&self, reason: &str) -> StopKind {

@@ -27,13 +27,21 @@ use crate::target::Target;
 /// What the reader of a stream saw in one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEvent {
-    /// A tool call that names a tool: the verdict, the probe hangs up.
+    /// A tool call began and names a tool. The verdict waits for its arguments ([`StreamEvent::ToolArguments`]) to
+    /// be complete, or for the call's end.
     ToolCall {
         /// The tool's name as the model sent it.
         name: String,
     },
-    /// Some answer text (or reasoning text).
+    /// A piece of the first tool call's arguments (JSON text, as the API streams it; a wire that gets them whole
+    /// sends them in one piece).
+    ToolArguments(String),
+    /// The stream says the first tool call ended (its block closed), whatever its arguments.
+    ToolCallEnd,
+    /// Some answer text.
     Text(String),
+    /// Some reasoning text (thinking): kept with the answer, and it tells a thinking `length` from a text one.
+    Reasoning(String),
     /// The model's stop reason, in the API's own words.
     Stop(String),
     /// The provider reported an error inside the stream after its 200.

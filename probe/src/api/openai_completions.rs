@@ -331,6 +331,8 @@ struct Delta {
 #[derive(Deserialize)]
 struct ToolCallDelta {
     #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
     function: Option<FunctionDelta>,
 }
 
@@ -338,11 +340,17 @@ struct ToolCallDelta {
 struct FunctionDelta {
     #[serde(default)]
     name: Option<String>,
+    /// A string of JSON as OpenAI streams it; some servers send the object itself.
+    #[serde(default)]
+    arguments: Option<Value>,
 }
 
 /// Reads a Chat Completions stream.
 #[derive(Debug, Default)]
-pub struct Reader;
+pub struct Reader {
+    /// The index of the first tool call: only its arguments make the verdict.
+    first: Option<u64>,
+}
 
 impl StreamReader for Reader {
     fn on_event(
@@ -369,7 +377,7 @@ impl StreamReader for Reader {
         }
         for choice in chunk.choices {
             for delta in [choice.delta, choice.message].into_iter().flatten() {
-                read_delta(delta, out);
+                read_delta(delta, &mut self.first, out);
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 out.push(StreamEvent::Stop(reason));
@@ -379,15 +387,30 @@ impl StreamReader for Reader {
     }
 }
 
-fn read_delta(delta: Delta, out: &mut Vec<StreamEvent>) {
-    let names = delta
+fn read_delta(delta: Delta, first: &mut Option<u64>, out: &mut Vec<StreamEvent>) {
+    let calls = delta
         .tool_calls
         .into_iter()
         .flatten()
-        .filter_map(|call| call.function.and_then(|f| f.name))
-        .chain(delta.function_call.and_then(|f| f.name));
-    for name in names.filter(|n| !n.is_empty()) {
-        out.push(StreamEvent::ToolCall { name });
+        .map(|call| (call.index.unwrap_or(0), call.function))
+        .chain(delta.function_call.map(|f| (0, Some(f))));
+    for (index, function) in calls {
+        let Some(function) = function else { continue };
+        if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+            first.get_or_insert(index);
+            out.push(StreamEvent::ToolCall { name });
+        }
+        if *first != Some(index) {
+            continue;
+        }
+        let piece = match function.arguments {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        if !piece.is_empty() {
+            out.push(StreamEvent::ToolArguments(piece));
+        }
     }
     let text = match delta.content {
         Some(Value::String(s)) => s,
@@ -402,10 +425,11 @@ fn read_delta(delta: Delta, out: &mut Vec<StreamEvent>) {
         .reasoning_content
         .or(delta.reasoning)
         .unwrap_or_default();
-    for t in [text, reasoning] {
-        if !t.is_empty() {
-            out.push(StreamEvent::Text(t));
-        }
+    if !text.is_empty() {
+        out.push(StreamEvent::Text(text));
+    }
+    if !reasoning.is_empty() {
+        out.push(StreamEvent::Reasoning(reasoning));
     }
 }
 
@@ -454,7 +478,7 @@ impl Wire for OpenAiCompletions {
     }
 
     fn reader(&self) -> Box<dyn StreamReader> {
-        Box::new(Reader)
+        Box::new(Reader::default())
     }
 
     fn stop_kind(&self, reason: &str) -> StopKind {
@@ -477,7 +501,7 @@ mod tests {
 
     fn read(data: &str) -> Result<Vec<StreamEvent>, ProtocolError> {
         let mut out = Vec::new();
-        Reader.on_event(
+        Reader::default().on_event(
             &sse::Event {
                 event: String::new(),
                 data: data.into(),
@@ -543,7 +567,7 @@ mod tests {
             ev,
             vec![
                 StreamEvent::Text("Hi".into()),
-                StreamEvent::Text("hmm".into()),
+                StreamEvent::Reasoning("hmm".into()),
                 StreamEvent::Stop("length".into())
             ]
         );

@@ -468,8 +468,21 @@ impl StreamReader for Reader {
                     out.push(StreamEvent::ToolCall {
                         name: name.to_owned(),
                     });
+                    if kind == "response.output_item.done" {
+                        out.push(StreamEvent::ToolCallEnd);
+                    }
                 }
             }
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+                if let Some(delta) = value
+                    .get("delta")
+                    .and_then(Value::as_str)
+                    .filter(|d| !d.is_empty())
+                {
+                    out.push(StreamEvent::ToolArguments(delta.to_owned()));
+                }
+            }
+            "response.function_call_arguments.done" => out.push(StreamEvent::ToolCallEnd),
             "response.output_text.delta"
             | "response.refusal.delta"
             | "response.reasoning_summary_text.delta"
@@ -479,7 +492,11 @@ impl StreamReader for Reader {
                     .and_then(Value::as_str)
                     .filter(|d| !d.is_empty())
                 {
-                    out.push(StreamEvent::Text(delta.to_owned()));
+                    out.push(if kind.starts_with("response.reasoning") {
+                        StreamEvent::Reasoning(delta.to_owned())
+                    } else {
+                        StreamEvent::Text(delta.to_owned())
+                    });
                 }
             }
             "response.completed" | "response.incomplete" => {
@@ -658,6 +675,7 @@ mod tests {
                     json!({"supportsStrictMode": true, "supportsOpenAIGrammarTools": true})
                 }),
                 headers: None,
+                context_window: None,
             },
             session_id: SESSION.to_owned(),
         }
@@ -1048,9 +1066,13 @@ data: {"type":"response.function_call_arguments.done","sequence_number":6,"item_
         let ev = read_all(TOOL_CALL_STREAM).unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::ToolCall {
-                name: "probe".into()
-            }]
+            vec![
+                StreamEvent::ToolCall {
+                    name: "probe".into()
+                },
+                StreamEvent::ToolArguments("{\"status\":\"ready\"}".into()),
+                StreamEvent::ToolCallEnd,
+            ]
         );
     }
 
@@ -1062,9 +1084,12 @@ data: {"type":"response.function_call_arguments.done","sequence_number":6,"item_
         .unwrap();
         assert_eq!(
             ev,
-            vec![StreamEvent::ToolCall {
-                name: "probe".into()
-            }]
+            vec![
+                StreamEvent::ToolCall {
+                    name: "probe".into()
+                },
+                StreamEvent::ToolCallEnd,
+            ]
         );
         // A function_call item without a name is no call.
         let ev = read_all(
@@ -1096,7 +1121,7 @@ data: {"type":"response.completed","sequence_number":9,"response":{"id":"resp_1"
             read_all(stream).unwrap(),
             vec![
                 StreamEvent::Text("Ready".into()),
-                StreamEvent::Text("hmm".into()),
+                StreamEvent::Reasoning("hmm".into()),
                 StreamEvent::Stop("completed".into()),
                 StreamEvent::Done,
             ]

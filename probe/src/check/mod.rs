@@ -17,6 +17,7 @@ use futures_util::stream::FuturesUnordered;
 use reqwest::header::CONTENT_TYPE;
 use tokio::sync::Semaphore;
 
+pub mod endpoint;
 pub mod stream;
 
 use crate::api::{self, ProviderError};
@@ -49,6 +50,14 @@ pub enum Progress<'a> {
         /// The try.
         attempt: &'a Try,
     },
+    /// A model has waited this long for its verdict ([`Settings::waiting_note`] after its start, then at that
+    /// pace): `provider: <model>: no answer yet after <n> s of <timeout> s ...`.
+    Waiting {
+        /// The model's index.
+        index: usize,
+        /// How long it has waited.
+        waited: Duration,
+    },
     /// A model's check ended.
     Finished {
         /// The model's index.
@@ -73,6 +82,9 @@ pub struct Settings {
     /// Models checked at once against one endpoint (scheme, host and port of the base URL): what one provider sees
     /// of a check at most.
     pub per_host: usize,
+    /// A model that has no verdict after this gets a progress line, and another at each multiple of it before its
+    /// deadline (30 s: lines at 30, 60 and 90 s of the 120 s default). Zero: no progress lines.
+    pub waiting_note: Duration,
 }
 
 impl Settings {
@@ -81,6 +93,8 @@ impl Settings {
     /// Models at once against one endpoint by default: 16 models of one endpoint take about as long as one, and a
     /// provider never sees more than 16 requests of a check at once (a Turn of each of 16 Harness pods does as much).
     pub const DEFAULT_PER_HOST: usize = 16;
+    /// The first progress line of a model still waiting, and the pace of the next ones.
+    pub const DEFAULT_WAITING_NOTE: Duration = Duration::from_secs(30);
 }
 
 impl Default for Settings {
@@ -90,6 +104,7 @@ impl Default for Settings {
             retry: RetryPolicy::default(),
             concurrency: Self::DEFAULT_CONCURRENCY,
             per_host: Self::DEFAULT_PER_HOST,
+            waiting_note: Self::DEFAULT_WAITING_NOTE,
         }
     }
 }
@@ -130,6 +145,9 @@ struct Attempt {
     first_byte: Option<Duration>,
     tool_call: Option<Duration>,
     answer: String,
+    seen: endpoint::Seen,
+    reasoned: bool,
+    call_arguments: Option<String>,
 }
 
 impl Attempt {
@@ -146,6 +164,9 @@ impl Attempt {
             first_byte: None,
             tool_call: None,
             answer: String::new(),
+            seen: endpoint::Seen::default(),
+            reasoned: false,
+            call_arguments: None,
         }
     }
 }
@@ -239,7 +260,37 @@ impl Checker {
         self.check_observed(target, None).await
     }
 
+    /// [`Checker::check_tries`], with a [`Progress::Waiting`] for each [`Settings::waiting_note`] it takes.
     async fn check_observed(
+        &self,
+        target: &Target,
+        observer: Option<(usize, Observer<'_>)>,
+    ) -> ModelResult {
+        let Some((index, observe)) = observer else {
+            return self.check_tries(target, None).await;
+        };
+        let pace = self.settings.waiting_note;
+        let work = self.check_tries(target, observer);
+        if pace.is_zero() {
+            return work.await;
+        }
+        tokio::pin!(work);
+        let start = tokio::time::Instant::now();
+        let mut waited = pace;
+        loop {
+            tokio::select! {
+                result = &mut work => return result,
+                () = tokio::time::sleep_until(start + waited) => {
+                    if waited < self.settings.timeout {
+                        observe(Progress::Waiting { index, waited });
+                    }
+                    waited += pace;
+                }
+            }
+        }
+    }
+
+    async fn check_tries(
         &self,
         target: &Target,
         observer: Option<(usize, Observer<'_>)>,
@@ -381,7 +432,99 @@ impl Checker {
             {
                 return self.busy_then_no_answer(target, start, tries, status, &busy_error);
             }
-            return self.conclude(target, start, tries, attempt);
+            let seen = attempt.seen;
+            let r = self.conclude(target, start, tries, attempt);
+            return self.know_endpoint(&client, target, r, seen, deadline).await;
+        }
+    }
+
+    /// What the endpoint tells about a concluded result: its kind (and, for a custom endpoint after a failure or
+    /// for the context check, its metadata), the cause it names, and a forced tool choice it ignored.
+    async fn know_endpoint(
+        &self,
+        client: &reqwest::Client,
+        target: &Target,
+        mut r: ModelResult,
+        seen: endpoint::Seen,
+        deadline: tokio::time::Instant,
+    ) -> ModelResult {
+        let started = Instant::now();
+        let failed = r.outcome != Outcome::Ok;
+        let learned = if endpoint::applies(target) {
+            tokio::time::timeout_at(
+                deadline,
+                endpoint::learn(client, target, seen, failed, &self.redactor),
+            )
+            .await
+            .ok()
+        } else {
+            None
+        };
+        let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
+        r.elapsed_ms += started.elapsed().as_millis() as u64;
+        r.findings.tool_choice_ignored = target.tool_choice == crate::api::ToolChoice::Named
+            && (r.outcome == Outcome::Text
+                || (r.outcome == Outcome::Ok
+                    && r.tool_name.as_deref() != Some(crate::prompt::TOOL_NAME)));
+        let cause = self
+            .cause(&r, known.as_ref(), target)
+            .or_else(|| r.findings.cause.take());
+        if let Some(cause) = cause {
+            if let crate::contract::endpoint::Cause::ContextTooSmall { served, needed, .. } = cause
+                && matches!(
+                    r.level,
+                    crate::contract::outcome::Level::Pass
+                        | crate::contract::outcome::Level::Warning
+                )
+            {
+                r.outcome = Outcome::Http;
+                r.level = Outcome::Http.level(target.api);
+                r.code = Code::ContextTooSmall;
+                r.error = Some(render::context_too_small_error(served, needed));
+            }
+            r.next_action = render::cause_next_action(&cause);
+            r.findings.cause = Some(cause);
+        }
+        // Nothing learned is no endpoint in the JSON.
+        r.findings.endpoint = known.filter(|e| {
+            *e != crate::contract::endpoint::Endpoint::of(
+                crate::contract::endpoint::EndpointKind::Unknown,
+            )
+        });
+        r
+    }
+
+    /// The cause the endpoint names for a result, if any: the context first (it fails every Turn), then the
+    /// outcome's own.
+    fn cause(
+        &self,
+        r: &ModelResult,
+        known: Option<&crate::contract::endpoint::Endpoint>,
+        target: &Target,
+    ) -> Option<crate::contract::endpoint::Cause> {
+        use crate::contract::endpoint::{Cause, EndpointKind};
+        let kind = known.map(|e| e.kind);
+        if let Some(c) = known.and_then(|e| endpoint::context_cause(e, target)) {
+            return Some(c);
+        }
+        let error = r.error.as_deref().unwrap_or("");
+        match (r.outcome, r.code) {
+            (Outcome::Text, _)
+                if kind == Some(EndpointKind::LlamaCpp)
+                    && known.and_then(|e| e.supports_tools) == Some(false) =>
+            {
+                Some(Cause::LlamaCppTemplateWithoutTools)
+            }
+            (_, Code::ToolsNotEnabled) if error.contains("--jinja") => {
+                Some(Cause::LlamaCppWithoutJinja)
+            }
+            (_, Code::ToolsNotEnabled) => Some(Cause::VllmToolsNotEnabled),
+            _ if kind == Some(EndpointKind::Litellm) => {
+                let message = error.split_once(": ").map_or(error, |(_, m)| m);
+                endpoint::gateway_backend_error(message)
+                    .map(|error| Cause::GatewayBackendFailed { error })
+            }
+            _ => None,
         }
     }
 
@@ -485,11 +628,28 @@ impl Checker {
                 r
             }
             End::Length { stop } => {
-                let error = format!(
-                    "stop reason \"{}\" before any tool call (the token cap sent was {})",
-                    self.redactor.clean_to(&stop, 40),
-                    target.max_tokens
-                );
+                let stop_shown = self.redactor.clean_to(&stop, 40);
+                let error = match &attempt.call_arguments {
+                    Some(_) => render::call_cut_error(&stop_shown, target.max_tokens),
+                    None => format!(
+                        "stop reason \"{stop_shown}\" before any tool call (the token cap sent was {})",
+                        target.max_tokens
+                    ),
+                };
+                use crate::contract::endpoint::Cause;
+                let cause = if attempt.call_arguments.is_some() {
+                    Some(Cause::ToolCallCut)
+                } else if attempt.reasoned {
+                    Some(Cause::LengthWhileThinking)
+                } else if answer.is_some() && target.max_tokens > 1 {
+                    Some(Cause::TextUntilCap)
+                } else {
+                    None
+                };
+                let arguments = attempt.call_arguments.as_deref().map(|a| {
+                    let cut = a.len() >= stream::ANSWER_KEEP_BYTES;
+                    self.redactor.clean_answer(a, cut)
+                });
                 let mut r = self.finish(
                     target,
                     start,
@@ -501,6 +661,8 @@ impl Checker {
                     answer,
                 );
                 r.stop_reason = Some(self.redactor.clean_to(&stop, 100));
+                r.findings.cause = cause;
+                r.findings.tool_arguments = arguments;
                 r
             }
             End::Fail {
@@ -533,6 +695,7 @@ impl Checker {
         answer: Option<String>,
     ) -> ModelResult {
         ModelResult {
+            findings: Default::default(),
             model: target.model.clone(),
             id: target.id.clone(),
             api: target.api,
@@ -598,9 +761,11 @@ impl Checker {
             a.first_byte = first_byte;
             return a;
         }
+        let seen = endpoint::Seen::from_headers(response.headers());
         let mut a = self.read_stream(wire, response, start).await;
         a.status = Some(status);
         a.first_byte = first_byte;
+        a.seen = seen;
         a
     }
 
@@ -642,6 +807,9 @@ impl Checker {
             first_byte: None,
             tool_call: None,
             answer: String::new(),
+            seen: endpoint::Seen::from_headers(&headers).with_error(perr.as_ref()),
+            reasoned: false,
+            call_arguments: None,
         }
     }
 
@@ -706,6 +874,8 @@ impl Checker {
         };
         // A tool call: the verdict; returning drops the response, which closes the connection.
         let tool_call = matches!(end, StreamEnd::ToolCall { .. }).then(|| start.elapsed());
+        let reasoned = judge.reasoned();
+        let call_arguments = judge.call_arguments().map(str::to_owned);
         let answer = judge.into_answer();
         let end = match end {
             StreamEnd::ToolCall { name } => End::ToolCall { name },
@@ -739,6 +909,9 @@ impl Checker {
             first_byte: None,
             tool_call,
             answer,
+            seen: endpoint::Seen::default(),
+            reasoned,
+            call_arguments,
         }
     }
 
@@ -773,6 +946,9 @@ impl Checker {
             first_byte: None,
             tool_call: None,
             answer,
+            seen: endpoint::Seen::default(),
+            reasoned: false,
+            call_arguments: None,
         }
     }
 }

@@ -18,7 +18,8 @@ pub const ANSWER_KEEP_BYTES: usize = 16 * 1024;
 /// How a 200's stream ended, as far as its bytes tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
-    /// A tool call named a tool: the verdict; the caller hangs up.
+    /// A tool call named a tool and its arguments are complete JSON (or the stream said the call ended): the
+    /// verdict; the caller hangs up.
     ToolCall {
         /// The tool's name as the model sent it.
         name: String,
@@ -56,6 +57,9 @@ pub struct StreamJudge<'w> {
     answer: String,
     stop: Option<String>,
     done: bool,
+    call: Option<String>,
+    arguments: String,
+    reasoned: bool,
 }
 
 impl<'w> StreamJudge<'w> {
@@ -70,6 +74,9 @@ impl<'w> StreamJudge<'w> {
             answer: String::new(),
             stop: None,
             done: false,
+            call: None,
+            arguments: String::new(),
+            reasoned: false,
         }
     }
 
@@ -106,6 +113,16 @@ impl<'w> StreamJudge<'w> {
         &self.answer
     }
 
+    /// Reasoning was streamed.
+    pub fn reasoned(&self) -> bool {
+        self.reasoned
+    }
+
+    /// The first tool call's arguments so far, when a call began (at most [`ANSWER_KEEP_BYTES`]).
+    pub fn call_arguments(&self) -> Option<&str> {
+        self.call.as_ref().map(|_| self.arguments.as_str())
+    }
+
     /// The answer text, taken out of the judge.
     pub fn into_answer(self) -> String {
         self.answer
@@ -128,23 +145,41 @@ impl<'w> StreamJudge<'w> {
                 self.seen.clear();
                 return Some(StreamEnd::Unreadable(e.0));
             }
-            for ev in self.seen.drain(..) {
+            let mut seen = std::mem::take(&mut self.seen);
+            for ev in seen.drain(..) {
                 observe(&ev);
                 match ev {
-                    StreamEvent::ToolCall { name } => return Some(StreamEnd::ToolCall { name }),
-                    StreamEvent::Text(t) => {
-                        let room = ANSWER_KEEP_BYTES - self.answer.len();
-                        let mut take = t.len().min(room);
-                        while !t.is_char_boundary(take) {
-                            take -= 1;
+                    StreamEvent::ToolCall { name } => {
+                        if self.call.is_none() {
+                            self.call = Some(name);
                         }
-                        self.answer.push_str(&t[..take]);
                     }
-                    StreamEvent::Stop(reason) => self.stop = Some(reason),
+                    StreamEvent::ToolArguments(piece) if self.call.is_some() => {
+                        keep(&mut self.arguments, &piece);
+                        if complete_json(&self.arguments) {
+                            return self.called();
+                        }
+                    }
+                    StreamEvent::ToolArguments(_) => {}
+                    StreamEvent::ToolCallEnd if self.call.is_some() => return self.called(),
+                    StreamEvent::ToolCallEnd => {}
+                    StreamEvent::Text(t) => keep(&mut self.answer, &t),
+                    StreamEvent::Reasoning(t) => {
+                        self.reasoned = true;
+                        keep(&mut self.answer, &t);
+                    }
+                    StreamEvent::Stop(reason) => {
+                        // A call whose stop is not the cap ended there: the stream said so.
+                        if self.call.is_some() && self.wire.stop_kind(&reason) != StopKind::Length {
+                            return self.called();
+                        }
+                        self.stop = Some(reason);
+                    }
                     StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),
                     StreamEvent::Done => self.done = true,
                 }
             }
+            self.seen = seen;
         }
         // Keep the buffer's allocation for the next chunk.
         self.events = events;
@@ -152,8 +187,20 @@ impl<'w> StreamJudge<'w> {
         None
     }
 
-    /// The end of a stream that ran out (its body ended, or its end marker came) with no tool call and no error.
+    /// The call's verdict: it named a tool, and its arguments are complete (or it ended).
+    fn called(&self) -> Option<StreamEnd> {
+        self.call.clone().map(|name| StreamEnd::ToolCall { name })
+    }
+
+    /// The end of a stream that ran out (its body ended, or its end marker came) with no complete tool call and no
+    /// error. A call that began and got no stop reason, then the end marker, ended with the stream.
     fn conclude(&mut self) -> StreamEnd {
+        if self.stop.is_none()
+            && self.done
+            && let Some(name) = self.call.clone()
+        {
+            return StreamEnd::ToolCall { name };
+        }
         match self.stop.take().map(|r| (self.wire.stop_kind(&r), r)) {
             Some((StopKind::Length, stop)) => StreamEnd::Length { stop },
             Some((StopKind::Normal, stop)) => StreamEnd::Text { stop: Some(stop) },
@@ -162,6 +209,22 @@ impl<'w> StreamJudge<'w> {
             None => StreamEnd::Cut,
         }
     }
+}
+
+/// Appends as much of `piece` as [`ANSWER_KEEP_BYTES`] leaves room for, on a character boundary.
+fn keep(into: &mut String, piece: &str) {
+    let room = ANSWER_KEEP_BYTES.saturating_sub(into.len());
+    let mut take = piece.len().min(room);
+    while !piece.is_char_boundary(take) {
+        take -= 1;
+    }
+    into.push_str(&piece[..take]);
+}
+
+/// Arguments that parse as one JSON object: the call is complete.
+fn complete_json(arguments: &str) -> bool {
+    let t = arguments.trim_end();
+    t.ends_with('}') && serde_json::from_str::<serde_json::Value>(t).is_ok_and(|v| v.is_object())
 }
 
 #[cfg(test)]
@@ -194,7 +257,17 @@ mod tests {
             + &chunk(
                 r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
                 None,
-            );
+            )
+            + &chunk(
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"status\":"}}]}"#,
+                None,
+            )
+            + &chunk(
+                r#"{"tool_calls":[{"index":0,"function":{"arguments":"\"ready\"}"}}]}"#,
+                None,
+            )
+            // Never read: the verdict came with the complete arguments.
+            + "data: {not json\n\n";
         for piece in [1, 7, body.len()] {
             let (end, answer) = judge(ApiKind::OpenAiCompletions, &body, piece);
             assert_eq!(
@@ -259,5 +332,111 @@ mod tests {
             j.push(b"data: [DONE]\n\n"),
             Some(StreamEnd::Text { stop: None })
         );
+    }
+
+    #[test]
+    fn a_call_waits_for_its_arguments_and_a_cap_that_cuts_them_is_length() {
+        let begin = chunk(
+            r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":""}}]}"#,
+            None,
+        ) + &chunk(
+            r#"{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}"#,
+            None,
+        );
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        // The name alone is no verdict any more: the arguments are not complete.
+        assert_eq!(j.push(begin.as_bytes()), None);
+        assert_eq!(j.call_arguments(), Some("{"));
+        assert_eq!(
+            j.push(chunk("{}", Some("length")).as_bytes()),
+            None,
+            "a length stop waits for the end"
+        );
+        assert_eq!(
+            j.push(b"data: [DONE]\n\n"),
+            Some(StreamEnd::Length {
+                stop: "length".into()
+            })
+        );
+        // A call with no arguments that the stream ends normally is complete.
+        let (end, _) = judge(
+            ApiKind::OpenAiCompletions,
+            &(begin.clone() + &chunk("{}", Some("tool_calls"))),
+            9,
+        );
+        assert_eq!(
+            end,
+            StreamEnd::ToolCall {
+                name: "probe".into()
+            }
+        );
+        // The arguments of a second call do not complete the first.
+        let second = chunk(
+            r#"{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"other","arguments":"{}"}}]}"#,
+            None,
+        );
+        let mut j = StreamJudge::new(wire);
+        assert_eq!(j.push((begin + &second).as_bytes()), None);
+        assert_eq!(j.call_arguments(), Some("{"));
+    }
+
+    #[test]
+    fn reasoning_is_told_from_text() {
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        j.push(chunk(r#"{"content":"hi"}"#, None).as_bytes());
+        assert!(!j.reasoned());
+        j.push(chunk(r#"{"reasoning_content":"hmm"}"#, None).as_bytes());
+        assert!(j.reasoned());
+        assert_eq!(j.answer(), "hihmm");
+    }
+
+    /// Anthropic: the call completes when its arguments parse or its block stops; a `max_tokens` stop inside the
+    /// arguments is `length` with what came.
+    #[test]
+    fn anthropic_calls_complete_by_their_arguments_or_their_block() {
+        let ev = |name: &str, data: &str| format!("event: {name}\ndata: {data}\n\n");
+        let start = ev(
+            "content_block_start",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"probe","input":{}}}"#,
+        );
+        let piece = |p: &str| {
+            ev(
+                "content_block_delta",
+                &format!(
+                    r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"input_json_delta","partial_json":{}}}}}"#,
+                    serde_json::to_string(p).unwrap()
+                ),
+            )
+        };
+        let stop = |reason: &str| {
+            ev(
+                "message_delta",
+                &format!(r#"{{"type":"message_delta","delta":{{"stop_reason":"{reason}"}}}}"#),
+            ) + &ev("message_stop", r#"{"type":"message_stop"}"#)
+        };
+        let called = StreamEnd::ToolCall {
+            name: "probe".into(),
+        };
+        let complete = start.clone() + &piece("{\"status\": ") + &piece("\"ready\"}");
+        assert_eq!(judge(ApiKind::AnthropicMessages, &complete, 11).0, called);
+        let closed = start.clone()
+            + &ev(
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            );
+        assert_eq!(judge(ApiKind::AnthropicMessages, &closed, 11).0, called);
+        let cut = start + &piece("{\"st") + &stop("max_tokens");
+        let wire = api::wire(ApiKind::AnthropicMessages).unwrap();
+        let mut j = StreamJudge::new(wire);
+        let end = j.push(cut.as_bytes()).unwrap_or_else(|| j.finish());
+        assert_eq!(
+            end,
+            StreamEnd::Length {
+                stop: "max_tokens".into()
+            }
+        );
+        assert_eq!(j.call_arguments(), Some("{\"st"));
     }
 }

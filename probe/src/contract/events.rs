@@ -57,6 +57,18 @@ pub enum ProbeEvent {
         #[serde(rename = "try")]
         attempt: Try,
     },
+    /// A model has waited this long for its verdict (at the run spec's `waitingNoteSeconds`, then at that pace):
+    /// the driver prints [`crate::contract::render::waiting`] for it.
+    Waiting {
+        /// The model's index.
+        index: usize,
+        /// The model.
+        model: String,
+        /// Milliseconds the model has waited.
+        waited_ms: u64,
+        /// The model's deadline, in milliseconds.
+        timeout_ms: u64,
+    },
     /// A model's result (once per model, in completion order).
     Result {
         /// The model's index.
@@ -101,6 +113,7 @@ impl ProbeEvent {
         match self {
             ProbeEvent::ModelStarted { index, .. }
             | ProbeEvent::Try { index, .. }
+            | ProbeEvent::Waiting { index, .. }
             | ProbeEvent::Result { index, .. } => Some(*index),
             ProbeEvent::Start { .. } | ProbeEvent::Warning { .. } | ProbeEvent::Summary { .. } => {
                 None
@@ -120,6 +133,7 @@ mod tests {
 
     fn result() -> ModelResult {
         ModelResult {
+            findings: Default::default(),
             model: "vllm/Qwen/Qwen3-32B".into(),
             id: "Qwen/Qwen3-32B".into(),
             api: ApiKind::OpenAiCompletions,

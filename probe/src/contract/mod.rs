@@ -7,6 +7,7 @@
 //! type), in the manner of kube-core and nextest-metadata, so a caller can take it without the rest.
 
 pub mod api_kind;
+pub mod endpoint;
 pub mod events;
 pub mod exit;
 pub mod outcome;

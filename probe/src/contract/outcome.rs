@@ -150,11 +150,13 @@ pub enum Code {
     NotChecked,
     #[serde(rename = "PROVIDER_UNSUPPORTED")]
     Unsupported,
+    #[serde(rename = "PROVIDER_CONTEXT_TOO_SMALL")]
+    ContextTooSmall,
 }
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 20] = [
         Code::Ok,
         Code::TextAnswer,
         Code::Busy,
@@ -174,6 +176,7 @@ impl Code {
         Code::ProtocolError,
         Code::NotChecked,
         Code::Unsupported,
+        Code::ContextTooSmall,
     ];
 
     /// The code as it appears in the JSON.
@@ -198,6 +201,7 @@ impl Code {
             Code::ProtocolError => "PROVIDER_PROTOCOL_ERROR",
             Code::NotChecked => "PROVIDER_NOT_CHECKED",
             Code::Unsupported => "PROVIDER_UNSUPPORTED",
+            Code::ContextTooSmall => "PROVIDER_CONTEXT_TOO_SMALL",
         }
     }
 
@@ -259,6 +263,10 @@ impl Code {
             Code::NotChecked => {
                 "the check stopped before this model was reached: run jr2 up once more; if it stops the same way and \
                  you know the models work, run jr2 up --skip-provider-preflight"
+            }
+            Code::ContextTooSmall => {
+                "serve the model with a context of at least the model's contextWindow (llama.cpp: -c; vLLM: \
+                 --max-model-len), or set contextWindow in jr2.config.ts to what the server serves"
             }
             Code::Unsupported => {
                 "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \

@@ -4,6 +4,7 @@
 //! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
+use crate::contract::endpoint::{Cause, EndpointKind};
 use crate::contract::outcome::{Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
@@ -45,14 +46,123 @@ fn origin_phrase(origin: &Origin) -> String {
 
 /// The `error:` line and its hints for a model whose level is error; the warning or progress line otherwise. A
 /// model that was not checked gets the `not checked:` form ([`not_checked_lines`]), never the hints of a failure.
+///
+/// The contract's lines stay as they are; when the endpoint named the cause ([`Cause`]), its one line follows them
+/// ([`cause_line`]), and a forced tool choice the model ignored adds its note ([`tool_choice_ignored`]).
 pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
-    match r.level {
-        _ if r.outcome == Outcome::NotChecked => not_checked_lines(&[r]),
+    let mut lines = match r.level {
+        _ if r.outcome == Outcome::NotChecked => return not_checked_lines(&[r]),
         Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
         Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
         Level::Warning => vec![busy_line(r)],
         Level::Error => failure_lines(r, origin),
+    };
+    if let Some(line) = r.findings.cause.as_ref().and_then(|c| cause_line(c, r)) {
+        lines.push(line);
     }
+    if r.findings.tool_choice_ignored {
+        lines.push(tool_choice_ignored(&r.model));
+    }
+    lines
+}
+
+/// The one line a known cause adds after the contract's lines, in their hint form (`  - ...`). `None` for a cause
+/// whose line the contract's lines already hold (vLLM's tool flags).
+pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
+    Some(match cause {
+        Cause::LlamaCppTemplateWithoutTools => "  - llama.cpp: the model's chat template cannot render tools (GET /props: chat_template_caps.supports_tools is false), so the server drops them from the prompt; --jinja is on already: give llama-server a tool-capable template with --chat-template-file, or serve a model whose template has tools".to_owned(),
+        Cause::LlamaCppWithoutJinja => "  - llama.cpp: the server runs without jinja templates, which tools need: start llama-server with --jinja (and without --no-jinja)".to_owned(),
+        Cause::VllmToolsNotEnabled => return None,
+        Cause::GatewayBackendFailed { error } => format!(
+            "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
+            r.host, r.id
+        ),
+        Cause::LengthWhileThinking => format!(
+            "  - the model streamed reasoning until the cap of {} tokens: raise maxTokens, or turn thinking off",
+            r.max_tokens
+        ),
+        Cause::TextUntilCap => format!(
+            "  - no reasoning was streamed: the model wrote text until the cap of {} tokens instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
+            r.max_tokens
+        ),
+        Cause::ToolCallCut => format!(
+            "  - the tool call began, and the cap of {} tokens cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
+            r.max_tokens
+        ),
+        Cause::ContextTooSmall { served, needed, from_window, server } => {
+            let flag = match server {
+                EndpointKind::LlamaCpp => "llama-server's -c",
+                EndpointKind::Vllm => "vLLM's --max-model-len",
+                EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
+            };
+            let what = if *from_window {
+                format!("the model's contextWindow is {needed}")
+            } else {
+                format!(
+                    "a Turn needs {needed} (maxTokens {} and pi's 4096-token prompt reserve)",
+                    r.max_tokens
+                )
+            };
+            format!(
+                "  - the server serves a context of {served} tokens and {what}: raise {flag} to {needed}, or set contextWindow in jr2.config.ts to {served}"
+            )
+        }
+    })
+}
+
+/// The next action of a result whose cause the endpoint named.
+pub fn cause_next_action(cause: &Cause) -> String {
+    match cause {
+        Cause::LlamaCppTemplateWithoutTools => "give llama-server a chat template that renders tools (--chat-template-file), or serve a model whose template has them; --jinja is on already".to_owned(),
+        Cause::LlamaCppWithoutJinja => "start llama-server with --jinja (not --no-jinja): it renders tools only with jinja templates".to_owned(),
+        Cause::VllmToolsNotEnabled => crate::contract::outcome::Code::ToolsNotEnabled.next_action().to_owned(),
+        Cause::GatewayBackendFailed { error } => format!(
+            "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
+        ),
+        Cause::LengthWhileThinking => crate::contract::outcome::Code::Length.next_action().to_owned(),
+        Cause::TextUntilCap => "choose a model (or a chat template) that calls tools: it wrote text until the cap, with no reasoning, so a larger maxTokens gives a longer text".to_owned(),
+        Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
+        Cause::ContextTooSmall { served, needed, server, .. } => {
+            let flag = match server {
+                EndpointKind::LlamaCpp => "llama-server's -c",
+                EndpointKind::Vllm => "vLLM's --max-model-len",
+                EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
+            };
+            format!(
+                "serve the model with a context of at least {needed} tokens ({flag}), or set contextWindow in jr2.config.ts to {served}"
+            )
+        }
+    }
+}
+
+/// `<error>` of a served context too small for a Turn.
+pub fn context_too_small_error(served: u64, needed: u64) -> String {
+    format!(
+        "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
+    )
+}
+
+/// `<error>` of a tool call whose arguments the cap cut.
+pub fn call_cut_error(stop: &str, max_tokens: u64) -> String {
+    format!(
+        "stop reason \"{stop}\" in the tool call's arguments, before they were complete (the token cap sent was {max_tokens})"
+    )
+}
+
+/// The note of a forced tool choice the model ignored: a progress line, no prefix word.
+pub fn tool_choice_ignored(model: &str) -> String {
+    format!(
+        "provider: {model}: the plan's toolChoice names the probe's tool, and the model answered as if it could choose (the server may not take a named tool_choice: llama-server treats it as auto)"
+    )
+}
+
+/// The progress line of a model still waiting for its verdict: no prefix word, like the pending line.
+pub fn waiting(model: &str, waited: std::time::Duration, timeout: std::time::Duration) -> String {
+    format!(
+        "provider: {model}: no answer yet after {} s of {} s — it can be a model that loads on first use",
+        seconds(waited),
+        seconds(timeout)
+    )
 }
 
 /// The lines of a whole run, in the results' order: each model's own lines, then the models that were not checked,
@@ -549,6 +659,7 @@ mod tests {
         };
         let code = outcome.default_code();
         ModelResult {
+            findings: Default::default(),
             model: model.to_owned(),
             id: model.split_once('/').map_or(model, |(_, id)| id).to_owned(),
             api,
@@ -1155,5 +1266,146 @@ mod tests {
                 "cannot read the CA file /missing.pem named by NODE_EXTRA_CA_CERTS: No such file or directory (os error 2)"
             )]
         )]));
+    }
+
+    /// The lines a known cause adds after the contract's lines (which stay byte for byte), each cause's next
+    /// action, the forced-tool note and the progress line.
+    #[test]
+    fn endpoint_cause_lines() {
+        let m = "llama/SmolLM2";
+        let with = |outcome: Outcome, error: &str, status: Option<u16>, cause: Cause| {
+            let mut r = result(m, custom(false), outcome, error, status);
+            r.findings.cause = Some(cause);
+            r
+        };
+        let context = |from_window: bool, server: EndpointKind| Cause::ContextTooSmall {
+            served: 2048,
+            needed: if from_window { 32768 } else { 5201 },
+            from_window,
+            server,
+        };
+        let mut cases: Vec<(&str, ModelResult)> = vec![
+            (
+                "llama.cpp template without tools (text)",
+                with(
+                    Outcome::Text,
+                    "",
+                    Some(200),
+                    Cause::LlamaCppTemplateWithoutTools,
+                ),
+            ),
+            (
+                "llama.cpp without jinja",
+                with(
+                    Outcome::Http,
+                    "HTTP 500: tools param requires --jinja flag",
+                    Some(500),
+                    Cause::LlamaCppWithoutJinja,
+                ),
+            ),
+            (
+                "vLLM without its tool flags: the contract's line says it already",
+                with(
+                    Outcome::Http,
+                    "HTTP 400: \"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+                    Some(400),
+                    Cause::VllmToolsNotEnabled,
+                ),
+            ),
+            (
+                "a LiteLLM gateway whose backend failed",
+                with(
+                    Outcome::Http,
+                    "HTTP 500: litellm.APIConnectionError: OpenAIException - Connection error.",
+                    Some(500),
+                    Cause::GatewayBackendFailed {
+                        error: "APIConnectionError".to_owned(),
+                    },
+                ),
+            ),
+            (
+                "length while thinking",
+                with(
+                    Outcome::Length,
+                    "stop reason \"length\" before any tool call (the token cap sent was 1024)",
+                    Some(200),
+                    Cause::LengthWhileThinking,
+                ),
+            ),
+            (
+                "length: text until the cap, no reasoning",
+                with(
+                    Outcome::Length,
+                    "stop reason \"length\" before any tool call (the token cap sent was 1024)",
+                    Some(200),
+                    Cause::TextUntilCap,
+                ),
+            ),
+            (
+                "a tool call the cap cut",
+                with(
+                    Outcome::Length,
+                    &call_cut_error("length", 1024),
+                    Some(200),
+                    Cause::ToolCallCut,
+                ),
+            ),
+            (
+                "context smaller than contextWindow, llama.cpp",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 32768),
+                    Some(200),
+                    context(true, EndpointKind::LlamaCpp),
+                ),
+            ),
+            (
+                "context smaller than the cap and the prompt, vLLM",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 5201),
+                    Some(200),
+                    context(false, EndpointKind::Vllm),
+                ),
+            ),
+            (
+                "context, a server of unknown kind",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(2048, 32768),
+                    Some(200),
+                    context(true, EndpointKind::Unknown),
+                ),
+            ),
+        ];
+        let mut ignored = result(m, custom(false), Outcome::Text, "", Some(200));
+        ignored.findings.tool_choice_ignored = true;
+        cases.push(("a forced tool choice answered in text", ignored));
+        let mut text = String::new();
+        for (name, r) in &cases {
+            text.push_str(&format!(
+                "# {name}\n{}\n",
+                model_lines(r, &Origin::ThisMachine).join("\n")
+            ));
+            if let Some(c) = &r.findings.cause {
+                text.push_str(&format!("nextAction: {}\n", cause_next_action(c)));
+            }
+            text.push('\n');
+        }
+        text.push_str("# waiting, by hand and through the driver\n");
+        for s in [30, 60, 90] {
+            text.push_str(&waiting(
+                m,
+                Duration::from_secs(s),
+                Duration::from_secs(120),
+            ));
+            text.push('\n');
+        }
+        text.push_str(&waiting(
+            m,
+            Duration::from_millis(500),
+            Duration::from_millis(2500),
+        ));
+        insta::assert_snapshot!(text);
     }
 }

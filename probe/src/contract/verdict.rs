@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::contract::api_kind::ApiKind;
+use crate::contract::endpoint::{Cause, Endpoint};
 use crate::contract::exit::Exit;
 use crate::contract::outcome::{Code, Level, Outcome};
 
@@ -149,6 +150,30 @@ pub struct ModelResult {
     pub elapsed_ms: u64,
     /// Every try.
     pub tries: Vec<Try>,
+    /// What the endpoint told beyond the outcome (its kind, the cause it named, a cut call's arguments).
+    #[serde(flatten)]
+    pub findings: Findings,
+}
+
+/// What a model's check learned beyond its outcome: `null` (or `false`) in the JSON when nothing was learned; absent in
+/// the JSON of an older probe.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Findings {
+    /// The server behind the base URL, as far as the answer and its metadata told.
+    #[serde(default)]
+    pub endpoint: Option<Endpoint>,
+    /// The cause the endpoint named: one line after the contract's lines, and the next action.
+    #[serde(default)]
+    pub cause: Option<Cause>,
+    /// The first tool call's arguments as far as they came (redacted, at most 300 characters), when the call was
+    /// cut before they were complete.
+    #[serde(default)]
+    pub tool_arguments: Option<String>,
+    /// The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could
+    /// choose (in text, or with another tool).
+    #[serde(default)]
+    pub tool_choice_ignored: bool,
 }
 
 impl ModelResult {

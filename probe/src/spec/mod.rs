@@ -88,6 +88,10 @@ pub struct RunSpec {
     /// driver leaves it out, so a spec it writes is one an older probe reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_per_host: Option<usize>,
+    /// Seconds a model waits before its first progress line, and between the next ones; absent:
+    /// [`crate::check::Settings::DEFAULT_WAITING_NOTE`]. The driver leaves it out unless its plan sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_note_seconds: Option<f64>,
     /// The models, in plan order.
     pub models: Vec<ModelSpec>,
 }
@@ -108,6 +112,7 @@ impl RunSpec {
             max_tries: Self::DEFAULT_MAX_TRIES,
             concurrency: Self::DEFAULT_CONCURRENCY,
             concurrency_per_host: None,
+            waiting_note_seconds: None,
             models,
         }
     }
@@ -449,6 +454,8 @@ pub fn resolve(
             )
         }
     };
+    let mut facts = facts;
+    facts.context_window = spec.context_window.filter(|w| *w > 0);
     let max_tokens = crate::prompt::token_cap(
         spec.max_tokens.unwrap_or(catalog_max),
         spec.context_window.unwrap_or(catalog_window),

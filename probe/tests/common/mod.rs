@@ -93,6 +93,7 @@ pub async fn check_trusting(
         },
         concurrency: 4,
         per_host: 4,
+        waiting_note: Settings::DEFAULT_WAITING_NOTE,
     };
     Checker::new(
         ClientFactory::new(trust, Duration::from_secs(5)),

@@ -11,12 +11,14 @@
 //! - [`openai_responses`]: OpenAI's (and Azure OpenAI's) Responses API streams and errors.
 //! - [`google`]: the Gemini API's (and Vertex express's) streams and errors.
 //! - [`mistral`]: Mistral's chat completions.
+//! - [`model_servers`]: llama-server, vLLM and LiteLLM shapes (their `server:` headers, metadata and error bodies).
 //! - [`bedrock`]: Bedrock's ConverseStream (AWS event-stream frames).
 
 pub mod anthropic_messages;
 pub mod bedrock;
 pub mod google;
 pub mod mistral;
+pub mod model_servers;
 pub mod openai_completions;
 pub mod openai_responses;
 

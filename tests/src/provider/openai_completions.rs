@@ -11,7 +11,9 @@
 //! header), `rate-limited` (429 always), `rate-limited-<n>` (429 on the first n tries, then ok),
 //! `rate-limited-then-stall` (429 on the first try, then no answer to any retry), `quota`,
 //! `overloaded` (529), `unavailable` (503), `unavailable-<n>`, `retry-after-huge`, `retry-after-date`, `stall`,
-//! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`.
+//! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`,
+//! `call-paced-<ms>` (the tool call with a pause before each event), `name-paced-<ms>` (the same whose name chunk ends
+//! the call: the verdict at the chunk where the probe used to hang up).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,6 +102,25 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
     if let Some(ms) = numbered("ok-delay-") {
         tokio::time::sleep(Duration::from_millis(ms)).await;
         return stream(tool_call_events(), Duration::ZERO, false);
+    }
+    // The bench's pair (issue 16): the same tool-call stream with a pause of <ms> before each event, where the
+    // verdict comes once the arguments are complete, and the stream whose call ends at its name chunk (where the
+    // probe used to hang up).
+    if let Some(ms) = numbered("call-paced-") {
+        return stream(tool_call_events(), Duration::from_millis(ms), false);
+    }
+    if let Some(ms) = numbered("name-paced-") {
+        // The name chunk ends the call itself: the verdict comes at the chunk the probe used to hang up at.
+        let events = vec![
+            chunk(json!({"role": "assistant", "content": null}), None),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                       "function": {"name": "probe", "arguments": ""}}]}),
+                Some("tool_calls"),
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        return stream(events, Duration::from_millis(ms), false);
     }
     if let Some(n) = numbered("rate-limited-") {
         if u64::from(try_n) <= n {

@@ -1,0 +1,324 @@
+//! Knowing the server behind a custom endpoint: from the answer the check already has, and from one look at the
+//! server's own metadata.
+//!
+//! The request a Turn sends is never changed for this. What the answer says comes free: llama-server answers with
+//! `server: llama.cpp`, vLLM and LiteLLM with `server: uvicorn`, LiteLLM adds `x-litellm-*` headers and prefixes its
+//! errors with `litellm.`. The metadata costs requests, so it is asked only for a custom endpoint (pi's catalog
+//! providers are not model servers) and only when it can change the verdict: after a failure (to name the cause),
+//! or for the context check. It goes through the check's own client (the same trust, proxy and same-origin
+//! redirect policy), with the check's own headers (the key goes only where the check sent it: every URL here is
+//! the base URL with another path), under the model's deadline; every value kept is a number, a bool, or a short
+//! sanitized string.
+
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use serde_json::Value;
+
+use crate::api::{self, ApiKind, ProviderError};
+use crate::contract::endpoint::{Cause, Endpoint, EndpointKind};
+use crate::contract::verdict::Route;
+use crate::sanitize::Redactor;
+use crate::target::Target;
+
+/// The most of a metadata body the probe reads (llama.cpp's `/props` holds the chat template: tens of KB).
+const MAX_METADATA_BODY: usize = 256 * 1024;
+
+/// The longest a metadata request may take, within the model's deadline.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the answer of a try told about the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// The kind the headers or the error body named.
+    pub kind: Option<EndpointKind>,
+    /// `server: uvicorn`: vLLM or LiteLLM (or another Python server).
+    pub uvicorn: bool,
+}
+
+impl Seen {
+    /// What the headers of an answer say.
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let server = headers
+            .get("server")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let litellm = headers.keys().any(|k| k.as_str().starts_with("x-litellm-"));
+        let kind = if litellm {
+            Some(EndpointKind::Litellm)
+        } else if server.starts_with("llama.cpp") {
+            Some(EndpointKind::LlamaCpp)
+        } else {
+            None
+        };
+        Self {
+            kind,
+            uvicorn: server.starts_with("uvicorn"),
+        }
+    }
+
+    /// Adds what an error body says: LiteLLM names itself in its messages.
+    pub fn with_error(mut self, error: Option<&ProviderError>) -> Self {
+        if self.kind.is_none()
+            && error.is_some_and(|e| e.message.trim_start().starts_with("litellm."))
+        {
+            self.kind = Some(EndpointKind::Litellm);
+        }
+        self
+    }
+}
+
+/// The metadata is worth asking for this target: a custom endpoint on Chat Completions.
+pub fn applies(target: &Target) -> bool {
+    matches!(target.route, Route::Custom { .. }) && target.api == ApiKind::OpenAiCompletions
+}
+
+/// The server's root: the base URL without its `/v1` (llama.cpp's `/props` and vLLM's `/version` live there).
+fn root(base: &reqwest::Url) -> reqwest::Url {
+    let mut url = base.clone();
+    let path = base.path().trim_end_matches('/');
+    url.set_path(path.strip_suffix("/v1").unwrap_or(path));
+    url.set_query(None);
+    url
+}
+
+/// Asks the server's metadata: `/v1/models` always, `/props` when it is (or may be) llama.cpp, `/version` after a
+/// failure when it may be vLLM. `failed` is false for a pass (only the context is wanted then).
+pub async fn learn(
+    client: &reqwest::Client,
+    target: &Target,
+    seen: Seen,
+    failed: bool,
+    redactor: &Redactor,
+) -> Endpoint {
+    let mut endpoint = Endpoint::of(seen.kind.unwrap_or(EndpointKind::Unknown));
+    let Some(headers) = api::wire(target.api)
+        .and_then(|w| w.request(target).ok())
+        .map(|r| r.headers)
+    else {
+        return endpoint;
+    };
+    let get = |url: reqwest::Url| fetch(client, url, headers.clone());
+    if let Some(models) = get(api::endpoint(&target.base_url, "/models")).await {
+        read_models(&models, &target.id, &mut endpoint);
+    }
+    let root = root(&target.base_url);
+    // `/props` for llama.cpp whose context `/v1/models` did not give, or after a failure of a server that may be
+    // llama.cpp (an unknown one without uvicorn's header): a pass against an unknown server costs one GET only.
+    let llama = endpoint.kind == EndpointKind::LlamaCpp;
+    let maybe_llama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn;
+    if ((llama && (failed || endpoint.context_length.is_none())) || (maybe_llama && failed))
+        && let Some(props) = get(api::endpoint(&root, "/props")).await
+    {
+        read_props(&props, &mut endpoint, redactor);
+    }
+    let maybe_vllm = matches!(endpoint.kind, EndpointKind::Vllm | EndpointKind::Unknown)
+        && (seen.uvicorn || endpoint.kind == EndpointKind::Vllm);
+    if maybe_vllm
+        && failed
+        && let Some(version) = get(api::endpoint(&root, "/version")).await
+        && let Some(v) = version.get("version").and_then(Value::as_str)
+    {
+        endpoint.kind = EndpointKind::Vllm;
+        endpoint.version = Some(redactor.clean_to(v, 40));
+    }
+    endpoint
+}
+
+/// One metadata `GET`, its JSON body, or `None` (any failure: the metadata is a bonus, never a verdict).
+async fn fetch(
+    client: &reqwest::Client,
+    url: reqwest::Url,
+    mut headers: HeaderMap,
+) -> Option<Value> {
+    headers.remove(CONTENT_TYPE);
+    let send = async {
+        let mut response = client.get(url).headers(headers).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut buf = Vec::new();
+        while let Some(chunk) = response.chunk().await.ok()? {
+            if buf.len() + chunk.len() > MAX_METADATA_BODY {
+                return None;
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&buf).ok()
+    };
+    tokio::time::timeout(METADATA_TIMEOUT, send)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// `/v1/models`: the served model's context (llama.cpp's `meta.n_ctx`, vLLM's `max_model_len`) and who serves it
+/// (`owned_by`: `llamacpp`, `vllm`).
+pub fn read_models(models: &Value, id: &str, endpoint: &mut Endpoint) {
+    let Some(data) = models.get("data").and_then(Value::as_array) else {
+        return;
+    };
+    let entry = data
+        .iter()
+        .find(|m| m.get("id").and_then(Value::as_str) == Some(id))
+        .or_else(|| (data.len() == 1).then(|| &data[0]));
+    let Some(entry) = entry else {
+        return;
+    };
+    match entry.get("owned_by").and_then(Value::as_str) {
+        Some("llamacpp") if endpoint.kind == EndpointKind::Unknown => {
+            endpoint.kind = EndpointKind::LlamaCpp;
+        }
+        Some("vllm") if endpoint.kind == EndpointKind::Unknown => {
+            endpoint.kind = EndpointKind::Vllm;
+        }
+        _ => {}
+    }
+    let context = entry
+        .pointer("/meta/n_ctx")
+        .or_else(|| entry.get("max_model_len"))
+        .and_then(Value::as_u64);
+    if context.is_some() {
+        endpoint.context_length = context;
+    }
+}
+
+/// llama.cpp's `/props`: the context (`default_generation_settings.n_ctx`), whether the template renders tools
+/// (`chat_template_caps.supports_tools`), and the build (`build_info`).
+pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
+    let tools = props
+        .pointer("/chat_template_caps/supports_tools")
+        .and_then(Value::as_bool);
+    let context = props
+        .pointer("/default_generation_settings/n_ctx")
+        .and_then(Value::as_u64);
+    if tools.is_none() && context.is_none() {
+        return;
+    }
+    endpoint.kind = EndpointKind::LlamaCpp;
+    endpoint.supports_tools = tools.or(endpoint.supports_tools);
+    endpoint.context_length = endpoint.context_length.or(context);
+    if let Some(build) = props.get("build_info").and_then(Value::as_str) {
+        endpoint.version = Some(redactor.clean_to(build, 40));
+    }
+}
+
+/// pi's reserve for a Turn's prompt (`clampMaxTokensToContext`): what a Turn sends besides its cap.
+pub const PROMPT_RESERVE: u64 = 4096;
+
+/// The context check: the served context against the plan's `contextWindow`, else against the cap plus pi's
+/// prompt reserve.
+pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
+    let served = endpoint.context_length.filter(|n| *n > 0)?;
+    let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
+        Some(window) => (window, true),
+        None => (
+            target.max_tokens + crate::prompt::estimated_tokens() + PROMPT_RESERVE,
+            false,
+        ),
+    };
+    (served < needed).then_some(Cause::ContextTooSmall {
+        served,
+        needed,
+        from_window,
+        server: endpoint.kind,
+    })
+}
+
+/// The backend error a LiteLLM gateway names (`litellm.APIConnectionError: ...`), when its message says one.
+pub fn gateway_backend_error(message: &str) -> Option<String> {
+    let rest = message.trim_start().strip_prefix("litellm.")?;
+    let class: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    const BACKEND: [&str; 6] = [
+        "APIConnectionError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "Timeout",
+        "APIError",
+        "BadGatewayError",
+    ];
+    BACKEND.contains(&class.as_str()).then_some(class)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn headers_name_the_server() {
+        let mut h = HeaderMap::new();
+        h.insert("server", "llama.cpp".parse().unwrap());
+        assert_eq!(Seen::from_headers(&h).kind, Some(EndpointKind::LlamaCpp));
+        let mut h = HeaderMap::new();
+        h.insert("server", "uvicorn".parse().unwrap());
+        let seen = Seen::from_headers(&h);
+        assert_eq!((seen.kind, seen.uvicorn), (None, true));
+        h.insert("x-litellm-version", "1.50.0".parse().unwrap());
+        assert_eq!(Seen::from_headers(&h).kind, Some(EndpointKind::Litellm));
+        let e = ProviderError {
+            message: "litellm.APIConnectionError: connection refused".into(),
+            ..ProviderError::default()
+        };
+        assert_eq!(
+            Seen::default().with_error(Some(&e)).kind,
+            Some(EndpointKind::Litellm)
+        );
+    }
+
+    #[test]
+    fn models_and_props_give_the_context() {
+        let mut e = Endpoint::of(EndpointKind::Unknown);
+        read_models(
+            &json!({"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":4096}]}),
+            "m",
+            &mut e,
+        );
+        assert_eq!((e.kind, e.context_length), (EndpointKind::Vllm, Some(4096)));
+        let mut e = Endpoint::of(EndpointKind::Unknown);
+        read_models(
+            &json!({"data":[{"id":"other.gguf","owned_by":"llamacpp","meta":{"n_ctx":2048}}]}),
+            "any-id",
+            &mut e,
+        );
+        assert_eq!(
+            (e.kind, e.context_length),
+            (EndpointKind::LlamaCpp, Some(2048))
+        );
+        let mut e = Endpoint::of(EndpointKind::Unknown);
+        read_props(
+            &json!({"default_generation_settings":{"n_ctx":256},"chat_template_caps":{"supports_tools":false},"build_info":"b1-0c1e570"}),
+            &mut e,
+            &Redactor::new(Vec::<String>::new()),
+        );
+        assert_eq!(e.supports_tools, Some(false));
+        assert_eq!(e.context_length, Some(256));
+        assert_eq!(e.version.as_deref(), Some("b1-0c1e570"));
+    }
+
+    #[test]
+    fn the_root_drops_v1() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert_eq!(root(&u("http://h:8080/v1")).as_str(), "http://h:8080/");
+        assert_eq!(root(&u("http://h:8080/x/v1/")).as_str(), "http://h:8080/x");
+    }
+
+    #[test]
+    fn litellm_backend_errors_are_named() {
+        assert_eq!(
+            gateway_backend_error(
+                "litellm.APIConnectionError: OpenAIException - Connection error."
+            ),
+            Some("APIConnectionError".into())
+        );
+        assert_eq!(
+            gateway_backend_error("litellm.BadRequestError: bad model"),
+            None
+        );
+        assert_eq!(gateway_backend_error("plain"), None);
+    }
+}

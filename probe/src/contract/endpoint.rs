@@ -1,0 +1,92 @@
+//! What the probe learned about the server behind a base URL, and the cause it can name from that.
+//!
+//! The contract's lines name vLLM's flags for every custom endpoint; a llama.cpp server, a vLLM and a LiteLLM
+//! gateway fail the same request for different reasons. The probe tells them apart from the answer itself (the
+//! `server:` header, the error body's shape) and, after a failure or for the context check, from one `GET` of the
+//! server's own metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`). What it learned is recorded
+//! here ([`Endpoint`]); when it names the cause of a result, the [`Cause`] adds one line after the contract's lines
+//! and replaces the code's next action.
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of server behind a base URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EndpointKind {
+    /// llama.cpp's `llama-server` (`server: llama.cpp`).
+    LlamaCpp,
+    /// vLLM's OpenAI-compatible server (`server: uvicorn`, `GET /version` says `{"version": ...}`).
+    Vllm,
+    /// A LiteLLM proxy (`x-litellm-*` headers, `litellm.` error messages).
+    Litellm,
+    /// Nothing told.
+    Unknown,
+}
+
+/// What the probe learned about the endpoint. Fields are `null` when not known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// The server's kind.
+    pub kind: EndpointKind,
+    /// The server's version, as it gives it (sanitized, at most 40 characters).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The context the server serves the model with, in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`).
+    #[serde(default)]
+    pub context_length: Option<u64>,
+    /// Whether the server renders tools into the prompt (llama.cpp's `chat_template_caps.supports_tools`).
+    #[serde(default)]
+    pub supports_tools: Option<bool>,
+}
+
+impl Endpoint {
+    /// An endpoint of `kind` with nothing else known.
+    pub fn of(kind: EndpointKind) -> Self {
+        Self {
+            kind,
+            version: None,
+            context_length: None,
+            supports_tools: None,
+        }
+    }
+}
+
+/// A cause the endpoint named: one hint line after the contract's lines, and the result's next action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Cause {
+    /// llama.cpp's chat template cannot render tools (`/props`: `chat_template_caps.supports_tools: false`): the
+    /// server drops them from the prompt, so the model answers in text. `--jinja` is on already.
+    LlamaCppTemplateWithoutTools,
+    /// llama.cpp runs without jinja (`tools param requires --jinja flag`).
+    LlamaCppWithoutJinja,
+    /// vLLM started without `--enable-auto-tool-choice` / `--tool-call-parser`.
+    VllmToolsNotEnabled,
+    /// A LiteLLM gateway answered, and its error body says its backend failed.
+    GatewayBackendFailed {
+        /// The backend's error class as LiteLLM names it (`APIConnectionError`...), sanitized.
+        error: String,
+    },
+    /// `length` after reasoning was streamed: the model thought until the cap.
+    LengthWhileThinking,
+    /// The model wrote text until the cap, with no reasoning streamed: a text answer cut by the cap.
+    TextUntilCap,
+    /// The tool call began but the cap cut its arguments: a Turn gets a call it cannot parse.
+    ToolCallCut,
+    /// The served context is smaller than the plan's `contextWindow`, or than the cap plus a Turn's prompt.
+    ContextTooSmall {
+        /// The context the server serves, in tokens.
+        served: u64,
+        /// What a Turn needs: the plan's `contextWindow`, or the cap plus pi's prompt reserve.
+        needed: u64,
+        /// `needed` is the plan's `contextWindow` (else the cap plus the reserve).
+        from_window: bool,
+        /// The server's kind, for the flag to name.
+        server: EndpointKind,
+    },
+}
