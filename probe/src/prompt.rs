@@ -39,6 +39,9 @@ pub fn estimated_tokens() -> u64 {
         + quarter(tools.to_string().chars().count())
 }
 
+/// What pi's clamp keeps free of the cap in a known context window, for the Turn's prompt.
+pub const PROMPT_RESERVE: u64 = 4096;
+
 /// The token cap a Turn sends: the model's `maxTokens`, clamped to the context window (pi's
 /// `clampMaxTokensToContext`): with no window, `max(1, maxTokens)`; otherwise
 /// `min(maxTokens, max(1, contextWindow - estimate - 4096))`.
@@ -49,7 +52,7 @@ pub fn token_cap(max_tokens: u64, context_window: u64) -> u64 {
         max_tokens.min(
             context_window
                 .saturating_sub(estimated_tokens())
-                .saturating_sub(4096)
+                .saturating_sub(PROMPT_RESERVE)
                 .max(1),
         )
     }

@@ -213,7 +213,7 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
         lines(&run).last().unwrap(),
         &render::cause_line(&cause, r).unwrap()
     );
-    // Without a window: the cap and pi's reserve. 256 tokens of context cannot hold a 1024-token cap.
+    // Without a window: the cap and the probe's own prompt. 256 tokens of context cannot hold a 1024-token cap.
     let small = server(Kind::Vllm, 256, true).await;
     let r = check(&small, "ok", &[]).await.verdict().models[0].clone();
     assert!(

@@ -24,7 +24,9 @@
 mod common;
 
 use common::probe;
+use jr2_probe::contract::endpoint::{Cause, EndpointKind};
 use jr2_probe::outcome::{Code, Level, Outcome};
+use jr2_probe::render;
 use jr2_testkit::fake_provider::FakeProvider;
 use jr2_testkit::peers::{
     LlamaServer, RawResponse, Server, llama_fixture, response_fixture, start_litellm,
@@ -136,6 +138,34 @@ fn probe_request(max_tokens: u64, tool_choice: Option<Value>) -> Value {
     body
 }
 
+/// The cause the endpoint named, its one line after the contract's lines, and the same words as the next action.
+#[track_caller]
+fn assert_cause(run: &common::Run, want: &Cause) {
+    let m = &run.verdict().models[0];
+    assert_eq!(m.findings.cause.as_ref(), Some(want), "{}", run.stderr);
+    let line = render::cause_line(want, m).expect("the cause has a line");
+    assert_eq!(
+        run.lines().last().copied(),
+        Some(line.as_str()),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(m.next_action, render::cause_next_action(want));
+}
+
+/// What the verdict learned of the server: llama.cpp, its context and whether its template renders tools.
+#[track_caller]
+fn assert_llama_endpoint(run: &common::Run, n_ctx: u64, supports_tools: Option<bool>) {
+    let e = run.verdict().models[0]
+        .findings
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| panic!("no endpoint in the verdict: {}", run.stdout));
+    assert_eq!(e.kind, EndpointKind::LlamaCpp);
+    assert_eq!(e.context_length, Some(n_ctx));
+    assert_eq!(e.supports_tools, supports_tools);
+}
+
 fn host(server: &Server) -> String {
     format!("127.0.0.1:{}", server.port)
 }
@@ -167,8 +197,10 @@ async fn llama_server_stock_template_drops_the_tools() {
         run.lines()[1],
         "warning: provider: smollm2 answered the request of a Turn in text, not with a tool call"
     );
-    // HINT (after the merge): the llama.cpp template hint line (`--chat-template-file` / a tool-capable model)
-    // follows the warning, and `nextAction` says the same; asserted here.
+    // The template, not --jinja: the server said so in /props, and the line after the warning names the fix.
+    assert_cause(&run, &Cause::LlamaCppTemplateWithoutTools);
+    assert!(run.lines().last().unwrap().contains("--chat-template-file"));
+    assert_llama_endpoint(&run, 2048, Some(false));
 
     let stream = post(
         &server,
@@ -210,8 +242,17 @@ async fn llama_server_tool_template_passes() {
         run.stderr
     );
     assert_eq!(run.code, 0);
-    // HINT (after the merge): the verdict's `endpoint` (kind llama.cpp, contextLength 2048, supportsTools true) is
-    // asserted here.
+    // A pass learns the server from its answer and its /v1/models (the context check): no cause.
+    let e = run.verdict().models[0]
+        .findings
+        .endpoint
+        .clone()
+        .expect("an endpoint");
+    assert_eq!(
+        (e.kind, e.context_length),
+        (EndpointKind::LlamaCpp, Some(2048))
+    );
+    assert_eq!(run.verdict().models[0].findings.cause, None);
 
     let stream = post(
         &server,
@@ -265,8 +306,9 @@ async fn llama_server_without_jinja_refuses_tools() {
             host(&server)
         )
     );
-    // HINT (after the merge): the llama.cpp "start llama-server with --jinja" hint line, in place of today's
-    // vLLM-only next action, is asserted here.
+    // llama.cpp's own fix, not only vLLM's flags.
+    assert_cause(&run, &Cause::LlamaCppWithoutJinja);
+    assert!(run.lines().last().unwrap().contains("--jinja"));
 
     let refused = post(
         &server,
@@ -325,8 +367,9 @@ async fn llama_server_with_an_api_key() {
                 .to_owned(),
         ]
     );
-    // HINT (after the merge): llama-server answers any model id in single-model mode, so the model-id hint above is
-    // noise here (issue 16, item 7); what the endpoint engineer's lines say instead is asserted here.
+    // The model-id line is the user's document's on every 401 and stays, although a single-model llama-server
+    // answers any id; no cause line follows, since the key is the cause the lines already name.
+    assert_eq!(run.verdict().models[0].findings.cause, None);
     assert!(!run.stdout.contains(wrong) && !run.stderr.contains(wrong));
     let refused = get(&server, "/v1/models", Some("sk-not-the-key-000000000")).await;
     assert_eq!(refused.status, 401);
@@ -372,7 +415,7 @@ async fn llama_server_context_smaller_than_the_plans() {
             "meta.n_ctx is the -c the server runs with"
         );
 
-        // Today the preflight passes: its prompt fits, whatever the plan's window says.
+        // The probe's own prompt fits, but the plan's window does not: every Turn longer than -c fails.
         let run = check(
             &server,
             &["--context-window", window, "--max-tokens", "1024"],
@@ -381,15 +424,41 @@ async fn llama_server_context_smaller_than_the_plans() {
         .await;
         let m = &run.verdict().models[0];
         assert_eq!(
-            (m.outcome, m.level),
-            (Outcome::Ok, Level::Pass),
+            (m.outcome, m.level, m.code),
+            (Outcome::Http, Level::Error, Code::ContextTooSmall),
             "-c {ctx}: {}\n{}",
             run.stderr,
             server.log()
         );
-        assert_eq!(run.code, 0);
-        // HINT (after the merge): the context check makes this an error whose line names n_ctx ({ctx}) and the
-        // plan's contextWindow ({window}) and says what to change (llama-server's -c, or the config); asserted here.
+        assert_eq!(run.code, 1);
+        let needed: u64 = window.parse().unwrap();
+        assert_eq!(
+            m.error.as_deref(),
+            Some(render::context_too_small_error(u64::from(ctx), needed).as_str())
+        );
+        assert_cause(
+            &run,
+            &Cause::ContextTooSmall {
+                served: u64::from(ctx),
+                needed,
+                from_window: true,
+                server: EndpointKind::LlamaCpp,
+            },
+        );
+        assert!(run.lines().last().unwrap().contains("llama-server's -c"));
+        // Without a window only what surely fails is an error: -c 256 cannot hold the cap and the probe's prompt.
+        let run = check(&server, &["--max-tokens", "1024"], None).await;
+        let m = &run.verdict().models[0];
+        if ctx == 256 {
+            assert_eq!(m.code, Code::ContextTooSmall, "{}", run.stderr);
+        } else {
+            assert_eq!(
+                (m.outcome, m.level),
+                (Outcome::Ok, Level::Pass),
+                "{}",
+                run.stderr
+            );
+        }
 
         // A Turn-sized prompt: what every Turn gets from this server.
         let long = "word ".repeat(3000);
@@ -439,20 +508,32 @@ async fn llama_server_small_cap_cuts_the_call() {
         &response_fixture(&cut, VOLATILE),
     );
 
-    // Today the probe hangs up at the first chunk that names the tool: a pass, although a Turn gets a call whose
-    // arguments do not parse.
+    // The verdict waits for the call's complete arguments: the cap cut them, so a Turn would get a call it cannot
+    // parse. A `length` error, with the arguments seen so far in the JSON.
     let cap = cap.to_string();
     let run = check(&server, &["--max-tokens", &cap], None).await;
     let m = &run.verdict().models[0];
     assert_eq!(
-        (m.outcome, m.level),
-        (Outcome::Ok, Level::Pass),
+        (m.outcome, m.level, m.code),
+        (Outcome::Length, Level::Error, Code::Length),
         "{}\n{}",
         run.stderr,
         server.log()
     );
-    // HINT (after the merge): waiting for the complete call makes this `length` (an error, the arguments seen so far
-    // in the JSON); asserted here instead of the pass.
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::call_cut_error("length", CUT_CAP).as_str())
+    );
+    let seen = m
+        .findings
+        .tool_arguments
+        .as_deref()
+        .expect("the arguments seen");
+    assert!(
+        seen.starts_with('{') && serde_json::from_str::<Value>(seen).is_err(),
+        "{seen}"
+    );
+    assert_cause(&run, &Cause::ToolCallCut);
 }
 
 /// The cap that ends SmolLM2's call in the middle of its arguments (measured on this server).
@@ -476,8 +557,8 @@ async fn llama_server_ignores_a_forced_tool_choice() {
         log.contains("Wrong type supplied for parameter 'tool_choice'"),
         "{log}"
     );
-    // HINT (after the merge): the note that the forced tool choice was ignored (in the verdict and a progress
-    // line) is asserted here.
+    // The one tool was called, so nothing tells the answer from a forced one: no note.
+    assert!(!run.verdict().models[0].findings.tool_choice_ignored);
 
     // The stock template with the tool forced: the tools are dropped all the same, a text answer.
     let stock = start(LlamaServer {
@@ -487,9 +568,13 @@ async fn llama_server_ignores_a_forced_tool_choice() {
     })
     .await;
     let run = check(&stock, &["--tool-choice", "named"], None).await;
-    assert_eq!(
-        run.verdict().models[0].outcome,
-        Outcome::Text,
+    let m = &run.verdict().models[0];
+    assert_eq!(m.outcome, Outcome::Text, "{}", run.stderr);
+    // Forced and answered in text: the verdict and a line say the choice was ignored.
+    assert!(m.findings.tool_choice_ignored, "{}", run.stdout);
+    assert!(
+        run.lines()
+            .contains(&render::tool_choice_ignored(&m.model).as_str()),
         "{}",
         run.stderr
     );

@@ -204,19 +204,14 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
     }
 }
 
-/// pi's reserve for a Turn's prompt (`clampMaxTokensToContext`): what a Turn sends besides its cap.
-pub const PROMPT_RESERVE: u64 = 4096;
-
-/// The context check: the served context against the plan's `contextWindow`, else against the cap plus pi's
-/// prompt reserve.
+/// The context check: the served context against the plan's `contextWindow`, else against the cap plus the probe's
+/// own prompt. With no window the Turn's prompt is unknown (pi clamps nothing), so only what surely fails is an
+/// error: a context that cannot hold the cap and even this small prompt.
 pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
     let served = endpoint.context_length.filter(|n| *n > 0)?;
     let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
         Some(window) => (window, true),
-        None => (
-            target.max_tokens + crate::prompt::estimated_tokens() + PROMPT_RESERVE,
-            false,
-        ),
+        None => (target.max_tokens + crate::prompt::estimated_tokens(), false),
     };
     (served < needed).then_some(Cause::ContextTooSmall {
         served,

@@ -494,8 +494,8 @@ impl Checker {
         r
     }
 
-    /// The cause the endpoint names for a result, if any: the context first (it fails every Turn), then the
-    /// outcome's own.
+    /// The cause the endpoint names for a result, if any: for a pass or a warning the context first (it fails every
+    /// Turn), then the outcome's own.
     fn cause(
         &self,
         r: &ModelResult,
@@ -504,7 +504,10 @@ impl Checker {
     ) -> Option<crate::contract::endpoint::Cause> {
         use crate::contract::endpoint::{Cause, EndpointKind};
         let kind = known.map(|e| e.kind);
-        if let Some(c) = known.and_then(|e| endpoint::context_cause(e, target)) {
+        // A result that is already an error keeps the cause its own line names; the context is the next run's.
+        if r.level != crate::contract::outcome::Level::Error
+            && let Some(c) = known.and_then(|e| endpoint::context_cause(e, target))
+        {
             return Some(c);
         }
         let error = r.error.as_deref().unwrap_or("");

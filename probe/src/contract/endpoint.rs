@@ -82,9 +82,9 @@ pub enum Cause {
     ContextTooSmall {
         /// The context the server serves, in tokens.
         served: u64,
-        /// What a Turn needs: the plan's `contextWindow`, or the cap plus pi's prompt reserve.
+        /// What a Turn needs: the plan's `contextWindow`, or the cap plus the probe's own prompt.
         needed: u64,
-        /// `needed` is the plan's `contextWindow` (else the cap plus the reserve).
+        /// `needed` is the plan's `contextWindow` (else the cap plus the probe's prompt).
         from_window: bool,
         /// The server's kind, for the flag to name.
         server: EndpointKind,

@@ -90,24 +90,40 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.max_tokens
         ),
         Cause::ContextTooSmall { served, needed, from_window, server } => {
-            let flag = match server {
-                EndpointKind::LlamaCpp => "llama-server's -c",
-                EndpointKind::Vllm => "vLLM's --max-model-len",
-                EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
-            };
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
             } else {
                 format!(
-                    "a Turn needs {needed} (maxTokens {} and pi's 4096-token prompt reserve)",
-                    r.max_tokens
+                    "a Turn needs more than {needed} (maxTokens {} and the probe's own prompt of {} tokens; a Turn's prompt is longer)",
+                    r.max_tokens,
+                    needed.saturating_sub(r.max_tokens)
                 )
             };
             format!(
-                "  - the server serves a context of {served} tokens and {what}: raise {flag} to {needed}, or set contextWindow in jr2.config.ts to {served}"
+                "  - the server serves a context of {served} tokens and {what}: {}",
+                context_advice(*served, *needed, *server)
             )
         }
     })
+}
+
+/// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
+/// prompt its reserve in the served context) the config's `contextWindow`.
+fn context_advice(served: u64, needed: u64, server: EndpointKind) -> String {
+    let flag = match server {
+        EndpointKind::LlamaCpp => "llama-server's -c",
+        EndpointKind::Vllm => "vLLM's --max-model-len",
+        EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
+    };
+    if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
+        format!(
+            "raise {flag} to {needed}, or set contextWindow in jr2.config.ts to {served} (pi then cuts the cap to fit)"
+        )
+    } else {
+        format!(
+            "raise {flag} to at least {needed}: a context of {served} leaves a Turn no room for its prompt"
+        )
+    }
 }
 
 /// The next action of a result whose cause the endpoint named.
@@ -123,14 +139,7 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::TextUntilCap => "choose a model (or a chat template) that calls tools: it wrote text until the cap, with no reasoning, so a larger maxTokens gives a longer text".to_owned(),
         Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
         Cause::ContextTooSmall { served, needed, server, .. } => {
-            let flag = match server {
-                EndpointKind::LlamaCpp => "llama-server's -c",
-                EndpointKind::Vllm => "vLLM's --max-model-len",
-                EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
-            };
-            format!(
-                "serve the model with a context of at least {needed} tokens ({flag}), or set contextWindow in jr2.config.ts to {served}"
-            )
+            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server))
         }
     }
 }
@@ -1278,12 +1287,14 @@ mod tests {
             r.findings.cause = Some(cause);
             r
         };
-        let context = |from_window: bool, server: EndpointKind| Cause::ContextTooSmall {
-            served: 2048,
-            needed: if from_window { 32768 } else { 5201 },
-            from_window,
-            server,
-        };
+        let no_window = 1024 + crate::prompt::estimated_tokens();
+        let context =
+            |served: u64, from_window: bool, server: EndpointKind| Cause::ContextTooSmall {
+                served,
+                needed: if from_window { 32768 } else { no_window },
+                from_window,
+                server,
+            };
         let mut cases: Vec<(&str, ModelResult)> = vec![
             (
                 "llama.cpp template without tools (text)",
@@ -1356,25 +1367,25 @@ mod tests {
                     Outcome::Http,
                     &context_too_small_error(2048, 32768),
                     Some(200),
-                    context(true, EndpointKind::LlamaCpp),
+                    context(2048, true, EndpointKind::LlamaCpp),
                 ),
             ),
             (
-                "context smaller than the cap and the prompt, vLLM",
+                "context smaller than the cap and the probe's prompt, vLLM",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(2048, 5201),
+                    &context_too_small_error(1024, no_window),
                     Some(200),
-                    context(false, EndpointKind::Vllm),
+                    context(1024, false, EndpointKind::Vllm),
                 ),
             ),
             (
-                "context, a server of unknown kind",
+                "context, a server of unknown kind, large enough for pi's clamp",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(2048, 32768),
+                    &context_too_small_error(8192, 32768),
                     Some(200),
-                    context(true, EndpointKind::Unknown),
+                    context(8192, true, EndpointKind::Unknown),
                 ),
             ),
         ];
