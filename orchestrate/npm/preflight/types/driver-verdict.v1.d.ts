@@ -2,6 +2,57 @@
 // Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.
 
 /**
+ * The cause the endpoint named (issue 16): one line after the contract's lines, and the result's nextAction.
+ *
+ * This interface was referenced by `DriverVerdict`'s JSON-Schema
+ * via the `definition` "Cause".
+ */
+export type Cause =
+  | {
+      /**
+       * The cause.
+       */
+      kind:
+        | "llamaCppTemplateWithoutTools"
+        | "llamaCppWithoutJinja"
+        | "vllmToolsNotEnabled"
+        | "lengthWhileThinking"
+        | "textUntilCap"
+        | "toolCallCut";
+    }
+  | {
+      /**
+       * A LiteLLM gateway's backend failed.
+       */
+      kind: "gatewayBackendFailed";
+      /**
+       * The backend's error class as LiteLLM names it.
+       */
+      error: string;
+    }
+  | {
+      /**
+       * The served context is smaller than a Turn needs.
+       */
+      kind: "contextTooSmall";
+      /**
+       * The context the server serves, in tokens.
+       */
+      served: number;
+      /**
+       * What a Turn needs: the plan's contextWindow, or maxTokens plus pi's prompt estimate and 4096-token reserve.
+       */
+      needed: number;
+      /**
+       * `needed` is the plan's contextWindow.
+       */
+      fromWindow: boolean;
+      /**
+       * The server's kind, for the flag the line names.
+       */
+      server: "llamaCpp" | "vllm" | "litellm" | "unknown";
+    };
+/**
  * The stable code of a check pod's failure. PROVIDER_POD_IMAGE_PULL: a node cannot pull an image. PROVIDER_POD_SECRET_MISSING: harness.envFrom names a Secret the namespace does not hold. PROVIDER_POD_SECRET_KEY_MISSING: a harness.env valueFrom names a key (or Secret) that does not exist. PROVIDER_POD_CUSTODIAN_VOLUME: a Secret or key a secrets valueFrom names is missing, so the Custodian's volume does not mount. PROVIDER_POD_CUSTODIAN_REFUSED: the Custodian refused a held value at start. PROVIDER_POD_OUT_OF_MEMORY: a container ran out of memory. PROVIDER_POD_CANNOT_START: another reason the containers cannot start. PROVIDER_POD_REFUSED: the API server refused the pod (quota, Pod Security, a webhook). PROVIDER_POD_STOPPED: the pod stopped before the probe finished (evicted, preempted, deleted, its deadline). PROVIDER_POD_PROBE_ERROR: the probe refused its run (exit 2: a run spec of another release). PROVIDER_POD_NOT_STARTED: the pod did not start in time. PROVIDER_CLUSTER_UNREACHABLE: the API server did not answer the create. PROVIDER_INTERRUPTED: the run was interrupted (SIGINT, SIGTERM).
  *
  * This interface was referenced by `DriverVerdict`'s JSON-Schema
@@ -74,7 +125,8 @@ export type Code =
   | "PROVIDER_CROSS_ORIGIN_REDIRECT"
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
-  | "PROVIDER_UNSUPPORTED";
+  | "PROVIDER_UNSUPPORTED"
+  | "PROVIDER_CONTEXT_TOO_SMALL";
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
  *
@@ -335,7 +387,8 @@ export interface ModelResult {
     | "PROVIDER_CROSS_ORIGIN_REDIRECT"
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
-    | "PROVIDER_UNSUPPORTED";
+    | "PROVIDER_UNSUPPORTED"
+    | "PROVIDER_CONTEXT_TOO_SMALL";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -369,9 +422,49 @@ export interface ModelResult {
    */
   elapsedMs: number;
   /**
+   * The server behind the base URL, as far as the answer and its metadata told; null when nothing was learned (issue 16).
+   */
+  endpoint: Endpoint | null;
+  /**
+   * The cause the endpoint named; null when none.
+   */
+  cause: Cause | null;
+  /**
+   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap cut the call before they were complete; null otherwise.
+   */
+  toolArguments: string | null;
+  /**
+   * The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could choose (in text, or with another tool).
+   */
+  toolChoiceIgnored: boolean;
+  /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */
   tries: Try[];
+}
+/**
+ * What the probe learned about the server behind the base URL (issue 16): from the answer's `server:` header and error body, and for a custom endpoint from one GET of its metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`). Fields are null when not known; `endpoint` is null when nothing was learned.
+ *
+ * This interface was referenced by `DriverVerdict`'s JSON-Schema
+ * via the `definition` "Endpoint".
+ */
+export interface Endpoint {
+  /**
+   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `unknown`.
+   */
+  kind: "llamaCpp" | "vllm" | "litellm" | "unknown";
+  /**
+   * The server's version as it gives it (vLLM's `/version`, llama.cpp's `build_info`), sanitized, at most 40 characters; null when not known.
+   */
+  version: string | null;
+  /**
+   * The context the server serves, in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`); null when not known.
+   */
+  contextLength: number | null;
+  /**
+   * llama.cpp: whether the chat template renders tools (`/props` `chat_template_caps.supports_tools`); null when not known.
+   */
+  supportsTools: boolean | null;
 }
 /**
  * One HTTP try of a model's check.

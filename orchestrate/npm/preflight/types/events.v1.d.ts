@@ -88,6 +88,28 @@ export type ProbeEvent =
     }
   | {
       /**
+       * Discriminator: `waiting`.
+       */
+      event: "waiting";
+      /**
+       * The model's index in the run spec's `models`.
+       */
+      index: number;
+      /**
+       * The model as the run spec names it.
+       */
+      model: string;
+      /**
+       * Milliseconds the model has waited.
+       */
+      waitedMs: number;
+      /**
+       * The model's deadline, in milliseconds.
+       */
+      timeoutMs: number;
+    }
+  | {
+      /**
        * Discriminator: `result`.
        */
       event: "result";
@@ -103,6 +125,54 @@ export type ProbeEvent =
        */
       event: "summary";
       verdict: Verdict;
+    };
+/**
+ * The cause the endpoint named (issue 16): one line after the contract's lines, and the result's nextAction.
+ */
+export type Cause =
+  | {
+      /**
+       * The cause.
+       */
+      kind:
+        | "llamaCppTemplateWithoutTools"
+        | "llamaCppWithoutJinja"
+        | "vllmToolsNotEnabled"
+        | "lengthWhileThinking"
+        | "textUntilCap"
+        | "toolCallCut";
+    }
+  | {
+      /**
+       * A LiteLLM gateway's backend failed.
+       */
+      kind: "gatewayBackendFailed";
+      /**
+       * The backend's error class as LiteLLM names it.
+       */
+      error: string;
+    }
+  | {
+      /**
+       * The served context is smaller than a Turn needs.
+       */
+      kind: "contextTooSmall";
+      /**
+       * The context the server serves, in tokens.
+       */
+      served: number;
+      /**
+       * What a Turn needs: the plan's contextWindow, or maxTokens plus pi's prompt estimate and 4096-token reserve.
+       */
+      needed: number;
+      /**
+       * `needed` is the plan's contextWindow.
+       */
+      fromWindow: boolean;
+      /**
+       * The server's kind, for the flag the line names.
+       */
+      server: "llamaCpp" | "vllm" | "litellm" | "unknown";
     };
 
 /**
@@ -295,7 +365,8 @@ export interface ModelResult {
     | "PROVIDER_CROSS_ORIGIN_REDIRECT"
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
-    | "PROVIDER_UNSUPPORTED";
+    | "PROVIDER_UNSUPPORTED"
+    | "PROVIDER_CONTEXT_TOO_SMALL";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -329,9 +400,46 @@ export interface ModelResult {
    */
   elapsedMs: number;
   /**
+   * The server behind the base URL, as far as the answer and its metadata told; null when nothing was learned (issue 16).
+   */
+  endpoint: Endpoint | null;
+  /**
+   * The cause the endpoint named; null when none.
+   */
+  cause: Cause | null;
+  /**
+   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap cut the call before they were complete; null otherwise.
+   */
+  toolArguments: string | null;
+  /**
+   * The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could choose (in text, or with another tool).
+   */
+  toolChoiceIgnored: boolean;
+  /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */
   tries: Try1[];
+}
+/**
+ * What the probe learned about the server behind the base URL (issue 16): from the answer's `server:` header and error body, and for a custom endpoint from one GET of its metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`). Fields are null when not known; `endpoint` is null when nothing was learned.
+ */
+export interface Endpoint {
+  /**
+   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `unknown`.
+   */
+  kind: "llamaCpp" | "vllm" | "litellm" | "unknown";
+  /**
+   * The server's version as it gives it (vLLM's `/version`, llama.cpp's `build_info`), sanitized, at most 40 characters; null when not known.
+   */
+  version: string | null;
+  /**
+   * The context the server serves, in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`); null when not known.
+   */
+  contextLength: number | null;
+  /**
+   * llama.cpp: whether the chat template renders tools (`/props` `chat_template_caps.supports_tools`); null when not known.
+   */
+  supportsTools: boolean | null;
 }
 /**
  * One HTTP try of a model's check.
@@ -559,7 +667,8 @@ export interface ModelResult1 {
     | "PROVIDER_CROSS_ORIGIN_REDIRECT"
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
-    | "PROVIDER_UNSUPPORTED";
+    | "PROVIDER_UNSUPPORTED"
+    | "PROVIDER_CONTEXT_TOO_SMALL";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -592,6 +701,22 @@ export interface ModelResult1 {
    * Milliseconds from the start of this model's check to its result, all tries and waits included.
    */
   elapsedMs: number;
+  /**
+   * The server behind the base URL, as far as the answer and its metadata told; null when nothing was learned (issue 16).
+   */
+  endpoint: Endpoint | null;
+  /**
+   * The cause the endpoint named; null when none.
+   */
+  cause: Cause | null;
+  /**
+   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap cut the call before they were complete; null otherwise.
+   */
+  toolArguments: string | null;
+  /**
+   * The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could choose (in text, or with another tool).
+   */
+  toolChoiceIgnored: boolean;
   /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */

@@ -32,6 +32,10 @@ export interface Plan {
    */
   deadlineSeconds?: number;
   /**
+   * Seconds a model waits for its verdict before its progress line (`provider: <model>: no answer yet after 30 s of 120 s ...`), and between the next ones; 0: none.
+   */
+  waitingNoteSeconds?: number;
+  /**
    * The time one model has to answer, in seconds; no answer within it is a timeout (`no answer in 120 s`).
    */
   timeoutSeconds?: number;

@@ -26,6 +26,10 @@ export interface RunSpec {
    */
   concurrencyPerHost?: number;
   /**
+   * Seconds a model waits for its verdict before its first progress line (a `waiting` event), and between the next ones; 0: none. The driver leaves it out unless its plan sets waitingNoteSeconds.
+   */
+  waitingNoteSeconds?: number;
+  /**
    * The models, in plan order.
    */
   models: Model[];

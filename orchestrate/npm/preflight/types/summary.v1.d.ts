@@ -47,7 +47,8 @@ export type Code =
   | "PROVIDER_CROSS_ORIGIN_REDIRECT"
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
-  | "PROVIDER_UNSUPPORTED";
+  | "PROVIDER_UNSUPPORTED"
+  | "PROVIDER_CONTEXT_TOO_SMALL";
 
 /**
  * The compact summary `jr2-probe run` writes to the termination-message path (`/dev/termination-log`). The kubelet keeps at most 4096 bytes of it, so keys are short and detail is dropped to fit (`truncated`): first the errors are cut shorter, then left out, then the model names, then the entries themselves. The driver falls back on it when the pod's log was lost. `Outcome` and `Code` are verdict.v1.schema.json's (a test keeps them equal).
@@ -115,7 +116,8 @@ export interface ProbeSummary {
       | "PROVIDER_CROSS_ORIGIN_REDIRECT"
       | "PROVIDER_PROTOCOL_ERROR"
       | "PROVIDER_NOT_CHECKED"
-      | "PROVIDER_UNSUPPORTED";
+      | "PROVIDER_UNSUPPORTED"
+      | "PROVIDER_CONTEXT_TOO_SMALL";
     /**
      * The last HTTP status; left out when none came back.
      */

@@ -2,6 +2,57 @@
 // Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.
 
 /**
+ * The cause the endpoint named (issue 16): one line after the contract's lines, and the result's nextAction.
+ *
+ * This interface was referenced by `ProbeVerdict`'s JSON-Schema
+ * via the `definition` "Cause".
+ */
+export type Cause =
+  | {
+      /**
+       * The cause.
+       */
+      kind:
+        | "llamaCppTemplateWithoutTools"
+        | "llamaCppWithoutJinja"
+        | "vllmToolsNotEnabled"
+        | "lengthWhileThinking"
+        | "textUntilCap"
+        | "toolCallCut";
+    }
+  | {
+      /**
+       * A LiteLLM gateway's backend failed.
+       */
+      kind: "gatewayBackendFailed";
+      /**
+       * The backend's error class as LiteLLM names it.
+       */
+      error: string;
+    }
+  | {
+      /**
+       * The served context is smaller than a Turn needs.
+       */
+      kind: "contextTooSmall";
+      /**
+       * The context the server serves, in tokens.
+       */
+      served: number;
+      /**
+       * What a Turn needs: the plan's contextWindow, or maxTokens plus pi's prompt estimate and 4096-token reserve.
+       */
+      needed: number;
+      /**
+       * `needed` is the plan's contextWindow.
+       */
+      fromWindow: boolean;
+      /**
+       * The server's kind, for the flag the line names.
+       */
+      server: "llamaCpp" | "vllm" | "litellm" | "unknown";
+    };
+/**
  * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
  *
  * This interface was referenced by `ProbeVerdict`'s JSON-Schema
@@ -54,7 +105,8 @@ export type Code =
   | "PROVIDER_CROSS_ORIGIN_REDIRECT"
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
-  | "PROVIDER_UNSUPPORTED";
+  | "PROVIDER_UNSUPPORTED"
+  | "PROVIDER_CONTEXT_TOO_SMALL";
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
  *
@@ -331,7 +383,8 @@ export interface ModelResult {
     | "PROVIDER_CROSS_ORIGIN_REDIRECT"
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
-    | "PROVIDER_UNSUPPORTED";
+    | "PROVIDER_UNSUPPORTED"
+    | "PROVIDER_CONTEXT_TOO_SMALL";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -365,9 +418,49 @@ export interface ModelResult {
    */
   elapsedMs: number;
   /**
+   * The server behind the base URL, as far as the answer and its metadata told; null when nothing was learned (issue 16).
+   */
+  endpoint: Endpoint | null;
+  /**
+   * The cause the endpoint named; null when none.
+   */
+  cause: Cause | null;
+  /**
+   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap cut the call before they were complete; null otherwise.
+   */
+  toolArguments: string | null;
+  /**
+   * The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could choose (in text, or with another tool).
+   */
+  toolChoiceIgnored: boolean;
+  /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */
   tries: Try[];
+}
+/**
+ * What the probe learned about the server behind the base URL (issue 16): from the answer's `server:` header and error body, and for a custom endpoint from one GET of its metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`). Fields are null when not known; `endpoint` is null when nothing was learned.
+ *
+ * This interface was referenced by `ProbeVerdict`'s JSON-Schema
+ * via the `definition` "Endpoint".
+ */
+export interface Endpoint {
+  /**
+   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `unknown`.
+   */
+  kind: "llamaCpp" | "vllm" | "litellm" | "unknown";
+  /**
+   * The server's version as it gives it (vLLM's `/version`, llama.cpp's `build_info`), sanitized, at most 40 characters; null when not known.
+   */
+  version: string | null;
+  /**
+   * The context the server serves, in tokens (llama.cpp's `n_ctx`, vLLM's `max_model_len`); null when not known.
+   */
+  contextLength: number | null;
+  /**
+   * llama.cpp: whether the chat template renders tools (`/props` `chat_template_caps.supports_tools`); null when not known.
+   */
+  supportsTools: boolean | null;
 }
 /**
  * One HTTP try of a model's check.
