@@ -322,10 +322,18 @@ fn interrupted(exit: Exit) -> ExitCode {
 /// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
 /// line written.
 async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCode> {
-    let client = match client(args).await {
+    let client = match jr2_preflight::cluster::client(
+        args.kubeconfig.as_deref(),
+        args.context.clone(),
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => {
-            jr2_probe::say!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
+            jr2_probe::say!(
+                "{}",
+                render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
+            );
             return Err(Exit::Failed.into());
         }
     };
@@ -454,25 +462,4 @@ fn print_verdict(
         jr2_probe::console::out_json("the verdict", verdict)?;
     }
     Ok(())
-}
-
-/// A client from the kubeconfig, kubectl's way: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`; `--context`.
-async fn client(args: &RunArgs) -> Result<kube::Client, String> {
-    let options = kube::config::KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| e.to_string())?
-        }
-        None => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| e.to_string())?,
-    };
-    kube::Client::try_from(config).map_err(|e| e.to_string())
 }
