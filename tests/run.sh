@@ -33,4 +33,6 @@ step "netns" tests/netns/run.sh
 step "fuzz" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 step "image" images/test
+# The driver for the five npm platforms, their tarballs, and the binaries' format, linkage and runs (Wine, qemu).
+step "platforms" orchestrate/npm/test.sh
 echo "==> all: done in $(($(date +%s) - total_start)) s" >&2
