@@ -37,7 +37,9 @@ pub enum ClusterError {
         why: String,
     },
     /// The kubeconfig's `proxy-url`: the driver connects directly.
-    #[error("kubeconfig: proxy-url is not supported (the driver connects to the API server directly)")]
+    #[error(
+        "kubeconfig: proxy-url is not supported (the driver connects to the API server directly)"
+    )]
     Proxy,
     /// The auth (token, exec plugin) or the headers of the kubeconfig.
     #[error("{0}")]
@@ -87,7 +89,8 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
         })?;
         https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
     }
-    let mut connector = hyper_timeout::TimeoutConnector::new(https.enable_http1().wrap_connector(http));
+    let mut connector =
+        hyper_timeout::TimeoutConnector::new(https.enable_http1().wrap_connector(http));
     connector.set_connect_timeout(config.connect_timeout);
     connector.set_read_timeout(config.read_timeout);
     connector.set_write_timeout(config.write_timeout);
@@ -103,11 +106,9 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
         .map_err(|e| ClusterError::Auth(e.to_string()))?;
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
-        .option_layer(
-            config
-                .default_retry
-                .then(|| tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())),
-        )
+        .option_layer(config.default_retry.then(|| {
+            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+        }))
         .option_layer(auth)
         .layer(headers)
         .map_err(tower::BoxError::from)
@@ -132,7 +133,9 @@ pub fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, Cluster
             }
         }
         None => {
-            roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
+            roots.add_parsable_certificates(
+                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
+            );
         }
     }
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -155,7 +158,9 @@ pub fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, Cluster
     };
     if config.accept_invalid_certs {
         tls.dangerous()
-            .set_certificate_verifier(Arc::new(Unverified(provider.signature_verification_algorithms)));
+            .set_certificate_verifier(Arc::new(Unverified(
+                provider.signature_verification_algorithms,
+            )));
     }
     Ok(tls)
 }

@@ -369,8 +369,9 @@ impl Plan {
             bytes: Vec::new(),
         };
         // Only to find where the value ends; `Plan::parse` then reads it with the strict rules.
-        let whole =
-            serde::de::IgnoredAny::deserialize(&mut serde_json::Deserializer::from_reader(&mut seen));
+        let whole = serde::de::IgnoredAny::deserialize(&mut serde_json::Deserializer::from_reader(
+            &mut seen,
+        ));
         let bytes = seen.bytes;
         if bytes.len() as u64 > MAX_PLAN_BYTES {
             return Err(InputError::TooLarge {
@@ -1231,13 +1232,23 @@ mod tests {
     fn a_leading_plan_cut_short_or_too_long_is_refused_as_read_would() {
         let cut = r#"{"schema": "jr2.dev/provider-preflight-plan/v1", "namespace""#;
         let from_leading = Plan::read_leading(std::io::Cursor::new(cut)).unwrap_err();
-        assert_eq!(from_leading.to_string(), Plan::parse(cut).unwrap_err().to_string());
-        assert!(matches!(from_leading, PlanError::Json(_)), "{from_leading:?}");
+        assert_eq!(
+            from_leading.to_string(),
+            Plan::parse(cut).unwrap_err().to_string()
+        );
+        assert!(
+            matches!(from_leading, PlanError::Json(_)),
+            "{from_leading:?}"
+        );
         // A plan as long as the limit, of spaces before its value: refused without reading the rest.
         let long = " ".repeat(MAX_PLAN_BYTES as usize + 10) + "{}";
         let e = Plan::read_leading(std::io::Cursor::new(long)).unwrap_err();
-        assert!(e.to_string().starts_with("--plan: - is larger than 1 MiB"), "{e}");
-        let e = Plan::read_leading(std::io::Cursor::new(b"{\"namespace\": \"\xff\"}".to_vec())).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--plan: - is larger than 1 MiB"),
+            "{e}"
+        );
+        let e = Plan::read_leading(std::io::Cursor::new(b"{\"namespace\": \"\xff\"}".to_vec()))
+            .unwrap_err();
         assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 

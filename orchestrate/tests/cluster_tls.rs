@@ -80,7 +80,11 @@ async fn the_kubeconfigs_ca_is_trusted_and_nothing_else() {
     let dir = temp_dir("ca");
     let data = base64::engine::general_purpose::STANDARD.encode(&ca.ca_pem);
 
-    let with_data = kubeconfig(&dir, &server, &[format!("certificate-authority-data: {data}")]);
+    let with_data = kubeconfig(
+        &dir,
+        &server,
+        &[format!("certificate-authority-data: {data}")],
+    );
     assert_eq!(version(&with_data).await.as_deref(), Ok("v1.35.0"));
 
     let dir_file = temp_dir("ca-file");
@@ -107,7 +111,10 @@ async fn the_kubeconfigs_ca_is_trusted_and_nothing_else() {
         &[format!("certificate-authority-data: {other_data}")],
     );
     let e = version(&wrong).await.expect_err("another CA");
-    assert!(e.contains("UnknownIssuer") || e.contains("BadSignature"), "{e}");
+    assert!(
+        e.contains("UnknownIssuer") || e.contains("BadSignature"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -119,12 +126,18 @@ async fn tls_server_name_names_the_certificate_to_expect() {
     let ca_line = format!("certificate-authority-data: {data}");
 
     let dir = temp_dir("sni");
-    let named = kubeconfig(&dir, &server, &[ca_line.clone(), "tls-server-name: kube.test".into()]);
+    let named = kubeconfig(
+        &dir,
+        &server,
+        &[ca_line.clone(), "tls-server-name: kube.test".into()],
+    );
     assert_eq!(version(&named).await.as_deref(), Ok("v1.35.0"));
 
     let dir_unnamed = temp_dir("no-sni");
     let unnamed = kubeconfig(&dir_unnamed, &server, &[ca_line]);
-    let e = version(&unnamed).await.expect_err("a certificate for kube.test, not 127.0.0.1");
+    let e = version(&unnamed)
+        .await
+        .expect_err("a certificate for kube.test, not 127.0.0.1");
     assert!(e.contains("NotValidForName"), "{e}");
 }
 

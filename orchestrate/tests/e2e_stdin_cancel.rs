@@ -130,7 +130,12 @@ fn ended(
 /// Interrupted as by SIGINT: 130 in the exit and in the verdict, the interrupted line last, no pod left.
 fn assert_cancelled(s: &Setup, run: &Ended, how: &str) {
     assert_eq!(run.code, Some(130), "{how}: {}", run.stderr);
-    assert_eq!(run.lines().last(), Some(&INTERRUPTED), "{how}: {}", run.stderr);
+    assert_eq!(
+        run.lines().last(),
+        Some(&INTERRUPTED),
+        "{how}: {}",
+        run.stderr
+    );
     let verdict: Value = serde_json::from_str(&run.stdout).expect("the verdict on stdout");
     assert_eq!(verdict["ok"], false, "{how}: {verdict}");
     assert_eq!(verdict["exitCode"], 130, "{how}: {verdict}");
