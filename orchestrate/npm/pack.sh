@@ -105,8 +105,8 @@ ZIGBUILD_VERSION=0.24.0
 ZIG_VERSION=0.17.0
 VENV=$CACHE/venv
 if has_darwin; then
-  if [[ ! -x $VENV/bin/cargo-zigbuild ]] || [[ ! -x $VENV/bin/python-zig ]] ||
-    ! "$VENV/bin/pip" show -q "cargo-zigbuild==$ZIGBUILD_VERSION" >/dev/null 2>&1; then
+  pinned=$("$VENV/bin/pip" show cargo-zigbuild ziglang 2>/dev/null | sed -n 's/^Version: //p' | tr '\n' ' ' || true)
+  if [[ ! -x $VENV/bin/cargo-zigbuild ]] || [[ $pinned != "$ZIGBUILD_VERSION $ZIG_VERSION " ]]; then
     note "installing cargo-zigbuild $ZIGBUILD_VERSION and ziglang $ZIG_VERSION (PyPI) into $VENV"
     python3 -m venv "$VENV" >&2 || die "python3 -m venv $VENV failed (apt: python3-venv)"
     "$VENV/bin/pip" install -q "cargo-zigbuild==$ZIGBUILD_VERSION" "ziglang==$ZIG_VERSION" >&2 ||

@@ -167,10 +167,15 @@ mod os {
 
         pub(super) async fn recv(&mut self) -> Exit {
             // A branch whose stream could not be set up, or ended, is disabled; with none left, never resolves.
+            let Self {
+                interrupt,
+                brk,
+                close,
+            } = self;
             tokio::select! {
-                Some(()) = async { self.interrupt.as_mut()?.recv().await } => Exit::Interrupted,
-                Some(()) = async { self.brk.as_mut()?.recv().await } => Exit::Interrupted,
-                Some(()) = async { self.close.as_mut()?.recv().await } => Exit::Terminated,
+                Some(()) = async { interrupt.as_mut()?.recv().await } => Exit::Interrupted,
+                Some(()) = async { brk.as_mut()?.recv().await } => Exit::Interrupted,
+                Some(()) = async { close.as_mut()?.recv().await } => Exit::Terminated,
                 else => std::future::pending().await,
             }
         }
