@@ -281,6 +281,14 @@ wine_prefix() {
 
 # --- the checks ---------------------------------------------------------------------------------------------------
 
+# Nothing in the driver's graph links Apple's Security framework (zig has no macOS SDK to link it with), on any target.
+for t in aarch64-apple-darwin x86_64-apple-darwin; do
+  tree=$(cargo tree --locked -p jr2-preflight -e normal,build --target "$t" --prefix none 2>&1) ||
+    die "cargo tree -p jr2-preflight --target $t failed: $(tail -1 <<<"$tree")"
+  bad=$(grep -E '^(security-framework|core-foundation|rustls-platform-verifier|rustls-native-certs) ' <<<"$tree" | sort -u | tr '\n' ' ' || true)
+  [[ -z $bad ]] || fail "jr2-preflight for $t: its dependencies include $bad(they link Apple's frameworks)"
+done
+
 check_main_tarball
 for p in $PLATFORMS; do check_tarball "$p"; done
 
