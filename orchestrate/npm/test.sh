@@ -3,7 +3,8 @@
 # and checks what they carry:
 #
 #   - each binary's format and linkage: Linux x64/arm64 static ELF of the right machine; macOS x64/arm64 Mach-O
-#     loading only libSystem (and libiconv, which the libc crate links on Apple targets) with minOS 11.0; Windows x64 PE
+#     loading only libSystem (and libiconv and libcharset: the libc crate links libiconv on Apple targets) with minOS
+#     11.0; Windows x64 PE
 #     importing only DLLs that ship with Windows;
 #   - that they run: the Linux x64 one natively, the arm64 one under qemu-user, the Windows one under Wine (with the
 #     ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
@@ -211,8 +212,9 @@ if h.header.cputype != cpu:
 if h.header.filetype != mach_o.MH_EXECUTE:
     wrong.append(f"file type {h.header.filetype}, not an executable")
 # libSystem is the C library and the kernel interface of every Mac; libiconv comes with the libc crate (its iconv
-# declarations carry `#[link(name = "iconv")]` on Apple targets) and is on every macOS too. Nothing else: no framework.
-allowed = {"/usr/lib/libSystem.B.dylib", "/usr/lib/libiconv.2.dylib"}
+# declarations carry `#[link(name = "iconv")]` on Apple targets), and zig's libiconv stub brings libcharset, its
+# companion: both are in /usr/lib of every macOS. Nothing else: no framework.
+allowed = {"/usr/lib/libSystem.B.dylib", "/usr/lib/libiconv.2.dylib", "/usr/lib/libcharset.1.dylib"}
 loads = {mach_o.LC_LOAD_DYLIB, mach_o.LC_LOAD_WEAK_DYLIB, mach_o.LC_REEXPORT_DYLIB, mach_o.LC_LAZY_LOAD_DYLIB,
          mach_o.LC_LOAD_UPWARD_DYLIB}
 minos = None
