@@ -4,6 +4,7 @@
 //! in each, streams why a pod is pending, reads the probe's verdict (its JSON lines, else the termination message),
 //! prints the contract's lines, and deletes the pods on every path.
 
+pub mod cluster;
 pub mod diagnose;
 pub mod evidence;
 pub mod host_access;

@@ -88,6 +88,11 @@ struct RunArgs {
     /// Write a secret-safe evidence bundle to this folder when the check fails.
     #[arg(long, value_name = "DIR")]
     evidence: Option<PathBuf>,
+
+    /// Keep reading stdin (after the plan, with --plan -): a line `cancel`, or its end, cancels the run as SIGINT
+    /// does (pods deleted, exit 130). The cancel that works on Windows, where a parent cannot send SIGINT.
+    #[arg(long)]
+    cancel_on_stdin: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -143,7 +148,14 @@ async fn run(args: RunArgs) -> ExitCode {
     // or the pods deleted, then 130/143), never the default action, which would end the process between a create
     // and its delete and leave the pod behind.
     let mut signals = Signals::listen();
-    let mut plan = match Plan::read(&args.plan) {
+    let from_stdin = args.plan.as_os_str() == "-";
+    let read = if args.cancel_on_stdin && from_stdin {
+        // The plan's JSON value ends it: stdin stays open for the cancel.
+        Plan::read_leading(std::io::stdin().lock())
+    } else {
+        Plan::read(&args.plan)
+    };
+    let mut plan = match read {
         Ok(p) => p,
         Err(e) => {
             jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
@@ -207,6 +219,11 @@ async fn run(args: RunArgs) -> ExitCode {
     {
         jr2_probe::say!("error: --evidence: {why}");
         return Exit::Usage.into();
+    }
+    if args.cancel_on_stdin {
+        // Only now, when the cluster is about to be contacted: a dry run or a skip is over before a cancel matters,
+        // and what was already written to stdin stays there to be read.
+        signals.cancel_on(|| std::io::stdin().lock());
     }
     // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
     // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
@@ -305,10 +322,18 @@ fn interrupted(exit: Exit) -> ExitCode {
 /// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
 /// line written.
 async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCode> {
-    let client = match client(args).await {
+    let client = match jr2_preflight::cluster::client(
+        args.kubeconfig.as_deref(),
+        args.context.clone(),
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => {
-            jr2_probe::say!("{}", render::cannot_reach_cluster(&sanitize::escape(&e)));
+            jr2_probe::say!(
+                "{}",
+                render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
+            );
             return Err(Exit::Failed.into());
         }
     };
@@ -437,25 +462,4 @@ fn print_verdict(
         jr2_probe::console::out_json("the verdict", verdict)?;
     }
     Ok(())
-}
-
-/// A client from the kubeconfig, kubectl's way: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`; `--context`.
-async fn client(args: &RunArgs) -> Result<kube::Client, String> {
-    let options = kube::config::KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                kube::config::Kubeconfig::read_from(path).map_err(|e| e.to_string())?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                .await
-                .map_err(|e| e.to_string())?
-        }
-        None => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| e.to_string())?,
-    };
-    kube::Client::try_from(config).map_err(|e| e.to_string())
 }

@@ -357,6 +357,45 @@ impl Plan {
         Plan::parse(&text)
     }
 
+    /// Reads one plan from the start of `input` (stdin under `--cancel-on-stdin`), and not a byte past it: the end of
+    /// its JSON value ends the plan, not the end of the input, which the caller keeps open to cancel the run. The same
+    /// limit and the same errors as [`Plan::read`] (a plan cut short reads as the JSON error it is).
+    pub fn read_leading(mut input: impl std::io::BufRead) -> Result<Plan, PlanError> {
+        let io = |source| InputError::Io {
+            path: "-".into(),
+            source,
+        };
+        if input.fill_buf().map_err(io)?.starts_with(b"\xEF\xBB\xBF") {
+            input.consume(3);
+        }
+        let mut seen = Recorded {
+            inner: std::io::Read::take(&mut input, MAX_PLAN_BYTES + 1),
+            bytes: Vec::new(),
+        };
+        // Only to find where the value ends; `Plan::parse` then reads it with the strict rules.
+        let whole = serde::de::IgnoredAny::deserialize(&mut serde_json::Deserializer::from_reader(
+            &mut seen,
+        ));
+        let bytes = seen.bytes;
+        if bytes.len() as u64 > MAX_PLAN_BYTES {
+            return Err(InputError::TooLarge {
+                path: "-".into(),
+                limit: "1 MiB",
+            }
+            .into());
+        }
+        if let Err(e) = &whole
+            && e.is_io()
+        {
+            return Err(io(std::io::Error::other(e.to_string())).into());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| InputError::NotUtf8 {
+            path: "-".into(),
+            at: e.utf8_error().valid_up_to(),
+        })?;
+        Plan::parse(&text)
+    }
+
     /// Parses and validates a plan. A leading UTF-8 byte order mark (what some Windows editors write) is skipped; a
     /// key given twice in one object is refused (serde_json would keep the last one: a second `namespace` could
     /// point the run elsewhere than the first one a reader sees).
@@ -1070,6 +1109,20 @@ fn locate(value: &Value, error: &serde_json::Error) -> PlanError {
     }
 }
 
+/// A reader that keeps what was read through it.
+struct Recorded<R> {
+    inner: R,
+    bytes: Vec<u8>,
+}
+
+impl<R: std::io::Read> std::io::Read for Recorded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
 /// JSON read as [`Value`], except that a key given twice in one object is an error (serde_json keeps the last).
 mod strict_json {
     use std::fmt;
@@ -1163,6 +1216,45 @@ mod tests {
 
     fn example() -> Value {
         serde_json::from_str(include_str!("../examples/plan.json")).unwrap()
+    }
+
+    #[test]
+    fn a_leading_plan_is_read_up_to_its_end_and_not_past_it() {
+        use std::io::{BufRead, Cursor};
+        let text = format!(
+            "\u{feff}{}\ncancel\n",
+            include_str!("../examples/plan.json").trim_end()
+        );
+        let mut input = Cursor::new(text.into_bytes());
+        let plan = Plan::read_leading(&mut input).expect("the example, then a cancel line");
+        assert_eq!(plan, Plan::from_value(example()).unwrap());
+        let mut rest = String::new();
+        while input.read_line(&mut rest).expect("a cursor") > 0 {}
+        assert_eq!(rest, "\ncancel\n");
+    }
+
+    #[test]
+    fn a_leading_plan_cut_short_or_too_long_is_refused_as_read_would() {
+        let cut = r#"{"schema": "jr2.dev/provider-preflight-plan/v1", "namespace""#;
+        let from_leading = Plan::read_leading(std::io::Cursor::new(cut)).unwrap_err();
+        assert_eq!(
+            from_leading.to_string(),
+            Plan::parse(cut).unwrap_err().to_string()
+        );
+        assert!(
+            matches!(from_leading, PlanError::Json(_)),
+            "{from_leading:?}"
+        );
+        // A plan as long as the limit, of spaces before its value: refused without reading the rest.
+        let long = " ".repeat(MAX_PLAN_BYTES as usize + 10) + "{}";
+        let e = Plan::read_leading(std::io::Cursor::new(long)).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--plan: - is larger than 1 MiB"),
+            "{e}"
+        );
+        let e = Plan::read_leading(std::io::Cursor::new(b"{\"namespace\": \"\xff\"}".to_vec()))
+            .unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]

@@ -1108,8 +1108,11 @@ impl ClientFactory {
                 rules.proxy_for_api(api, url).cloned()
             }));
         }
+        #[cfg(feature = "https")]
+        let builder = builder.tls_backend_preconfigured(tls);
+        #[cfg(not(feature = "https"))]
+        let _ = tls;
         let client = builder
-            .tls_backend_preconfigured(tls)
             .http1_only()
             .user_agent(concat!("jr2-probe/", env!("CARGO_PKG_VERSION")))
             .dns_resolver(Arc::new(TimedResolver {

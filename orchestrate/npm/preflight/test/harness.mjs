@@ -28,23 +28,9 @@ export const fakeClusterBin = join(binDir, "jr2-fake-cluster");
 /** The interrupted line (probe/src/contract/render.rs `interrupted`). */
 export const INTERRUPTED = "error: provider preflight: interrupted; the check pods were deleted";
 
-/** Whether the driver reads a cancel on stdin (`--cancel-on-stdin`). */
-export function driverCancelsOnStdin(driver = driverBin) {
-  return execFileSync(driver, ["run", "--help"], { encoding: "utf8" }).includes("--cancel-on-stdin");
-}
-
-/**
- * The binary and environment the run tests give runPreflight: the driver itself, or, while the driver of this
- * checkout lacks `--cancel-on-stdin` (before the merge of the driver's cancel over stdin), test/cancel-shim.mjs in
- * front of it, which reads the plan line and turns a `cancel` line or EOF into SIGINT. The abort test always runs the
- * driver itself.
- */
+/** The binary and environment the run tests give runPreflight: the driver of this checkout. */
 export function testDriver() {
-  if (driverCancelsOnStdin()) return { binary: driverBin, env: { ...process.env } };
-  return {
-    binary: join(here, "cancel-shim.mjs"),
-    env: { ...process.env, JR2_SHIM_DRIVER: driverBin },
-  };
+  return { binary: driverBin, env: { ...process.env } };
 }
 
 /** A temporary folder, removed by `cleanup()`. */

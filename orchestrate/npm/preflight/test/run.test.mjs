@@ -128,7 +128,6 @@ describe("runPreflight", () => {
     );
   });
 
-  // Needs the driver's --cancel-on-stdin: it runs the driver itself, never the test shim.
   test("an abort mid-run: the driver is sent cancel, deletes its pod, exits 130 with the interrupted line", async () => {
     const controller = new AbortController();
     const plan = planFor(cluster.providerBaseUrl, ["stall"], { timeoutSeconds: 60, deadlineSeconds: 120 });

@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# orchestrate/npm/test.sh: the "platforms" step of tests/run.sh. Builds the npm tarballs (orchestrate/npm/pack.sh)
+# and checks what they carry:
+#
+#   - each binary's format and linkage: Linux x64/arm64 static ELF of the right machine; macOS x64/arm64 Mach-O
+#     loading only libSystem (and libiconv and libcharset: the libc crate links libiconv on Apple targets) with minOS
+#     11.0; Windows x64 PE
+#     importing only DLLs that ship with Windows;
+#   - that they run: the Linux x64 one natively, the arm64 one under qemu-user, the Windows one under Wine (with the
+#     ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
+#     (orchestrate/examples/plan.json), whose pods must be the native binary's (run id and deadlines aside).
+#     The macOS binaries cannot run here (no macOS, no Darwin emulator): checked for format and linkage only;
+#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, no libc and no scripts, the binary at
+#     bin/ with mode 0755, nothing else but README.md; the main one pins the five exactly and has no install script.
+#
+# Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
+# installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
+# under ~/.cache/jr2-npm; a Wine prefix under ~/.cache/jr2-npm/wine, made once). JR2_NPM_PLATFORMS as pack.sh.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+NPM_DIR=$ROOT/orchestrate/npm
+
+fail() {
+  echo "orchestrate/npm/test.sh: FAIL: $*" >&2
+  exit 1
+}
+die() {
+  echo "orchestrate/npm/test.sh: error: $*" >&2
+  exit 1
+}
+note() { echo "orchestrate/npm/test.sh: $*" >&2; }
+timed() {
+  local what=$1 start
+  shift
+  start=$(date +%s)
+  "$@"
+  note "$what: $(($(date +%s) - start)) s"
+}
+
+step_start=$(date +%s)
+ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64"
+PLATFORMS=${JR2_NPM_PLATFORMS:-$ALL}
+export JR2_NPM_PLATFORMS=$PLATFORMS
+has() { [[ " $PLATFORMS " == *" $1 "* ]]; }
+CACHE=${JR2_NPM_CACHE:-$HOME/.cache/jr2-npm}
+mkdir -p "$CACHE"
+
+# --- what the checks need -----------------------------------------------------------------------------------------
+
+need_pkgs=()
+command -v file >/dev/null 2>&1 || need_pkgs+=(file)
+if has win32-x64; then
+  [[ -x /usr/lib/wine/wine64 ]] || need_pkgs+=(wine64)
+  command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-mingw-w64-x86-64)
+fi
+has linux-arm64 && { command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user); }
+if ((${#need_pkgs[@]})); then
+  note "installing ${need_pkgs[*]} (apt)"
+  sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    command -v sudo >/dev/null 2>&1 || die "missing ${need_pkgs[*]}, and not root (no sudo) to apt-get install them"
+    sudo=(sudo -n)
+  fi
+  { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}"; } >&2 ||
+    die "apt-get install ${need_pkgs[*]} failed (see above)"
+fi
+MACHOLIB_VERSION=1.16.4
+VENV=$CACHE/venv
+if has darwin-x64 || has darwin-arm64; then
+  if ! "$VENV/bin/python" -c "import macholib, sys; sys.exit(macholib.__version__ != '$MACHOLIB_VERSION')" 2>/dev/null; then
+    note "installing macholib $MACHOLIB_VERSION (PyPI) into $VENV"
+    [[ -x $VENV/bin/pip ]] || python3 -m venv "$VENV" >&2 || die "python3 -m venv $VENV failed (apt: python3-venv)"
+    "$VENV/bin/pip" install -q "macholib==$MACHOLIB_VERSION" >&2 || die "pip install macholib failed (is PyPI reachable?)"
+  fi
+fi
+
+# --- the tarballs -------------------------------------------------------------------------------------------------
+
+packed=$(timed "pack.sh (builds and tarballs)" "$NPM_DIR/pack.sh") || fail "orchestrate/npm/pack.sh: failed (see above)"
+tarball() {
+  local name=$1
+  grep -E "/jr2-preflight-${name}[0-9]" <<<"$packed" || true
+}
+VERSION=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$NPM_DIR/platforms/linux-x64/package.json")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/jr2-npm-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+triple_of() {
+  case $1 in
+    linux-x64) echo x86_64-unknown-linux-musl ;;
+    linux-arm64) echo aarch64-unknown-linux-musl ;;
+    darwin-x64) echo x86_64-apple-darwin ;;
+    darwin-arm64) echo aarch64-apple-darwin ;;
+    win32-x64) echo x86_64-pc-windows-gnu ;;
+  esac
+}
+exe_of() { if [[ $1 == win32-* ]]; then echo jr2-preflight.exe; else echo jr2-preflight; fi; }
+
+# A platform tarball: its files, modes and package.json. Unpacks it into $WORK/<platform>/package.
+check_tarball() {
+  local p=$1 tgz exe listing os cpu
+  tgz=$(tarball "$p-")
+  [[ -n $tgz && -f $tgz ]] || fail "@jr2/preflight-$p: no tarball among pack.sh's output"
+  exe=$(exe_of "$p")
+  listing=$(tar -tvzf "$tgz") || fail "$tgz: not a gzip tar"
+  local files
+  files=$(tar -tzf "$tgz" | sort | tr '\n' ' ')
+  [[ $files == "package/README.md package/bin/$exe package/package.json " ]] ||
+    fail "$tgz: holds '$files', not exactly package.json, README.md and bin/$exe"
+  grep -Eq "^-rwxr-xr-x .* package/bin/$exe\$" <<<"$listing" ||
+    fail "$tgz: bin/$exe is not mode 0755: $(grep "bin/$exe" <<<"$listing")"
+  mkdir -p "$WORK/$p"
+  tar -xzf "$tgz" -C "$WORK/$p"
+  case $p in
+    linux-*) os=linux ;;
+    darwin-*) os=darwin ;;
+    win32-*) os=win32 ;;
+  esac
+  cpu=${p#*-}
+  local why
+  why=$(node -e '
+    const [file, name, version, os, cpu] = process.argv.slice(1);
+    const p = require(file);
+    const wrong = [];
+    const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
+    one("name", name); one("version", version); one("os", [os]); one("cpu", [cpu]); one("preferUnplugged", true);
+    if ("libc" in p) wrong.push("it sets libc (the Linux binaries are static: for glibc and musl alike)");
+    if ("scripts" in p) wrong.push(`it has scripts: ${JSON.stringify(p.scripts)}`);
+    for (const k of ["bin", "dependencies", "optionalDependencies"]) if (k in p) wrong.push(`it has ${k}`);
+    process.stdout.write(wrong.join("; "));
+  ' "$WORK/$p/package/package.json" "@jr2/preflight-$p" "$VERSION" "$os" "$cpu")
+  [[ -z $why ]] || fail "$tgz: package.json: $why"
+}
+
+check_main_tarball() {
+  local tgz why
+  tgz=$(grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed" || true)
+  [[ -n $tgz && -f $tgz ]] || fail "@jr2/preflight: no tarball among pack.sh's output"
+  mkdir -p "$WORK/main"
+  tar -xzf "$tgz" -C "$WORK/main" || fail "$tgz: not a gzip tar"
+  why=$(node -e '
+    const [file, version, all] = process.argv.slice(1);
+    const p = require(file);
+    const wrong = [];
+    if (p.name !== "@jr2/preflight") wrong.push(`name is ${p.name}`);
+    if (p.version !== version) wrong.push(`version is ${p.version}, not ${version}`);
+    const deps = p.optionalDependencies || {};
+    for (const plat of all.split(" ")) {
+      const v = deps[`@jr2/preflight-${plat}`];
+      if (v !== version) wrong.push(`optionalDependencies["@jr2/preflight-${plat}"] is ${JSON.stringify(v)}, not exactly ${version}`);
+    }
+    for (const s of ["preinstall", "install", "postinstall", "prepare"]) if (p.scripts && s in p.scripts) wrong.push(`it has an install script (${s})`);
+    process.stdout.write(wrong.join("; "));
+  ' "$WORK/main/package/package.json" "$VERSION" "$ALL")
+  [[ -z $why ]] || fail "$tgz: package.json: $why"
+  if tar -tzf "$tgz" | grep -Eq '(^|/)jr2-preflight(\.exe)?$'; then
+    fail "$tgz: the main package holds a driver binary (they belong in the platform packages)"
+  fi
+}
+
+# --- formats and linkage ------------------------------------------------------------------------------------------
+
+check_elf() {
+  local p=$1 bin=$2 machine=$3 desc
+  desc=$(file -b "$bin")
+  [[ $desc == ELF\ 64-bit* ]] || fail "$p $bin: not a 64-bit ELF: $desc"
+  [[ $desc == *"$machine"* ]] || fail "$p $bin: not $machine: $desc"
+  case $desc in
+    *"statically linked"* | *"static-pie linked"*) ;;
+    *) fail "$p $bin: not static: $desc" ;;
+  esac
+}
+
+check_pe() {
+  local p=$1 bin=$2 desc dlls bad=()
+  desc=$(file -b "$bin")
+  [[ $desc == "PE32+ executable (console) x86-64"* ]] || fail "$p $bin: not a PE32+ x86-64 console executable: $desc"
+  dlls=$(x86_64-w64-mingw32-objdump -p "$bin" | sed -n 's/^\s*DLL Name: //p' | tr 'A-Z' 'a-z' | sort -u)
+  [[ -n $dlls ]] || fail "$p $bin: objdump lists no imported DLL"
+  # What every Windows 10 and later has; a mingw runtime (libgcc_s_seh-1.dll, libwinpthread-1.dll) would not be.
+  for d in $dlls; do
+    case $d in
+      kernel32.dll | ntdll.dll | advapi32.dll | ws2_32.dll | userenv.dll | bcrypt.dll | bcryptprimitives.dll | \
+        msvcrt.dll | ucrtbase.dll | api-ms-win-crt-*.dll | api-ms-win-core-*.dll | secur32.dll | crypt32.dll | \
+        shell32.dll | ole32.dll | user32.dll | iphlpapi.dll | mswsock.dll) ;;
+      *) bad+=("$d") ;;
+    esac
+  done
+  ((${#bad[@]} == 0)) || fail "$p $bin: imports DLLs that are not Windows's own: ${bad[*]}"
+  note "$p: imports $(tr '\n' ' ' <<<"$dlls")"
+}
+
+check_macho() {
+  local p=$1 bin=$2 arch=$3 why
+  why=$("$VENV/bin/python" - "$bin" "$arch" <<'EOF'
+import sys
+from macholib.MachO import MachO
+from macholib import mach_o
+
+path, arch = sys.argv[1], sys.argv[2]
+cpu = {"arm64": 0x0100000C, "x86_64": 0x01000007}[arch]
+wrong = []
+m = MachO(path)
+if len(m.headers) != 1:
+    wrong.append(f"{len(m.headers)} architectures, not one")
+h = m.headers[0]
+if h.header.cputype != cpu:
+    wrong.append(f"CPU type {h.header.cputype:#x}, not {arch}")
+if h.header.filetype != mach_o.MH_EXECUTE:
+    wrong.append(f"file type {h.header.filetype}, not an executable")
+# libSystem is the C library and the kernel interface of every Mac; libiconv comes with the libc crate (its iconv
+# declarations carry `#[link(name = "iconv")]` on Apple targets), and zig's libiconv stub brings libcharset, its
+# companion: both are in /usr/lib of every macOS. Nothing else: no framework.
+allowed = {"/usr/lib/libSystem.B.dylib", "/usr/lib/libiconv.2.dylib", "/usr/lib/libcharset.1.dylib"}
+loads = {mach_o.LC_LOAD_DYLIB, mach_o.LC_LOAD_WEAK_DYLIB, mach_o.LC_REEXPORT_DYLIB, mach_o.LC_LAZY_LOAD_DYLIB,
+         mach_o.LC_LOAD_UPWARD_DYLIB}
+minos = None
+dylibs = []
+for lc, cmd, data in h.commands:
+    if lc.cmd in loads:
+        name = data.split(b"\0", 1)[0].decode()
+        dylibs.append(name)
+        if name not in allowed:
+            wrong.append(f"loads {name}")
+    elif lc.cmd == mach_o.LC_BUILD_VERSION:
+        minos = cmd.minos
+    elif lc.cmd == mach_o.LC_VERSION_MIN_MACOSX:
+        minos = cmd.version
+if "/usr/lib/libSystem.B.dylib" not in dylibs:
+    wrong.append("does not load libSystem")
+if minos is None:
+    wrong.append("has no minimum macOS version")
+elif minos != (11 << 16):
+    wrong.append(f"minimum macOS {minos >> 16}.{(minos >> 8) & 0xff}, not 11.0")
+print("; ".join(wrong) if wrong else "ok " + " ".join(dylibs))
+EOF
+  ) || fail "$p $bin: macholib cannot read it"
+  [[ $why == ok* ]] || fail "$p $bin: $why"
+  note "$p: Mach-O $arch, minOS 11.0, loads ${why#ok }"
+}
+
+# --- running them -------------------------------------------------------------------------------------------------
+
+# The dry-run pods with what changes from run to run (the run id, its 8-character prefix in the pod names, the
+# deadlines) replaced.
+normalize() {
+  local file=$1 run
+  run=$(sed -n 's/.*jr2\.dev\/preflight-run: \([a-z0-9]*\).*/\1/p' "$file" | head -1)
+  [[ -n $run ]] || return 1
+  sed -e "s/$run/RUN/g" -e "s/${run:0:8}/RUN8/g" \
+    -e "s/\(jr2\.dev\/preflight-deadline: \).*/\1DEADLINE/" \
+    -e '/name: JR2_PROBE_DEADLINE/{n;s/value: .*/value: DEADLINE/}' "$file"
+}
+
+# Runs `$@ --version` and `$@ run --plan plan.json --dry-run` in $dir (holding the example plan), and compares.
+check_runs() {
+  local p=$1 dir=$2
+  shift 2
+  local v
+  v=$(cd "$dir" && "$@" --version 2>"$dir/version.err" | tr -d '\r') ||
+    fail "$p: --version failed: $(tr '\n' ' ' <"$dir/version.err" | cut -c1-300)"
+  [[ $v == "jr2-preflight $VERSION" ]] || fail "$p: --version printed '$v', not 'jr2-preflight $VERSION'"
+  (cd "$dir" && "$@" run --plan plan.json --dry-run >"$dir/dry-run.yaml" 2>"$dir/dry-run.err") ||
+    fail "$p: --dry-run of the example plan failed: $(tr '\n' ' ' <"$dir/dry-run.err" | cut -c1-300)"
+  normalize "$dir/dry-run.yaml" >"$dir/dry-run.norm" || fail "$p: the --dry-run output names no run id"
+  if ! cmp -s "$REFERENCE" "$dir/dry-run.norm"; then
+    fail "$p: the --dry-run pods differ from the native binary's: $(diff "$REFERENCE" "$dir/dry-run.norm" | head -3 | tr '\n' ' ')"
+  fi
+  note "$p: --version and --dry-run as the native binary"
+}
+
+wine_prefix() {
+  WINEPREFIX=$CACHE/wine
+  export WINEPREFIX WINEDEBUG=-all
+  if [[ ! -f $WINEPREFIX/system.reg ]]; then
+    note "making the Wine prefix $WINEPREFIX (once)"
+    timed "wineboot" /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || die "wineboot --init failed in $WINEPREFIX"
+  fi
+}
+
+# --- the checks ---------------------------------------------------------------------------------------------------
+
+# Nothing in the driver's graph links Apple's Security framework (zig has no macOS SDK to link it with), on any target.
+for t in aarch64-apple-darwin x86_64-apple-darwin; do
+  tree=$(cargo tree --locked -p jr2-preflight -e normal,build --target "$t" --prefix none 2>&1) ||
+    die "cargo tree -p jr2-preflight --target $t failed: $(tail -1 <<<"$tree")"
+  bad=$(grep -E '^(security-framework|core-foundation|rustls-platform-verifier|rustls-native-certs) ' <<<"$tree" | sort -u | tr '\n' ' ' || true)
+  [[ -z $bad ]] || fail "jr2-preflight for $t: its dependencies include $bad(they link Apple's frameworks)"
+done
+
+check_main_tarball
+for p in $PLATFORMS; do check_tarball "$p"; done
+
+REFERENCE=$WORK/reference.yaml
+if [[ $(uname -m) == x86_64 ]] && has linux-x64; then
+  native=$WORK/linux-x64/package/bin/jr2-preflight
+else
+  # Another host: the native binary is the host's own build, made by the tests step.
+  native=${CARGO_TARGET_DIR:-$ROOT/target}/debug/jr2-preflight
+  [[ -x $native ]] || cargo build -q --locked -p jr2-preflight >&2 || die "cannot build the native driver"
+fi
+ref_dir=$WORK/native
+mkdir -p "$ref_dir"
+cp orchestrate/examples/plan.json "$ref_dir/"
+(cd "$ref_dir" && "$native" run --plan plan.json --dry-run >"$ref_dir/dry-run.yaml") || fail "$native: --dry-run of the example plan failed"
+normalize "$ref_dir/dry-run.yaml" >"$REFERENCE" || fail "$native: the --dry-run output names no run id"
+
+for p in $PLATFORMS; do
+  bin=$WORK/$p/package/bin/$(exe_of "$p")
+  dir=$WORK/run-$p
+  mkdir -p "$dir"
+  cp orchestrate/examples/plan.json "$dir/"
+  case $p in
+    linux-x64)
+      check_elf "$p" "$bin" x86-64
+      timed "$p runs" check_runs "$p" "$dir" "$bin"
+      ;;
+    linux-arm64)
+      check_elf "$p" "$bin" "ARM aarch64"
+      timed "$p runs under qemu-aarch64" check_runs "$p" "$dir" qemu-aarch64 "$bin"
+      ;;
+    darwin-x64) check_macho "$p" "$bin" x86_64 ;;
+    darwin-arm64) check_macho "$p" "$bin" arm64 ;;
+    win32-x64)
+      check_pe "$p" "$bin"
+      x86_64-w64-mingw32-gcc -shared -O2 -o "$dir/bcryptprimitives.dll" "$NPM_DIR/wine/bcryptprimitives.c" -ladvapi32 ||
+        die "cannot build the ProcessPrng shim with mingw"
+      cp "$bin" "$dir/"
+      wine_prefix
+      timed "$p runs under Wine" check_runs "$p" "$dir" /usr/lib/wine/wine64 "$dir/jr2-preflight.exe"
+      ;;
+  esac
+done
+
+note "checked $PLATFORMS: $(tr '\n' ' ' <<<"$packed")"
+note "step done in $(($(date +%s) - step_start)) s"

@@ -1,0 +1,275 @@
+//! The connection to the cluster: a kube client from the kubeconfig, kubectl's way, whose TLS is rustls (ring) on
+//! every platform.
+//!
+//! The server is trusted through the kubeconfig's `certificate-authority(-data)` when it has one, else through
+//! Mozilla's roots compiled in (`webpki-root-certs`), as the probe trusts providers. Never through the operating
+//! system's store: kube's own TLS (`rustls-tls`) verifies through `rustls-platform-verifier` and
+//! `rustls-native-certs`, which link Apple's Security framework, and the macOS binaries are linked here without
+//! an SDK. One behaviour everywhere, at the price that a cluster whose CA is only in a system keychain needs it in
+//! the kubeconfig (README, "TLS to the cluster").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine;
+use hyper_util::client::legacy::connect::HttpConnector;
+use kube::client::ConfigExt;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use secrecy::ExposeSecret;
+use tower::ServiceBuilder;
+
+/// Why no client was made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The kubeconfig cannot be read, or has no usable context.
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// A certificate or key the kubeconfig names cannot be read or used.
+    #[error("kubeconfig: {what}: {why}")]
+    Tls {
+        /// What (`certificate-authority`, `client-certificate`, ...).
+        what: &'static str,
+        /// Why.
+        why: String,
+    },
+    /// The kubeconfig's `proxy-url`: the driver connects directly.
+    #[error(
+        "kubeconfig: proxy-url is not supported (the driver connects to the API server directly)"
+    )]
+    Proxy,
+    /// The auth (token, exec plugin) or the headers of the kubeconfig.
+    #[error("{0}")]
+    Auth(String),
+}
+
+/// A client from the kubeconfig: `kubeconfig` (else `KUBECONFIG`, else `~/.kube/config`), its `context` (else the
+/// current one).
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    context: Option<String>,
+) -> Result<kube::Client, ClusterError> {
+    let kube_error = |e: kube::config::KubeconfigError| ClusterError::Kubeconfig(e.to_string());
+    let options = kube::config::KubeConfigOptions {
+        context,
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path).map_err(kube_error)?;
+            kube::Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(kube_error)?
+        }
+        None => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(kube_error)?,
+    };
+    client_of(config)
+}
+
+/// A client for `config`: kube's layers (base URI, auth, extra headers, its retry of server errors) over hyper, with
+/// the TLS of [`tls_config`] and the kubeconfig's timeouts.
+pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
+    if config.proxy_url.is_some() {
+        return Err(ClusterError::Proxy);
+    }
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    let mut https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(&config)?)
+        .https_or_http();
+    if let Some(name) = &config.tls_server_name {
+        let name = ServerName::try_from(name.clone()).map_err(|e| ClusterError::Tls {
+            what: "tls-server-name",
+            why: e.to_string(),
+        })?;
+        https = https.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name));
+    }
+    let mut connector =
+        hyper_timeout::TimeoutConnector::new(https.enable_http1().wrap_connector(http));
+    connector.set_connect_timeout(config.connect_timeout);
+    connector.set_read_timeout(config.read_timeout);
+    connector.set_write_timeout(config.write_timeout);
+    connector.set_reset_reader_on_write(config.reset_reader_on_write);
+    let hyper: hyper_util::client::legacy::Client<_, kube::client::Body> =
+        hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .build(connector);
+    let auth = config
+        .auth_layer()
+        .map_err(|e| ClusterError::Auth(e.to_string()))?;
+    let headers = config
+        .extra_headers_layer()
+        .map_err(|e| ClusterError::Auth(e.to_string()))?;
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.default_retry.then(|| {
+            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+        }))
+        .option_layer(auth)
+        .layer(headers)
+        .map_err(tower::BoxError::from)
+        .service(hyper);
+    Ok(kube::Client::new(service, config.default_namespace))
+}
+
+/// The rustls configuration for `config`: its CA (else Mozilla's roots), its client certificate if any, or no
+/// verification at all under `insecure-skip-tls-verify`.
+pub fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, ClusterError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    match &config.root_cert {
+        Some(ders) => {
+            for der in ders {
+                roots
+                    .add(CertificateDer::from(der.clone()))
+                    .map_err(|e| ClusterError::Tls {
+                        what: "certificate-authority",
+                        why: e.to_string(),
+                    })?;
+            }
+        }
+        None => {
+            roots.add_parsable_certificates(
+                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
+            );
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ClusterError::Tls {
+            what: "TLS versions",
+            why: e.to_string(),
+        })?
+        .with_root_certificates(roots);
+    let mut tls = match identity(&config.auth_info)? {
+        Some((chain, key)) => {
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| ClusterError::Tls {
+                    what: "client-key",
+                    why: e.to_string(),
+                })?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    if config.accept_invalid_certs {
+        tls.dangerous()
+            .set_certificate_verifier(Arc::new(Unverified(
+                provider.signature_verification_algorithms,
+            )));
+    }
+    Ok(tls)
+}
+
+/// The kubeconfig user's client certificate chain and key (`client-certificate(-data)`, `client-key(-data)`), if
+/// it has one. (A client certificate from an exec plugin is not used: kube keeps that reading to itself.)
+fn identity(
+    user: &kube::config::AuthInfo,
+) -> Result<Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>, ClusterError> {
+    let cert = pem_of(
+        "client-certificate",
+        user.client_certificate_data.as_deref(),
+        user.client_certificate.as_deref(),
+    )?;
+    let key = pem_of(
+        "client-key",
+        user.client_key_data.as_ref().map(|k| k.expose_secret()),
+        user.client_key.as_deref(),
+    )?;
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(c), Some(k)) => (c, k),
+        (Some(_), None) => return Err(missing("client-key", "client-certificate")),
+        (None, Some(_)) => return Err(missing("client-certificate", "client-key")),
+    };
+    let chain = CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ClusterError::Tls {
+            what: "client-certificate",
+            why: e.to_string(),
+        })?;
+    if chain.is_empty() {
+        return Err(ClusterError::Tls {
+            what: "client-certificate",
+            why: "no PEM certificate in it".into(),
+        });
+    }
+    let key = PrivateKeyDer::from_pem_slice(&key).map_err(|e| ClusterError::Tls {
+        what: "client-key",
+        why: e.to_string(),
+    })?;
+    Ok(Some((chain, key)))
+}
+
+fn missing(what: &'static str, given: &str) -> ClusterError {
+    ClusterError::Tls {
+        what,
+        why: format!("missing, and {given} is given"),
+    }
+}
+
+/// The PEM bytes of `<what>-data` (base64) or of the file `<what>`.
+fn pem_of(
+    what: &'static str,
+    data: Option<&str>,
+    file: Option<&str>,
+) -> Result<Option<Vec<u8>>, ClusterError> {
+    let tls = |why: String| ClusterError::Tls { what, why };
+    if let Some(data) = data {
+        let compact: String = data.split_ascii_whitespace().collect();
+        return base64::engine::general_purpose::STANDARD
+            .decode(compact)
+            .map(Some)
+            .map_err(|e| tls(format!("the -data is not base64: {e}")));
+    }
+    match file {
+        Some(path) => std::fs::read(PathBuf::from(path))
+            .map(Some)
+            .map_err(|e| tls(format!("cannot read {path}: {e}"))),
+        None => Ok(None),
+    }
+}
+
+/// `insecure-skip-tls-verify: true`: any certificate is taken, as kubectl takes it; the handshake's signatures are
+/// still checked (they prove the peer holds the key of what it sent, not who it is).
+#[derive(Debug)]
+struct Unverified(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for Unverified {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
