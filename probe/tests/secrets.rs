@@ -802,7 +802,20 @@ async fn a_same_origin_redirect_is_still_followed() {
         .into_iter()
         .filter(|r| r.request.path.starts_with("/landed/"))
         .collect();
-    assert_eq!(landed.len(), 2, "{landed:?}");
+    // Each run: the check's POST, then the metadata GET of the context check (`/v1/models`), both redirected on
+    // the same origin and both with the key.
+    let posts = landed.iter().filter(|r| r.request.method == "POST").count();
+    let gets: Vec<_> = landed
+        .iter()
+        .filter(|r| r.request.method == "GET")
+        .map(|r| r.request.path.as_str())
+        .collect();
+    assert_eq!(posts, 2, "{landed:?}");
+    assert_eq!(
+        gets,
+        ["/landed/v1/models", "/landed/v1/models"],
+        "{landed:?}"
+    );
     assert!(
         landed
             .iter()

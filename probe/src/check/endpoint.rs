@@ -74,6 +74,23 @@ pub fn applies(target: &Target) -> bool {
     matches!(target.route, Route::Custom { .. }) && target.api == ApiKind::OpenAiCompletions
 }
 
+/// Whether the check's request reached the server itself, so that its metadata can say more: not after no
+/// connection, a TLS failure, a timeout, the Custodian's refusal or a proxy's 407 (the GETs would meet the same), nor
+/// after a redirect off the origin (not followed: the origin answered with nothing but it).
+pub fn reached(r: &crate::contract::verdict::ModelResult) -> bool {
+    use crate::contract::outcome::{Code, Outcome};
+    !matches!(
+        r.outcome,
+        Outcome::Unreachable
+            | Outcome::Tls
+            | Outcome::Timeout
+            | Outcome::CustodianRefused
+            | Outcome::NotChecked
+            | Outcome::Unsupported
+    ) && r.code != Code::CrossOriginRedirect
+        && r.http_status != Some(407)
+}
+
 /// The server's root: the base URL without its `/v1` (llama.cpp's `/props` and vLLM's `/version` live there).
 fn root(base: &reqwest::Url) -> reqwest::Url {
     let mut url = base.clone();

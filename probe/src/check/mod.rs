@@ -450,7 +450,7 @@ impl Checker {
     ) -> ModelResult {
         let started = Instant::now();
         let failed = r.outcome != Outcome::Ok;
-        let learned = if endpoint::applies(target) {
+        let learned = if endpoint::applies(target) && endpoint::reached(&r) {
             tokio::time::timeout_at(
                 deadline,
                 endpoint::learn(client, target, seen, failed, &self.redactor),
