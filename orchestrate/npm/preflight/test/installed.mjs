@@ -1,0 +1,74 @@
+// The client as jr2 up meets it: installed from the tarballs, offline, into a scratch project. orchestrate/npm/test.sh
+// copies this file into that project and runs it there, so `@jr2/preflight` resolves from the project's node_modules
+// (the tarball's dist/ and schemas/, the platform package's binary), never from this checkout.
+//
+//   node installed.mjs full      both tarballs installed: resolveBinary finds the platform package's binary, the
+//                                shipped schemas resolve, and runPreflight passes against the fake cluster, no pod left
+//   node installed.mjs omitted   only the main tarball installed (offline, npm leaves the optional platform package
+//                                out): resolveBinary throws the one error: line naming the missing package
+//
+// JR2_NPM_HARNESS is the absolute path of test/harness.mjs (the fake cluster and the schemas' validators); the binaries
+// it starts are the workspace's debug ones, as in check.sh.
+
+import assert from "node:assert/strict";
+import { existsSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { PreflightBinaryError, platformPackage, resolveBinary, runPreflight } from "@jr2/preflight";
+
+const mode = process.argv[2];
+const project = process.cwd();
+const env = { ...process.env };
+delete env.JR2_PREFLIGHT_BINARY;
+const pkg = platformPackage();
+
+if (mode === "omitted") {
+  assert.equal(existsSync(join(project, "node_modules", pkg)), false, `${pkg} was not installed`);
+  assert.throws(
+    () => resolveBinary({ env }),
+    (e) => {
+      assert.ok(e instanceof PreflightBinaryError);
+      assert.match(e.message, new RegExp(`^error: ${pkg.replace("/", "\\/")} is not installed: `));
+      assert.ok(!e.message.includes("\n"), "one line");
+      for (const cause of ["--omit=optional", "lockfile", "copied from another OS"]) assert.ok(e.message.includes(cause), cause);
+      return true;
+    },
+  );
+  console.log(`installed (omitted): resolveBinary names ${pkg}`);
+} else if (mode === "full") {
+  const { assertValid, planFor, startFakeCluster } = await import(pathToFileURL(process.env.JR2_NPM_HARNESS).href);
+  const bin = resolveBinary({ env });
+  assert.equal(bin.source, "package");
+  assert.equal(realpathSync(bin.path), realpathSync(join(project, "node_modules", pkg, "bin", "jr2-preflight")));
+  const require = createRequire(join(project, "index.js"));
+  for (const schema of ["plan.v1", "driver-verdict.v1", "verdict.v1", "events.v1", "summary.v1", "run-spec.v1"]) {
+    const file = require.resolve(`@jr2/preflight/schemas/${schema}.schema.json`);
+    assert.ok(realpathSync(file).startsWith(realpathSync(join(project, "node_modules"))), file);
+  }
+  const cluster = await startFakeCluster("ok");
+  try {
+    const lines = [];
+    const r = await runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), {
+      kubeconfig: cluster.kubeconfig,
+      env,
+      onLine: (l) => lines.push(l),
+    });
+    assert.equal(r.exitCode, 0, r.lines.join("\n"));
+    assertValid("driverVerdict", r.verdict);
+    assert.deepEqual(
+      r.verdict.models.map((m) => [m.model, m.code]),
+      [["vllm/ok", "PROVIDER_OK"]],
+    );
+    assert.deepEqual(lines, r.lines);
+    const state = await cluster.state();
+    assert.deepEqual(state.pods, [], "no check pod is left");
+    assert.equal(state.created.length, 1);
+  } finally {
+    await cluster.stop();
+  }
+  console.log(`installed (full): ${bin.path} ${bin.version} passed against the fake cluster`);
+} else {
+  throw new Error(`usage: node installed.mjs full|omitted (not ${mode})`);
+}
