@@ -36,6 +36,20 @@ struct Cli {
 enum Command {
     /// Run the preflight of a plan.
     Run(RunArgs),
+    /// Print every image the check pods would pull, one a line: what a mirror of an air-gapped cluster must hold.
+    /// Contacts nothing.
+    Images(ImagesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ImagesArgs {
+    /// The plan (JSON): a file, or - for stdin. Without it, only the probe image.
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
+
+    /// The probe's image (default: the plan's probeImage, else this version's release).
+    #[arg(long, value_name = "IMAGE")]
+    probe_image: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -118,8 +132,53 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    let Command::Run(args) = cli.command;
-    runtime.block_on(run(args))
+    match cli.command {
+        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Images(args) => images(&args),
+    }
+}
+
+/// `jr2-preflight images`: the images of the check pods `run --dry-run` would print (the probe's, each Custodian's),
+/// or the probe image alone without a plan. Bad input: one `error:` line, exit 2.
+fn images(args: &ImagesArgs) -> ExitCode {
+    if let Some(image) = &args.probe_image
+        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+    {
+        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+        return PlanError::EXIT.into();
+    }
+    let images = match &args.plan {
+        None => vec![
+            args.probe_image
+                .clone()
+                .unwrap_or_else(|| jr2_preflight::plan::DEFAULT_PROBE_IMAGE.to_owned()),
+        ],
+        Some(path) => {
+            let mut plan = match Plan::read(path).and_then(|mut plan| {
+                if let Some(image) = &args.probe_image {
+                    plan.probe_image = image.clone();
+                }
+                plan.validate().map(|()| plan)
+            }) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+                    return PlanError::EXIT.into();
+                }
+            };
+            // A plan without models has no check pod; the probe image is still what a mirror needs for the next.
+            if plan.models.is_empty() {
+                vec![std::mem::take(&mut plan.probe_image)]
+            } else {
+                let checks = pod::check_pods(&plan, &pod::new_run_id(), SystemTime::now());
+                pod::images(checks.iter().map(|c| &c.pod))
+            }
+        }
+    };
+    let mut text = images.join("\n");
+    text.push('\n');
+    jr2_probe::console::out("the images", text.as_bytes())
+        .map_or_else(stdout_failed, |()| Exit::Ok.into())
 }
 
 fn usage_error(e: clap::Error) -> ExitCode {
@@ -129,7 +188,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
         return Exit::Ok.into();
     }
     let line = jr2_probe::cli::usage_line(&e);
-    jr2_probe::say!("error: {} (see jr2-preflight run --help)", line);
+    // The help of the subcommand asked for (clap names none in the error).
+    let sub = match std::env::args().nth(1).as_deref() {
+        Some("images") => "images",
+        _ => "run",
+    };
+    jr2_probe::say!("error: {line} (see jr2-preflight {sub} --help)");
     Exit::Usage.into()
 }
 

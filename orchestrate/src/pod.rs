@@ -193,6 +193,26 @@ pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<CheckPod> {
         .collect()
 }
 
+/// Every image `pods` reference, init containers first, each once, in the order a kubelet would pull them: what a
+/// mirror of an air-gapped cluster must hold (`jr2-preflight images`).
+pub fn images<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for spec in pods.into_iter().filter_map(|p| p.spec.as_ref()) {
+        let containers = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers);
+        for image in containers.filter_map(|c| c.image.as_deref()) {
+            if seen.insert(image) {
+                out.push(image.to_owned());
+            }
+        }
+    }
+    out
+}
+
 /// The check pod of one placement. `now` is when the run starts: the deadline is `now + plan.deadlineSeconds`.
 pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTime) -> Pod {
     let run = clean_run_id(run_id);

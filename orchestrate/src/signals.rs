@@ -9,7 +9,7 @@
 //! the pods deleted writes `cancel` (or closes stdin) instead, and the run stops as on SIGINT.
 
 use std::future::Future;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use futures_util::FutureExt;
 use jr2_probe::contract::Exit;
@@ -92,15 +92,30 @@ enum StdinCancel {
     End,
 }
 
-/// Reads `input` until a line `cancel` (spaces and `\r` around it allowed) or its end, and says which.
+/// A piece of a stdin line the cancel reader holds at most: a longer line is not `cancel`, and a parent that writes
+/// megabytes without a newline must not grow the driver's memory with them.
+const CANCEL_LINE_LIMIT: u64 = 64;
+
+/// Reads `input` until a line `cancel` (spaces and `\r` around it allowed) or its end, and says which. Holds at most
+/// [`CANCEL_LINE_LIMIT`] bytes: a longer line is read in pieces and skipped whole.
 fn read_until_cancel(mut input: impl BufRead) -> StdinCancel {
-    let mut line = Vec::new();
+    let mut piece = Vec::new();
+    // The piece before did not end its line: this one goes on with it.
+    let mut within_line = false;
     loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
+        piece.clear();
+        match (&mut input)
+            .take(CANCEL_LINE_LIMIT)
+            .read_until(b'\n', &mut piece)
+        {
             Ok(0) | Err(_) => return StdinCancel::End,
-            Ok(_) if line.trim_ascii() == b"cancel" => return StdinCancel::Line,
-            Ok(_) => {}
+            Ok(_) => {
+                let ends_line = piece.last() == Some(&b'\n');
+                if !within_line && ends_line && piece.trim_ascii() == b"cancel" {
+                    return StdinCancel::Line;
+                }
+                within_line = !ends_line;
+            }
         }
     }
 }
@@ -219,6 +234,22 @@ mod tests {
         let mut rest = String::new();
         input.read_line(&mut rest).expect("a cursor");
         assert_eq!(rest, "after\n");
+    }
+
+    #[test]
+    fn a_long_line_is_skipped_in_pieces_and_its_tail_is_not_a_cancel() {
+        // `cancel` at the end of a 1 MiB line is part of that line; the next line is the cancel.
+        let mut text = vec![b'x'; 1 << 20];
+        text.extend_from_slice(b"cancel\ncancel\nafter\n");
+        let mut input = Cursor::new(text);
+        assert_eq!(read_until_cancel(&mut input), StdinCancel::Line);
+        let mut rest = String::new();
+        input.read_line(&mut rest).expect("a cursor");
+        assert_eq!(rest, "after\n");
+        // A line of exactly the limit, then one that ends the input without a newline: no cancel line, the end.
+        let mut text = vec![b' '; usize::try_from(CANCEL_LINE_LIMIT).unwrap()];
+        text.extend_from_slice(b"cancel\ncancel");
+        assert_eq!(read_until_cancel(Cursor::new(text)), StdinCancel::End);
     }
 
     #[tokio::test]
