@@ -19,24 +19,68 @@ step() {
   echo "==> $name: done in $(($(date +%s) - start)) s" >&2
 }
 
+# A job beside the steps that follow it, until `collect` waits for it and prints its output. On 2 cores the tests'
+# runs, the fuzz runs and the checks leave a core mostly idle; the job runs at the lowest CPU priority (nice 19), so it
+# takes what they leave and they barely feel it. Each job has its own target dir or none: cargo locks a target dir's
+# profile for a whole build. It runs in its own process group, killed with its children if this script stops first.
+declare -A job_pid job_log
+background() {
+  local name=$1
+  shift
+  job_log[$name]="$CARGO_TARGET_DIR/tmp/run-$name.log"
+  mkdir -p "$CARGO_TARGET_DIR/tmp"
+  echo "==> $name: $* (beside the next steps)" >&2
+  JOB_NAME=$name setsid bash -c 'start=$(date +%s); rc=0; nice -n 19 "$@" || rc=$?
+    echo "==> $JOB_NAME: done in $(($(date +%s) - start)) s (beside other steps), exit $rc"; exit $rc' \
+    bash "$@" >"${job_log[$name]}" 2>&1 </dev/null &
+  job_pid[$name]=$!
+}
+collect() {
+  local name=$1 start rc=0
+  start=$(date +%s)
+  wait "${job_pid[$name]}" || rc=$?
+  unset "job_pid[$name]"
+  cat "${job_log[$name]}" >&2
+  echo "==> $name: waited for it $(($(date +%s) - start)) s" >&2
+  return "$rc"
+}
+stop_jobs() {
+  local pid
+  for pid in "${job_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_jobs EXIT
+trap 'exit 130' INT TERM
+
+# The system tools of the later steps (apt, rustup targets, PyPI), installed beside the peers, whose llama-server build
+# keeps the cores busy while these wait on the network: each script installs its own and stops (JR2_INSTALL_ONLY=1).
+background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test'
 step "peers" tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
-step "lints" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "tests-build" cargo test --workspace --locked --no-run
+# clippy's own target dir: its check builds share nothing with the test builds but the build scripts.
+background "lints" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" \
+  cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests" cargo test --workspace --locked --no-fail-fast
 # Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.
 export JR2_RELIABILITY_DIR="$CARGO_TARGET_DIR/tmp/reliability"
 if [ "${CI:-}" = true ]; then export JR2_NETNS_REQUIRED=1; fi
 step "chaos" cat "$JR2_RELIABILITY_DIR/chaos.md"
+collect "installs"
 step "netns" tests/netns/run.sh
 # The npm package @jr2/preflight (orchestrate/npm/preflight): generated types current, tsc --strict, Ajv 2020 strict,
 # its node:test tests against the real driver and the fake cluster (jr2-fake-cluster).
 step "client" orchestrate/npm/preflight/check.sh
+collect "lints"
 # The driver for the five npm platforms and the six tarballs (orchestrate/npm/pack.sh), the binaries' format and
 # linkage, the Windows one run under Wine and the arm64 one under qemu, the client installed from the tarballs offline.
 step "platforms" orchestrate/npm/test.sh
-step "fuzz" fuzz/run.sh --runs 20000
+# The probe's static binaries for the image step, built beside the fuzz runs (which use one core) and fidelity.
+background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build
+# The fuzz builds (libFuzzer's coverage on every crate) in their own target dir: they share nothing with the others.
+step "fuzz" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
+collect "image-binaries"
 step "image" images/test
 echo "==> all: done in $(($(date +%s) - total_start)) s" >&2

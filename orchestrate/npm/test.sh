@@ -76,6 +76,10 @@ if has darwin-x64 || has darwin-arm64; then
   fi
 fi
 
+# tests/run.sh installs every step's tools up front (JR2_INSTALL_ONLY=1), beside the peers' builds: then pack.sh
+# installs its own and both stop.
+if [[ ${JR2_INSTALL_ONLY:-} == 1 ]]; then exec "$NPM_DIR/pack.sh"; fi
+
 # --- the tarballs -------------------------------------------------------------------------------------------------
 
 packed=$(timed "pack.sh (builds and tarballs)" "$NPM_DIR/pack.sh") || fail "orchestrate/npm/pack.sh: failed (see above)"
@@ -83,6 +87,7 @@ tarball() {
   local name=$1
   grep -E "/jr2-preflight-${name}[0-9]" <<<"$packed" || true
 }
+main_tarball() { grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed" || true; }
 VERSION=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$NPM_DIR/platforms/linux-x64/package.json")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jr2-npm-test.XXXXXX")
@@ -137,7 +142,7 @@ check_tarball() {
 
 check_main_tarball() {
   local tgz why
-  tgz=$(grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed" || true)
+  tgz=$(main_tarball)
   [[ -n $tgz && -f $tgz ]] || fail "@jr2/preflight: no tarball among pack.sh's output"
   mkdir -p "$WORK/main"
   tar -xzf "$tgz" -C "$WORK/main" || fail "$tgz: not a gzip tar"
@@ -242,6 +247,17 @@ EOF
   note "$p: Mach-O $arch, minOS 11.0, loads ${why#ok }"
 }
 
+# No path of the machine that built it: the checkout's (cargo names a workspace's sources by relative paths), cargo's
+# home's and the target dir's (pack.sh remaps both). A user's binary should not show where CI keeps its caches.
+check_paths() {
+  local p=$1 bin=$2 path
+  for path in "$ROOT/" "${CARGO_HOME:-$HOME/.cargo}/" "$(cd "${CARGO_TARGET_DIR:-$ROOT/target}" && pwd)/"; do
+    if grep -qaF -- "$path" "$bin"; then
+      fail "$p $bin: holds the build machine's path $path: $(strings -n 8 "$bin" | grep -F -- "$path" | head -1 | cut -c1-200)"
+    fi
+  done
+}
+
 # --- running them -------------------------------------------------------------------------------------------------
 
 # The dry-run pods with what changes from run to run (the run id, its 8-character prefix in the pod names, the
@@ -314,6 +330,7 @@ for p in $PLATFORMS; do
   dir=$WORK/run-$p
   mkdir -p "$dir"
   cp orchestrate/examples/plan.json "$dir/"
+  check_paths "$p" "$bin"
   case $p in
     linux-x64)
       check_elf "$p" "$bin" x86-64
@@ -344,7 +361,7 @@ done
 if [[ $(uname -sm) == "Linux x86_64" ]] && has linux-x64; then
   bins=${CARGO_TARGET_DIR:-$ROOT/target}/debug
   cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins >&2 || die "cannot build jr2-probe and jr2-fake-cluster"
-  main_tgz=$(grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed")
+  main_tgz=$(main_tarball)
   for mode in full omitted; do
     proj=$WORK/project-$mode
     mkdir -p "$proj"

@@ -121,21 +121,31 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     jr2_probe::console::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            jr2_probe::say!("error: cannot start the async runtime: {e}");
-            return Exit::Failed.into();
-        }
-    };
     match cli.command {
-        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Run(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    jr2_probe::say!("error: cannot start the async runtime: {e}");
+                    return Exit::Failed.into();
+                }
+            };
+            runtime.block_on(run(args))
+        }
+        // It contacts nothing: no runtime.
         Command::Images(args) => images(&args),
     }
+}
+
+/// Bad input (the plan, a flag): its one `error:` line, escaped (a path or a value may hold anything), and exit 2.
+/// Nothing has been created.
+fn bad_input(e: &PlanError) -> ExitCode {
+    jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+    PlanError::EXIT.into()
 }
 
 /// `jr2-preflight images`: the images of the check pods `run --dry-run` would print (the probe's, each Custodian's),
@@ -144,8 +154,7 @@ fn images(args: &ImagesArgs) -> ExitCode {
     if let Some(image) = &args.probe_image
         && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
     {
-        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-        return PlanError::EXIT.into();
+        return bad_input(&e);
     }
     let images = match &args.plan {
         None => vec![
@@ -162,8 +171,7 @@ fn images(args: &ImagesArgs) -> ExitCode {
             }) {
                 Ok(plan) => plan,
                 Err(e) => {
-                    jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-                    return PlanError::EXIT.into();
+                    return bad_input(&e);
                 }
             };
             // A plan without models has no check pod; the probe image is still what a mirror needs for the next.
@@ -222,8 +230,7 @@ async fn run(args: RunArgs) -> ExitCode {
     let mut plan = match read {
         Ok(p) => p,
         Err(e) => {
-            jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-            return PlanError::EXIT.into();
+            return bad_input(&e);
         }
     };
     // The flags' values are checked under their own names, before they stand in for the plan's.
@@ -236,8 +243,7 @@ async fn run(args: RunArgs) -> ExitCode {
             .map(|image| jr2_preflight::plan::image_reference("--probe-image", image)),
     ];
     if let Some(e) = flags.into_iter().flatten().find_map(Result::err) {
-        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-        return PlanError::EXIT.into();
+        return bad_input(&e);
     }
     if let Some(ns) = &args.namespace {
         plan.namespace = ns.clone();
@@ -246,8 +252,7 @@ async fn run(args: RunArgs) -> ExitCode {
         plan.probe_image = image.clone();
     }
     if let Err(e) = plan.validate() {
-        jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
-        return PlanError::EXIT.into();
+        return bad_input(&e);
     }
     let run_id = pod::new_run_id();
     // Skipped, or nothing to check: no pod, nothing contacted.

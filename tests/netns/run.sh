@@ -38,6 +38,8 @@ if ! command -v ip >/dev/null || ! command -v nft >/dev/null; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 nftables; } >/dev/null 2>&1 || true
   fi
 fi
+# tests/run.sh installs every step's tools up front (JR2_INSTALL_ONLY=1), beside the peers' builds: stop here then.
+if [ "${JR2_INSTALL_ONLY:-}" = 1 ]; then exit 0; fi
 command -v ip >/dev/null || skip "no ip command (iproute2)"
 command -v nft >/dev/null || skip "no nft command (nftables)"
 

@@ -17,8 +17,12 @@ log() { printf 'peers: %s\n' "$*" >&2; }
 # llama.cpp's own llama-server, built from the llama.cpp tree vendored in the llama-cpp-python 0.3.36 sdist (llama.cpp
 # commit 0c1e570), with cmake and ninja from PyPI. Only the llama-server target; no curl, no OpenSSL, no web UI (neither
 # the prebuilt one nor an npm build), so nothing is fetched at build time. GGML_NATIVE=OFF and a static link so the
-# cached binary stays valid on another CPU of the same arch.
+# cached binary stays valid on another CPU of the same arch. Its C++ at -O1, its C at Release's -O3: the C++ (the
+# server, its JSON, the chat templates, the model loader) is most of the build's CPU time and none of the inference's
+# hot loop, which is ggml's C kernels (the quantized dot products SmolLM2's Q4_1 runs on). The flags are kept beside
+# the binary (build-flags), so a binary built otherwise is built again.
 LLAMA_CPP_PYTHON=0.3.36
+LLAMA_CXX_FLAGS="-O1 -DNDEBUG"
 SERVER_DIR="$CACHE/llama-server-$LLAMA_CPP_PYTHON"
 SERVER="$SERVER_DIR/llama-server"
 build_llama_server() {
@@ -36,12 +40,13 @@ build_llama_server() {
   SRC="$BUILD/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp"
   start=$(date +%s)
   PATH="$BUILD/venv/bin:$PATH" cmake -S "$SRC" -B "$BUILD/out" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DCMAKE_CXX_FLAGS_RELEASE="$LLAMA_CXX_FLAGS" -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >"$BUILD/cmake.log"
   PATH="$BUILD/venv/bin:$PATH" cmake --build "$BUILD/out" --target llama-server -j "${JR2_PEERS_JOBS:-$(nproc)}" >"$BUILD/build.log"
   mkdir -p "$SERVER_DIR"
   cp "$BUILD/out/bin/llama-server" "$SERVER"
+  echo "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" >"$SERVER_DIR/build-flags"
   "$SERVER" --version >/dev/null 2>&1
   log "llama-server built in $(( $(date +%s) - start )) s"
   rm -rf "$BUILD"
@@ -49,12 +54,18 @@ build_llama_server() {
 # The build is CPU-bound and the other peers mostly download: it runs in the background while they install, and the
 # script waits for it before saying ready.
 llama_pid=""
-if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1; then
+if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
+  [ "$(cat "$SERVER_DIR/build-flags" 2>/dev/null)" != "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" ]; then
   if [ "$ONLY" = llama ]; then
     build_llama_server
   else
+    # In its own process group (set -m), so that a failure of the foreground's installs stops the whole build
+    # (cmake, ninja, the compilers) rather than leaving it running.
+    set -m
     build_llama_server &
     llama_pid=$!
+    set +m
+    trap 'if [ -n "$llama_pid" ]; then kill -TERM -- "-$llama_pid" 2>/dev/null || true; fi' EXIT
   fi
 fi
 
@@ -93,8 +104,13 @@ if [ ! -x "$CACHE/kv-venv/bin/kubernetes-validate" ]; then
   "$PY" -m venv "$CACHE/kv-venv"
   "$CACHE/kv-venv/bin/pip" install -q 'kubernetes-validate==1.37.*'
 fi
-if [ -n "$llama_pid" ] && ! wait "$llama_pid"; then
-  log "error: the llama-server build failed (its log: $CACHE/llama-server-build/*.log)"
-  exit 1
+if [ -n "$llama_pid" ]; then
+  rc=0
+  wait "$llama_pid" || rc=$?
+  llama_pid=""
+  if [ "$rc" != 0 ]; then
+    log "error: the llama-server build failed (its log: $CACHE/llama-server-build/*.log)"
+    exit 1
+  fi
 fi
 log "ready in $CACHE"
