@@ -40,6 +40,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "fuzz: installing cargo-fuzz from crates.io" >&2
   cargo install --locked cargo-fuzz@0.13.2
 fi
+# tests/run.sh installs cargo-fuzz early, beside the test runs (JR2_INSTALL_ONLY=1): stop here then.
+if [ "${JR2_INSTALL_ONLY:-}" = 1 ]; then exit 0; fi
 
 all=$(cargo fuzz list --fuzz-dir fuzz)
 targets=${FUZZ_TARGETS:-$all}

@@ -22,7 +22,9 @@ step() {
 # A job beside the steps that follow it, until `collect` waits for it and prints its output. On 2 cores the tests'
 # runs, the fuzz runs and the checks leave a core mostly idle; the job runs at the lowest CPU priority (nice 19), so it
 # takes what they leave and they barely feel it. Each job has its own target dir or none: cargo locks a target dir's
-# profile for a whole build. It runs in its own process group, killed with its children if this script stops first.
+# profile for a whole build. It runs in its own process group (set -m), killed with its children if this script stops
+# first; not in its own session (setsid), which Linux's autogroup scheduling would weigh as much as this whole run,
+# nice or not (measured: the test runs took 451 s beside a setsid'd clippy, against about 310 s alone).
 declare -A job_pid job_log
 background() {
   local name=$1
@@ -30,10 +32,12 @@ background() {
   job_log[$name]="$CARGO_TARGET_DIR/tmp/run-$name.log"
   mkdir -p "$CARGO_TARGET_DIR/tmp"
   echo "==> $name: $* (beside the next steps)" >&2
-  JOB_NAME=$name setsid bash -c 'start=$(date +%s); rc=0; nice -n 19 "$@" || rc=$?
+  set -m
+  JOB_NAME=$name bash -c 'start=$(date +%s); rc=0; nice -n 19 "$@" || rc=$?
     echo "==> $JOB_NAME: done in $(($(date +%s) - start)) s (beside other steps), exit $rc"; exit $rc' \
     bash "$@" >"${job_log[$name]}" 2>&1 </dev/null &
   job_pid[$name]=$!
+  set +m
 }
 collect() {
   local name=$1 start rc=0
@@ -53,7 +57,9 @@ trap 'exit 130' INT TERM
 
 # The system tools of the later steps (apt, rustup targets, PyPI), installed beside the peers, whose llama-server build
 # keeps the cores busy while these wait on the network: each script installs its own and stops (JR2_INSTALL_ONLY=1).
-background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test'
+# The crates of both workspaces are fetched there too (the network, not the cores).
+background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test &&
+  cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
 step "peers" tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
@@ -61,6 +67,8 @@ step "tests-build" cargo test --workspace --locked --no-run
 # clippy's own target dir: its check builds share nothing with the test builds but the build scripts.
 background "lints" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" \
   cargo clippy --workspace --all-targets --locked -- -D warnings
+# cargo-fuzz (built from crates.io on a new machine), in the fuzz step's target dir, which nothing uses until then.
+background "fuzz-tools" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" JR2_INSTALL_ONLY=1 fuzz/run.sh
 step "tests" cargo test --workspace --locked --no-fail-fast
 # Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.
@@ -79,6 +87,7 @@ step "platforms" orchestrate/npm/test.sh
 # The probe's static binaries for the image step, built beside the fuzz runs (which use one core) and fidelity.
 background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build
 # The fuzz builds (libFuzzer's coverage on every crate) in their own target dir: they share nothing with the others.
+collect "fuzz-tools"
 step "fuzz" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 collect "image-binaries"
