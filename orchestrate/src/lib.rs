@@ -4,11 +4,13 @@
 //! in each, streams why a pod is pending, reads the probe's verdict (its JSON lines, else the termination message),
 //! prints the contract's lines, and deletes the pods on every path.
 
+pub mod access;
 pub mod cluster;
 pub mod diagnose;
 pub mod evidence;
 pub mod host_access;
 pub mod network_policy;
+pub mod one_off;
 pub mod plan;
 pub mod pod;
 pub mod pull_secrets;

@@ -230,6 +230,23 @@ impl Resolved {
 }
 
 impl PlanModel {
+    /// A model of `placement` with nothing else set: no base URL, API, key or limits of its own.
+    pub fn new(model: String, placement: &str, source: Source) -> Self {
+        PlanModel {
+            model,
+            placement: placement.to_owned(),
+            source,
+            base_url: None,
+            api: None,
+            key_env: None,
+            key_held: false,
+            max_tokens: None,
+            context_window: None,
+            tool_choice: None,
+            resolved: None,
+        }
+    }
+
     /// The probe's spec of this model.
     pub fn spec(&self, via_custodian: bool) -> ModelSpec {
         ModelSpec {
@@ -350,6 +367,27 @@ pub const MAX_PLAN_BYTES: u64 = jr2_probe::spec::input::MIB;
 pub const MAX_RUN_SPEC_BYTES: usize = 128 * 1024 - 1;
 
 impl Plan {
+    /// A plan of these placements and models, every other field its default (not validated).
+    pub fn new(
+        namespace: &str,
+        instance: &str,
+        placements: Vec<Placement>,
+        models: Vec<PlanModel>,
+    ) -> Plan {
+        Plan {
+            schema: PLAN_SCHEMA.to_owned(),
+            namespace: namespace.to_owned(),
+            instance: instance.to_owned(),
+            probe_image: default_probe_image(),
+            deadline_seconds: DEFAULT_DEADLINE_SECONDS,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            waiting_note_seconds: None,
+            placements,
+            models,
+            network_policy_check: None,
+        }
+    }
+
     /// Reads a plan from a file, or stdin for `-` (at most [`MAX_PLAN_BYTES`]), and validates it. A pipe or a
     /// process substitution (`--plan <(jr2 plan)`) is read like a file.
     pub fn read(path: &Path) -> Result<Plan, PlanError> {

@@ -244,7 +244,9 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
         || lines.is_empty()
         || matches!(
             f.kind,
-            FailureKind::Unreachable { .. } | FailureKind::Interrupted
+            FailureKind::Unreachable { .. }
+                | FailureKind::Interrupted
+                | FailureKind::NotAllowed { .. }
         )
     {
         return lines;

@@ -217,7 +217,10 @@ impl Run {
                 &c(reason),
                 &c(message),
             )],
-            FailureKind::Interrupted => Vec::new(),
+            // Never reached by a run: the caller writes the lines of a pod it did not create.
+            FailureKind::Interrupted
+            | FailureKind::NotAllowed { .. }
+            | FailureKind::PodSecurity { .. } => Vec::new(),
         };
         self.pods[i].phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
     }
@@ -366,8 +369,9 @@ impl Run {
 
     fn on_event_watch_error(&mut self, i: usize, e: &watcher::Error) {
         if let Some(message) = forbidden(e) {
-            // Said once for the run: by the first pod whose Events are forbidden.
-            let said = self.pods.iter().any(|p| p.seen.events_forbidden);
+            // Said once for the run: by the first pod whose Events are forbidden, or before the run (`access.rs`).
+            let said = self.opts.events_forbidden_said
+                || self.pods.iter().any(|p| p.seen.events_forbidden);
             self.pods[i].seen.events_forbidden = true;
             if !said {
                 let line = render::events_forbidden_warning(&self.clean(&message));

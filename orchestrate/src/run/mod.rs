@@ -81,6 +81,9 @@ pub struct RunConfig {
     pub cleanup: Option<Cleanup>,
     /// Stops the run, with a result (every pod not finished is [`FailureKind::Interrupted`]).
     pub cancel: Option<Cancel>,
+    /// The caller already warned that the Events cannot be read (a SelfSubjectAccessReview said so): the run does
+    /// not say it again when their watch is refused.
+    pub events_forbidden_said: bool,
 }
 
 impl Default for RunConfig {
@@ -96,6 +99,7 @@ impl Default for RunConfig {
             progress: None,
             cleanup: None,
             cancel: None,
+            events_forbidden_said: false,
         }
     }
 }

@@ -232,6 +232,18 @@ pub enum FailureKind {
     },
     /// The run was cancelled (Ctrl-C, SIGTERM).
     Interrupted,
+    /// Not created: the driver may not do what the check needs (SelfSubjectAccessReviews said no, `access.rs`).
+    NotAllowed {
+        /// The permissions denied: `create pods`, `get pods/log`.
+        missing: Vec<String>,
+    },
+    /// Not created: the namespace's Pod Security level would refuse the pod (`pod_security.rs`).
+    PodSecurity {
+        /// The level the namespace enforces.
+        level: String,
+        /// The pod's fields it refuses.
+        fields: Vec<String>,
+    },
 }
 
 impl FailureKind {
@@ -245,6 +257,8 @@ impl FailureKind {
             FailureKind::Stopped { code, .. } => *code,
             FailureKind::DidNotStart { .. } => PodCode::NotStarted,
             FailureKind::Interrupted => PodCode::Interrupted,
+            FailureKind::NotAllowed { .. } => PodCode::PermissionMissing,
+            FailureKind::PodSecurity { .. } => PodCode::PodSecurity,
         }
     }
 }
@@ -316,6 +330,19 @@ mod tests {
                 PodCode::NotStarted,
             ),
             (FailureKind::Interrupted, PodCode::Interrupted),
+            (
+                FailureKind::NotAllowed {
+                    missing: vec!["create pods".into()],
+                },
+                PodCode::PermissionMissing,
+            ),
+            (
+                FailureKind::PodSecurity {
+                    level: "restricted".into(),
+                    fields: vec!["spec.volumes[0].nfs".into()],
+                },
+                PodCode::PodSecurity,
+            ),
         ];
         for (kind, code) in cases {
             assert_eq!(kind.code(), code, "{kind:?}");

@@ -311,11 +311,15 @@ pub enum PodCode {
     ClusterUnreachable,
     #[serde(rename = "PROVIDER_INTERRUPTED")]
     Interrupted,
+    #[serde(rename = "PROVIDER_PERMISSION_MISSING")]
+    PermissionMissing,
+    #[serde(rename = "PROVIDER_POD_SECURITY")]
+    PodSecurity,
 }
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 13] = [
+    pub const ALL: [PodCode; 15] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -329,6 +333,8 @@ impl PodCode {
         PodCode::NotStarted,
         PodCode::ClusterUnreachable,
         PodCode::Interrupted,
+        PodCode::PermissionMissing,
+        PodCode::PodSecurity,
     ];
 
     /// The code as it appears in the JSON.
@@ -347,6 +353,8 @@ impl PodCode {
             PodCode::NotStarted => "PROVIDER_POD_NOT_STARTED",
             PodCode::ClusterUnreachable => "PROVIDER_CLUSTER_UNREACHABLE",
             PodCode::Interrupted => "PROVIDER_INTERRUPTED",
+            PodCode::PermissionMissing => "PROVIDER_PERMISSION_MISSING",
+            PodCode::PodSecurity => "PROVIDER_POD_SECURITY",
         }
     }
 
@@ -409,6 +417,16 @@ impl PodCode {
             }
             PodCode::Interrupted => {
                 "the run was interrupted before the check ended: run jr2 up again"
+            }
+            PodCode::PermissionMissing => {
+                "the identity jr2 up runs as may not do what the check needs in the Instance's namespace (the error \
+                 names the verb and resource): have the Role and RoleBinding that `jr2-preflight rbac -n <namespace> \
+                 --user <you>` prints applied, then run jr2 up again"
+            }
+            PodCode::PodSecurity => {
+                "the namespace's Pod Security level refuses the check pod (the error names the field, copied from \
+                 the Harness spec's Custodian or pod): make that container of the Harness spec meet the level in \
+                 jr2.config.ts (a Harness pod would be refused too), then run jr2 up again"
             }
         }
     }

@@ -533,6 +533,47 @@ pub fn cannot_reach_cluster(why: &str) -> String {
     format!("error: provider preflight: cannot reach the cluster: {why}")
 }
 
+/// Beyond the contract: a permission every check needs, denied (a SelfSubjectAccessReview said no before anything was
+/// created). `resource` as `kubectl auth can-i` takes it (`pods`, `pods/log`, `deployments.apps`).
+pub fn permission_missing(verb: &str, resource: &str, namespace: &str) -> String {
+    format!(
+        "error: provider preflight: not allowed to {verb} {resource} in namespace \"{namespace}\", which the check needs — nothing was created"
+    )
+}
+
+/// After the [`permission_missing`] lines: the Role that grants them.
+pub fn permission_next_action(namespace: &str) -> String {
+    format!(
+        "  - apply the Role and RoleBinding that `jr2-preflight rbac -n {namespace} --user <you>` prints (kubectl apply -f -), then run again"
+    )
+}
+
+/// Beyond the contract: an optional permission, denied; the run goes on without what it gives (`lack`).
+pub fn permission_lacking(verbs: &str, resource: &str, namespace: &str, lack: &str) -> String {
+    format!(
+        "warning: provider: not allowed to {verbs} {resource} in namespace \"{namespace}\" — {lack}"
+    )
+}
+
+/// Beyond the contract: the namespace's Pod Security level would refuse the check pod; said before the create, with
+/// the field that breaks it (`field` of the check pod, `what` it holds and what the level wants).
+pub fn pod_security_refusal(
+    namespace: &str,
+    level: &str,
+    pod: &str,
+    field: &str,
+    what: &str,
+) -> String {
+    format!(
+        "error: provider preflight: namespace \"{namespace}\" enforces Pod Security \"{level}\", which refuses the check pod {pod}: {field}: {what} — nothing was created"
+    )
+}
+
+/// After the first [`pod_security_refusal`] of a pod: its other fields the level refuses.
+pub fn pod_security_also(field: &str, what: &str) -> String {
+    format!("  also {field}: {what}")
+}
+
 /// A delete that was not confirmed in time: the pod may outlive the run, so the line says how to remove it.
 pub fn pod_may_still_exist(namespace: &str, pod: &str) -> String {
     format!(
@@ -1257,6 +1298,39 @@ mod tests {
                 vec![pod_may_still_exist("demo", pod)]
             ),
             ("kept", vec![pod_kept("demo", pod)]),
+            (
+                "a required permission denied",
+                vec![
+                    permission_missing("create", "pods", "demo"),
+                    permission_missing("get", "pods/log", "demo"),
+                    permission_next_action("demo"),
+                ]
+            ),
+            (
+                "an optional permission denied",
+                vec![permission_lacking(
+                    "list and watch",
+                    "events",
+                    "demo",
+                    "the verdict rests on the pod's status alone, and a Secret volume that does not mount shows only as a timeout"
+                )]
+            ),
+            (
+                "Pod Security would refuse the pod",
+                vec![
+                    pod_security_refusal(
+                        "demo",
+                        "restricted",
+                        pod,
+                        "spec.initContainers[0].securityContext.allowPrivilegeEscalation",
+                        "must be false (restricted)"
+                    ),
+                    pod_security_also(
+                        "spec.initContainers[0].securityContext.capabilities.drop",
+                        "must include ALL (restricted)"
+                    ),
+                ]
+            ),
             (
                 "evidence not written",
                 vec![evidence_not_written(

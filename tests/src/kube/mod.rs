@@ -21,6 +21,9 @@
 //! - NetworkPolicies (`networking.k8s.io/v1`): list and watch, none unless a test adds them.
 //! - Deployments (`apps/v1`): `GET` by name (404 `deployments.apps "<name>" not found`), none unless a test adds them.
 //! - ServiceAccounts: `GET` by name (404 `serviceaccounts "<name>" not found`), none unless a test adds them.
+//! - SelfSubjectAccessReviews (`authorization.k8s.io/v1`): answered from what the test denied ([`FakeKube::deny`]),
+//!   which the other routes then refuse with the API server's `403 Forbidden` (`authz`).
+//! - Namespaces: `GET` by name, with the labels a test gave ([`FakeKube::label_namespace`]); every namespace exists.
 //! - Secrets: held for the kubelet stand-in only ([`FakeKube::add_secret`]); no route serves them.
 //! - `/version`, `/api`, `/api/v1`, `/apis` and `/apis/networking.k8s.io/v1` for discovery.
 //!
@@ -47,6 +50,7 @@
 //! delete and the container log), `watch` (list and watch), `kubelet` (the kubelet stand-in and its [`PodCtl`]); this
 //! file holds the server, its [`Scenario`] and the handle a test holds ([`FakeKube`]).
 
+mod authz;
 mod kubelet;
 mod pods;
 mod routes;
@@ -66,6 +70,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+pub use authz::Rule;
 pub use kubelet::{PodCtl, ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
 pub use routes::ApiRequest;
 pub use store::{PodTimes, rfc3339};
@@ -262,6 +267,27 @@ impl FakeKube {
         let mut st = self.inner.lock();
         st.compacted = st.rv;
         st.history.clear();
+    }
+
+    /// Denies a permission from now on (verb, API group, resource as RBAC names them: `("get", "", "pods/log")`): a
+    /// SelfSubjectAccessReview of it says `allowed: false`, and a request that needs it is answered 403.
+    pub fn deny(&self, verb: &str, group: &str, resource: &str) {
+        self.inner
+            .lock()
+            .denied
+            .push(Rule::new(verb, group, resource));
+    }
+
+    /// Gives `namespace` these labels (`pod-security.kubernetes.io/enforce: restricted`), as its `GET` shows them.
+    pub fn label_namespace(&self, namespace: &str, labels: &[(&str, &str)]) {
+        let labels = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.inner
+            .lock()
+            .namespace_labels
+            .insert(namespace.to_owned(), labels);
     }
 
     /// Adds a NetworkPolicy to `namespace`.

@@ -11,10 +11,10 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::Inner;
 use super::pods::{create_pod, delete_pod, pod_log};
 use super::store::Kind;
 use super::watch::collection;
+use super::{Inner, authz};
 use crate::http::{Body, json, json_body, parse_query};
 
 /// One request the fake API server received, as it routes it.
@@ -92,6 +92,37 @@ pub(super) async fn handle(
         at: Instant::now(),
     };
     inner.lock().requests.push(recorded.clone());
+    // The authorizer first, as the API server's filter chain has it.
+    if let Some((rule, ns)) =
+        authz::attributes(method.as_str(), &recorded.path, recorded.is_watch())
+        && inner.lock().denied.contains(&rule)
+    {
+        let (kind, name) = match rule.resource.split_once('/') {
+            Some((r, _)) => (
+                r.to_owned(),
+                recorded
+                    .path
+                    .rsplit('/')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            None => (rule.resource.clone(), String::new()),
+        };
+        let mut details = json!({"kind": kind});
+        if !name.is_empty() {
+            details["name"] = json!(name);
+        }
+        if !rule.group.is_empty() {
+            details["group"] = json!(rule.group);
+        }
+        return Ok(status(
+            403,
+            "Forbidden",
+            &authz::forbidden_message(&rule, &ns),
+            Some(details),
+        ));
+    }
     Ok(route(&inner, &method, &recorded).await)
 }
 
@@ -140,6 +171,35 @@ async fn route(inner: &Arc<Inner>, method: &Method, req: &ApiRequest) -> Respons
                                    "kind": "NetworkPolicy", "shortNames": ["netpol"],
                                    "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}]}),
         ),
+        (
+            "POST",
+            [
+                "apis",
+                "authorization.k8s.io",
+                "v1",
+                "selfsubjectaccessreviews",
+            ],
+        ) => {
+            let answer = authz::review(&req.body, &inner.lock().denied);
+            json(StatusCode::CREATED, &answer)
+        }
+        ("GET", ["api", "v1", "namespaces", ns]) => {
+            let labels = inner
+                .lock()
+                .namespace_labels
+                .get(*ns)
+                .cloned()
+                .unwrap_or_default();
+            let mut labels = serde_json::to_value(labels).unwrap_or_default();
+            labels["kubernetes.io/metadata.name"] = json!(ns);
+            json(
+                StatusCode::OK,
+                &json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": ns, "labels": labels, "uid": "6a723200-0000-4000-8000-000000000005",
+                                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+            )
+        }
         ("GET", ["api", "v1", "pods"]) => collection(inner, Kind::Pod, None, req),
         ("GET", ["api", "v1", "events"]) => collection(inner, Kind::Event, None, req),
         ("GET", ["apis", "networking.k8s.io", "v1", "networkpolicies"]) => {

@@ -114,6 +114,10 @@ pub(super) struct State {
     /// Secrets by (namespace, name): key -> value. The kubelet stand-in reads them; no route serves them (the driver
     /// has no business reading a Secret, and a test can assert it never asked).
     pub(super) secrets: HashMap<(String, String), BTreeMap<String, String>>,
+    /// The permissions a test denied (`authz`).
+    pub(super) denied: Vec<super::authz::Rule>,
+    /// The labels of the namespaces a test labelled.
+    pub(super) namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub(super) closed: bool,
 }
 

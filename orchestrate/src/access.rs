@@ -1,0 +1,490 @@
+//! What the driver may do in the namespace, asked before anything is created: least privilege, checked first.
+//!
+//! A run needs a handful of verbs (the table [`ALL`]: the API calls of `run/`, `network_policy.rs`,
+//! `pull_secrets.rs`, `workload.rs` and the Pod Security read, each once). Learning that one is missing from the API
+//! server's 403 halfway through a run is what users of check pods meet (Sonobuoy, `helm test`): a pod created and
+//! then not watchable, or not deletable. So before the first create the driver sends one SelfSubjectAccessReview per
+//! permission this run needs, all at once, and:
+//!
+//! - a missing **required** one (pods create/list/watch/delete, pods/log get, deployments get with
+//!   `--from-deployment`) is an `error:` line naming the verb, resource and namespace, code
+//!   `PROVIDER_PERMISSION_MISSING`, next action the Role to apply ([`role`], `jr2-preflight rbac`); nothing is created;
+//! - a missing **optional** one is a warning that says what the run will lack (Events: the verdict rests on the
+//!   pod's status alone; NetworkPolicies: no comparison with the Harness pods'; a ServiceAccount: its pull secrets;
+//!   the Namespace: its Pod Security level is not known before the create).
+//!
+//! A review that cannot be made (no answer, an API server without the authorization API, a 403 on the review
+//! itself) proves nothing either way: the run goes on and the API server's own answers say the rest.
+//!
+//! The Role of the repo (`orchestrate/rbac/role.yaml`) is [`role`] printed: a test compares them, and another maps
+//! every request the driver sends to a fake API server onto [`ALL`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Client;
+use kube::api::{Api, PostParams};
+
+/// How long the API server has to answer the reviews (sent at once).
+pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The name of the Role (and RoleBinding) `jr2-preflight rbac` prints.
+pub const ROLE_NAME: &str = "jr2-preflight";
+
+/// Why the driver asks for a permission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Every run: the check pods' life (create, watch, log, delete).
+    Pods,
+    /// Every run, optional: the check pods' Events (why a pod is pending, a Secret volume that does not mount).
+    Events,
+    /// A plan with `networkPolicyCheck` (or `--from-deployment`), optional: the NetworkPolicy warning.
+    NetworkPolicies,
+    /// A placement whose pods take their pull secrets from a named ServiceAccount, optional.
+    ServiceAccounts,
+    /// Every run, optional: the namespace's Pod Security label, read before the create.
+    Namespace,
+    /// `--from-deployment`, required.
+    Deployment,
+}
+
+/// One permission: an RBAC verb on a resource of the namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Permission {
+    /// The verb (`create`).
+    pub verb: &'static str,
+    /// The API group (`""` for core, `apps`, `networking.k8s.io`).
+    pub group: &'static str,
+    /// The resource (`pods`).
+    pub resource: &'static str,
+    /// The subresource (`log`), if any.
+    pub subresource: Option<&'static str>,
+    /// What asks for it.
+    pub used_for: Use,
+    /// Without it the run cannot go on; else a warning says what the run lacks.
+    pub required: bool,
+}
+
+impl Permission {
+    /// `pods`, `pods/log`: as RBAC rules and `kubectl auth can-i` name it.
+    pub fn resource_name(&self) -> String {
+        match self.subresource {
+            Some(sub) => format!("{}/{sub}", self.resource),
+            None => self.resource.to_owned(),
+        }
+    }
+
+    /// `pods/log`, `deployments.apps`: the resource with its group, as `kubectl auth can-i` takes it.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource_name()
+        } else {
+            match self.subresource {
+                Some(sub) => format!("{}.{}/{sub}", self.resource, self.group),
+                None => format!("{}.{}", self.resource, self.group),
+            }
+        }
+    }
+}
+
+const fn p(
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+    subresource: Option<&'static str>,
+    used_for: Use,
+    required: bool,
+) -> Permission {
+    Permission {
+        verb,
+        group,
+        resource,
+        subresource,
+        used_for,
+        required,
+    }
+}
+
+/// Every permission the driver may ask, in the Role's order.
+///
+/// - pods create (`run/create.rs`), list and watch (the pods' watcher, `run/watch.rs`; the stale sweep,
+///   `run/sweep.rs`), delete (`run/cleanup.rs`, the sweep);
+/// - pods/log get (the probe's log, followed; the Custodian's at a failed start: `run/log.rs`);
+/// - events list and watch (`run/watch.rs`);
+/// - networkpolicies list (`network_policy.rs`);
+/// - serviceaccounts get (`pull_secrets.rs`);
+/// - namespaces get (the Pod Security label; a Role grants it on its own namespace);
+/// - deployments get (`workload.rs`).
+pub const ALL: [Permission; 11] = [
+    p("create", "", "pods", None, Use::Pods, true),
+    p("list", "", "pods", None, Use::Pods, true),
+    p("watch", "", "pods", None, Use::Pods, true),
+    p("delete", "", "pods", None, Use::Pods, true),
+    p("get", "", "pods", Some("log"), Use::Pods, true),
+    p("list", "", "events", None, Use::Events, false),
+    p("watch", "", "events", None, Use::Events, false),
+    p(
+        "list",
+        "networking.k8s.io",
+        "networkpolicies",
+        None,
+        Use::NetworkPolicies,
+        false,
+    ),
+    p(
+        "get",
+        "",
+        "serviceaccounts",
+        None,
+        Use::ServiceAccounts,
+        false,
+    ),
+    p("get", "", "namespaces", None, Use::Namespace, false),
+    p("get", "apps", "deployments", None, Use::Deployment, true),
+];
+
+/// What a run will do, so what it needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// It reads a Deployment (`--from-deployment`).
+    pub deployment: bool,
+    /// It lists the NetworkPolicies (the plan has `networkPolicyCheck`, or `--from-deployment` gives it).
+    pub network_policies: bool,
+    /// It reads these ServiceAccounts (for their pull secrets).
+    pub service_accounts: Vec<String>,
+}
+
+impl Needs {
+    /// The permissions of [`ALL`] this run asks for.
+    pub fn permissions(&self) -> Vec<Permission> {
+        ALL.iter()
+            .filter(|p| match p.used_for {
+                Use::Pods | Use::Events | Use::Namespace => true,
+                Use::NetworkPolicies => self.network_policies,
+                Use::ServiceAccounts => !self.service_accounts.is_empty(),
+                Use::Deployment => self.deployment,
+            })
+            .copied()
+            .collect()
+    }
+}
+
+/// What the reviews said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Denied, and required: the run cannot go on.
+    pub missing: Vec<Permission>,
+    /// Denied, and optional: the run goes on without it.
+    pub lacking: Vec<Permission>,
+    /// Not answered (no review API, no answer in time, the review refused): unknown, the run goes on.
+    pub unknown: Vec<Permission>,
+}
+
+impl Access {
+    /// Whether this permission was denied.
+    pub fn denied(&self, used_for: Use) -> bool {
+        self.missing
+            .iter()
+            .chain(&self.lacking)
+            .any(|p| p.used_for == used_for)
+    }
+}
+
+/// Asks the API server, one SelfSubjectAccessReview per permission, all at once, whether this client may do what the
+/// run needs in `namespace`. Each review has [`REVIEW_TIMEOUT`].
+pub async fn review(client: Client, namespace: &str, needs: &Needs) -> Access {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client);
+    let permissions = needs.permissions();
+    let answers = join_all(permissions.iter().map(|perm| {
+        let api = api.clone();
+        let review = request(perm, namespace);
+        async move {
+            match tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
+                .await
+            {
+                Ok(Ok(r)) => r.status.map(|s| s.allowed),
+                Ok(Err(e)) => {
+                    tracing::info!(error = %e, "a SelfSubjectAccessReview was not answered; the permission is not known");
+                    None
+                }
+                Err(_) => {
+                    tracing::info!("no answer to a SelfSubjectAccessReview in time; the permission is not known");
+                    None
+                }
+            }
+        }
+    }))
+    .await;
+    let mut access = Access::default();
+    for (perm, allowed) in permissions.into_iter().zip(answers) {
+        match allowed {
+            Some(true) => {}
+            Some(false) if perm.required => access.missing.push(perm),
+            Some(false) => access.lacking.push(perm),
+            None => access.unknown.push(perm),
+        }
+    }
+    access
+}
+
+/// The review of one permission in `namespace`. The Namespace is reviewed by its name: the API server authorizes
+/// `GET /api/v1/namespaces/<ns>` as a request in `<ns>`, so a Role there grants it.
+pub fn request(perm: &Permission, namespace: &str) -> SelfSubjectAccessReview {
+    SelfSubjectAccessReview {
+        metadata: ObjectMeta::default(),
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(namespace.to_owned()),
+                verb: Some(perm.verb.to_owned()),
+                group: Some(perm.group.to_owned()),
+                resource: Some(perm.resource.to_owned()),
+                subresource: perm.subresource.map(str::to_owned),
+                name: (perm.used_for == Use::Namespace).then(|| namespace.to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        status: None,
+    }
+}
+
+/// The Role that grants every permission of [`ALL`], one rule per API group and resource with its verbs (sorted),
+/// in `namespace` when one is given.
+pub fn role(namespace: Option<&str>) -> Role {
+    let mut rules: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();
+    let mut order: Vec<(&str, String)> = Vec::new();
+    for perm in &ALL {
+        let key = (perm.group, perm.resource_name());
+        if !order.contains(&key) {
+            order.push(key.clone());
+        }
+        rules.entry(key).or_default().push(perm.verb);
+    }
+    let rules = order
+        .into_iter()
+        .map(|key| {
+            let mut verbs: Vec<String> = rules[&key].iter().map(|v| (*v).to_owned()).collect();
+            verbs.sort();
+            PolicyRule {
+                api_groups: Some(vec![key.0.to_owned()]),
+                resources: Some(vec![key.1]),
+                verbs,
+                ..PolicyRule::default()
+            }
+        })
+        .collect();
+    Role {
+        metadata: meta(namespace),
+        rules: Some(rules),
+    }
+}
+
+/// Who a RoleBinding binds the Role to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A user, as the cluster authenticates them.
+    User(String),
+    /// A group.
+    Group(String),
+    /// A ServiceAccount of the Role's namespace.
+    ServiceAccount(String),
+}
+
+/// The RoleBinding of [`role`] to `subjects`.
+pub fn role_binding(namespace: Option<&str>, subjects: &[Bound]) -> RoleBinding {
+    RoleBinding {
+        metadata: meta(namespace),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "Role".to_owned(),
+            name: ROLE_NAME.to_owned(),
+        },
+        subjects: Some(
+            subjects
+                .iter()
+                .map(|s| match s {
+                    Bound::User(name) => Subject {
+                        api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                        kind: "User".to_owned(),
+                        name: name.clone(),
+                        namespace: None,
+                    },
+                    Bound::Group(name) => Subject {
+                        api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                        kind: "Group".to_owned(),
+                        name: name.clone(),
+                        namespace: None,
+                    },
+                    Bound::ServiceAccount(name) => Subject {
+                        api_group: None,
+                        kind: "ServiceAccount".to_owned(),
+                        name: name.clone(),
+                        namespace: namespace.map(str::to_owned),
+                    },
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn meta(namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(ROLE_NAME.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        labels: Some(BTreeMap::from([(
+            crate::pod::LABEL_MANAGED_BY.to_owned(),
+            crate::pod::MANAGED_BY.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The permission a request to the API server uses, as the API server's authorizer names it: `(verb, group,
+/// resource, subresource)`. `None`: not a resource request (discovery, `/version`). For the tests that check every
+/// request the driver sends is in [`ALL`], and for nothing else.
+pub fn permission_of(
+    method: &str,
+    path: &str,
+    watch: bool,
+) -> Option<(String, String, String, Option<String>)> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match segs.as_slice() {
+        ["api", "v1", rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    // namespaces/<ns>/<resource>[/<name>[/<sub>]], or a cluster-wide <resource>[/<name>], or namespaces/<ns>.
+    let (resource, name, sub) = match rest {
+        ["namespaces", _ns, resource, tail @ ..] => (*resource, tail.first(), tail.get(1)),
+        ["namespaces", ns] => ("namespaces", Some(ns), None),
+        [resource, tail @ ..] => (*resource, tail.first(), tail.get(1)),
+        [] => return None,
+    };
+    let verb = match (method, name.is_some(), watch) {
+        (_, _, true) => "watch",
+        ("GET", true, _) => "get",
+        ("GET", false, _) => "list",
+        ("POST", _, _) => "create",
+        ("DELETE", true, _) => "delete",
+        ("DELETE", false, _) => "deletecollection",
+        ("PUT", _, _) => "update",
+        ("PATCH", _, _) => "patch",
+        _ => return None,
+    };
+    Some((
+        verb.to_owned(),
+        group.to_owned(),
+        resource.to_owned(),
+        sub.map(|s| (*s).to_owned()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_asks_what_it_will_do() {
+        let names = |n: &Needs| -> Vec<String> {
+            n.permissions()
+                .iter()
+                .map(|p| format!("{} {}", p.verb, p.qualified()))
+                .collect()
+        };
+        assert_eq!(
+            names(&Needs::default()),
+            [
+                "create pods",
+                "list pods",
+                "watch pods",
+                "delete pods",
+                "get pods/log",
+                "list events",
+                "watch events",
+                "get namespaces"
+            ]
+        );
+        let all = Needs {
+            deployment: true,
+            network_policies: true,
+            service_accounts: vec!["harness".into()],
+        };
+        assert_eq!(all.permissions(), ALL.to_vec());
+    }
+
+    #[test]
+    fn the_namespace_is_reviewed_by_its_name() {
+        let ns = ALL.iter().find(|p| p.used_for == Use::Namespace).unwrap();
+        let attrs = request(ns, "team-a").spec.resource_attributes.unwrap();
+        assert_eq!(attrs.name.as_deref(), Some("team-a"));
+        assert_eq!(attrs.namespace.as_deref(), Some("team-a"));
+        let log = &ALL[4];
+        let attrs = request(log, "team-a").spec.resource_attributes.unwrap();
+        assert_eq!(
+            (
+                attrs.verb.as_deref(),
+                attrs.resource.as_deref(),
+                attrs.subresource.as_deref(),
+                attrs.name
+            ),
+            (Some("get"), Some("pods"), Some("log"), None)
+        );
+    }
+
+    #[test]
+    fn requests_map_to_permissions() {
+        let of = |m, path, w| {
+            permission_of(m, path, w).map(|(v, g, r, s)| {
+                format!(
+                    "{v} {g}/{r}{}",
+                    s.map(|s| format!("/{s}")).unwrap_or_default()
+                )
+            })
+        };
+        assert_eq!(
+            of("POST", "/api/v1/namespaces/a/pods", false).as_deref(),
+            Some("create /pods")
+        );
+        assert_eq!(
+            of("GET", "/api/v1/namespaces/a/pods", false).as_deref(),
+            Some("list /pods")
+        );
+        assert_eq!(
+            of("GET", "/api/v1/namespaces/a/pods", true).as_deref(),
+            Some("watch /pods")
+        );
+        assert_eq!(
+            of("DELETE", "/api/v1/namespaces/a/pods/p", false).as_deref(),
+            Some("delete /pods")
+        );
+        assert_eq!(
+            of("GET", "/api/v1/namespaces/a/pods/p/log", false).as_deref(),
+            Some("get /pods/log")
+        );
+        assert_eq!(
+            of("GET", "/api/v1/namespaces/a", false).as_deref(),
+            Some("get /namespaces")
+        );
+        assert_eq!(
+            of("GET", "/apis/apps/v1/namespaces/a/deployments/d", false).as_deref(),
+            Some("get apps/deployments")
+        );
+        assert_eq!(
+            of(
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                false
+            )
+            .as_deref(),
+            Some("create authorization.k8s.io/selfsubjectaccessreviews")
+        );
+        assert_eq!(of("GET", "/version", false), None);
+        assert_eq!(of("GET", "/apis", false), None);
+    }
+}

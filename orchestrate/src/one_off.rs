@@ -1,0 +1,448 @@
+//! `jr2-preflight check`: the operator's check from a pod, as a one-placement plan.
+//!
+//! An operator with a vLLM (or llama.cpp, or gateway) endpoint asks "will a pod in my cluster reach it, and will the
+//! model call tools?". `jr2-probe check` on a laptop answers for the laptop; a plan is `jr2 up`'s to write. So the
+//! flags become the plan `run` takes, and the run is `run`'s own code: the same check pod, lines, exit codes and
+//! cleanup. The plan has one placement, `check`, of Instance `operator`:
+//!
+//! - by default a plain pod: one `harness` container whose env holds the key, when one is named, as a `secretKeyRef`
+//!   (`--api-key-secret NAME/KEY`: the value never leaves the cluster, and the probe reads it as a Turn reads its
+//!   key), no Custodian; `--node NAME` (a required node affinity on `metadata.name`, as the DaemonSet controller
+//!   pins a pod, so the scheduler still checks taints and room) or `--node-selector k=v` place it;
+//! - with `--from-deployment NAME`, the Deployment's pod template ([`adopt`]): its placement, its Custodian (the
+//!   container named `custodian`) and the keys its Harness container holds, as `run --from-deployment` takes them.
+//!
+//! A model is `--model ID`: with `--base-url`, the custom provider's model (`<provider>/<ID>`, `--provider`
+//! defaulting to `custom`, as `harness.provider.id` prefixes it); without, a model of pi's catalog
+//! (`anthropic/claude-haiku-4-5`), whose key is the provider's variable.
+
+use std::collections::BTreeMap;
+
+use jr2_probe::api::ApiKind;
+use jr2_probe::catalog;
+use jr2_probe::spec::Source;
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, EnvVar, EnvVarSource, NodeAffinity, NodeSelector, NodeSelectorRequirement,
+    NodeSelectorTerm, PodSecurityContext, PodSpec, SeccompProfile, SecretKeySelector,
+};
+
+use crate::plan::{self, Placement, Plan, PlanError, PlanModel};
+use crate::secret_env::PROVIDER_KEY_ENV;
+use crate::workload::{HarnessWorkload, WorkloadError};
+
+/// The Instance the check pods of `check` belong to (their names and labels, and the stale sweep's selector).
+pub const INSTANCE: &str = "operator";
+/// The one placement's name.
+pub const PLACEMENT: &str = "check";
+/// The name of the Custodian container `--from-deployment` looks for.
+pub const CUSTODIAN_CONTAINER: &str = "custodian";
+
+/// A key in a Secret of the namespace: `--api-key-secret NAME/KEY`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretKey {
+    /// The Secret's name.
+    pub name: String,
+    /// The key in it.
+    pub key: String,
+}
+
+impl SecretKey {
+    /// `NAME/KEY`: a Secret's name (a DNS subdomain) and a key (`[-._a-zA-Z0-9]+`), as the API server takes them.
+    pub fn parse(text: &str) -> Result<SecretKey, PlanError> {
+        let bad = |message: &str| PlanError::Invalid {
+            field: "--api-key-secret".to_owned(),
+            message: message.to_owned(),
+        };
+        let Some((name, key)) = text.split_once('/') else {
+            return Err(bad(
+                "give it as NAME/KEY: the Secret and the key that holds the API key",
+            ));
+        };
+        let subdomain = !name.is_empty()
+            && name.len() <= 253
+            && name.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            });
+        if !subdomain {
+            return Err(bad(
+                "the Secret's name must be a DNS subdomain (lowercase letters, digits, '-' and '.')",
+            ));
+        }
+        if key.is_empty()
+            || key.len() > 253
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err(bad(
+                "the key must be letters, digits, '-', '_' or '.' (a key of the Secret's data)",
+            ));
+        }
+        Ok(SecretKey {
+            name: name.to_owned(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+/// What the flags of `check` ask.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OneOff {
+    /// `--base-url`: a custom endpoint; `None`: catalog models.
+    pub base_url: Option<String>,
+    /// `--provider`: the custom provider's id (default `custom`).
+    pub provider: Option<String>,
+    /// `--model`, in order.
+    pub models: Vec<String>,
+    /// `--api`.
+    pub api: Option<ApiKind>,
+    /// `--api-key-secret`.
+    pub key: Option<SecretKey>,
+    /// The namespace.
+    pub namespace: String,
+    /// `--node`.
+    pub node: Option<String>,
+    /// `--node-selector k=v`, repeated.
+    pub node_selector: Vec<(String, String)>,
+    /// `--probe-image`, else the release's.
+    pub probe_image: Option<String>,
+}
+
+/// The env var a model's key is read from: `JR2_PROVIDER_API_KEY` for the custom provider (as
+/// `harness.provider.apiKey` is held), the provider's own variable for a catalog model.
+fn key_env_of(model: &PlanModel) -> Option<String> {
+    match model.source {
+        Source::Custom => Some(PROVIDER_KEY_ENV.to_owned()),
+        Source::Catalog | Source::Gateway => {
+            let provider = catalog::split_model_name(&model.model).ok()?.0;
+            catalog::pinned()
+                .suggested_key_env(provider)
+                .map(str::to_owned)
+        }
+    }
+}
+
+/// The plan of `check` (validated: a model the probe cannot check, a bad URL, is bad input named by its flag).
+pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
+    let provider = o.provider.as_deref().unwrap_or("custom");
+    if o.base_url.is_some() {
+        let ok = !provider.is_empty()
+            && provider
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !ok {
+            return Err(PlanError::Invalid {
+                field: "--provider".to_owned(),
+                message: "a provider id is letters, digits, '-', '_' or '.' (harness.provider.id)"
+                    .to_owned(),
+            });
+        }
+    } else if o.provider.is_some() {
+        return Err(PlanError::Invalid {
+            field: "--provider".to_owned(),
+            message:
+                "names the custom provider of --base-url; a catalog model names its provider itself"
+                    .to_owned(),
+        });
+    }
+    let mut models = Vec::with_capacity(o.models.len());
+    for id in &o.models {
+        let mut m = PlanModel::new(
+            match &o.base_url {
+                Some(_) => format!("{provider}/{id}"),
+                None => id.clone(),
+            },
+            PLACEMENT,
+            if o.base_url.is_some() {
+                Source::Custom
+            } else {
+                Source::Catalog
+            },
+        );
+        m.base_url = o.base_url.clone();
+        m.api = o.api;
+        m.key_env = key_env_of(&m);
+        m.key_held = o.key.is_some();
+        models.push(m);
+    }
+    // The key, as the Harness env holds it: a reference to the Secret, under each model's variable.
+    let mut env: Vec<EnvVar> = Vec::new();
+    if let Some(key) = &o.key {
+        for m in &models {
+            let Some(name) = &m.key_env else { continue };
+            if env.iter().any(|e| &e.name == name) {
+                continue;
+            }
+            env.push(EnvVar {
+                name: name.clone(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: key.name.clone(),
+                        key: key.key.clone(),
+                        optional: Some(false),
+                    }),
+                    ..EnvVarSource::default()
+                }),
+            });
+        }
+    }
+    let node_selector: BTreeMap<String, String> = o.node_selector.iter().cloned().collect();
+    let pod_spec = PodSpec {
+        containers: vec![Container {
+            name: plan::DEFAULT_HARNESS_CONTAINER.to_owned(),
+            env: (!env.is_empty()).then_some(env),
+            ..Container::default()
+        }],
+        node_selector: (!node_selector.is_empty()).then_some(node_selector),
+        affinity: o.node.as_ref().map(|node| Affinity {
+            node_affinity: Some(NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_fields: Some(vec![NodeSelectorRequirement {
+                            key: "metadata.name".to_owned(),
+                            operator: "In".to_owned(),
+                            values: Some(vec![node.clone()]),
+                        }]),
+                        match_expressions: None,
+                    }],
+                }),
+                ..NodeAffinity::default()
+            }),
+            ..Affinity::default()
+        }),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                localhost_profile: None,
+            }),
+            ..PodSecurityContext::default()
+        }),
+        ..PodSpec::default()
+    };
+    let mut plan = Plan::new(
+        &o.namespace,
+        INSTANCE,
+        vec![Placement {
+            name: PLACEMENT.to_owned(),
+            pod_spec,
+            harness_container: plan::DEFAULT_HARNESS_CONTAINER.to_owned(),
+            custodian_container: None,
+        }],
+        models,
+    );
+    if let Some(image) = &o.probe_image {
+        plan.probe_image = image.clone();
+    }
+    plan.validate().map_err(as_flag)?;
+    Ok(plan)
+}
+
+/// A plan error of a field the flags made, named by its flag.
+fn as_flag(e: PlanError) -> PlanError {
+    match e {
+        PlanError::Invalid { field, message } => {
+            let flag = if field.ends_with(".baseUrl") {
+                "--base-url"
+            } else if field.ends_with(".api") {
+                "--api"
+            } else if field.starts_with("plan.models") {
+                "--model"
+            } else if field == "plan.probeImage" {
+                "--probe-image"
+            } else if field == "plan.namespace" {
+                "--namespace"
+            } else if field.contains("nodeSelector") {
+                "--node-selector"
+            } else if field.contains("affinity") {
+                "--node"
+            } else {
+                return PlanError::Invalid { field, message };
+            };
+            PlanError::Invalid {
+                field: flag.to_owned(),
+                message,
+            }
+        }
+        other => other,
+    }
+}
+
+/// `--from-deployment`: the Deployment's template becomes the placement, its container `harness` (or its only
+/// container) the Harness, its container `custodian` the Custodian; each model's key is the one its Harness
+/// container holds (a Stand-in the Custodian swaps, or a `valueFrom`), else none. Then the plan is validated as a
+/// `run --from-deployment` plan is.
+pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
+    let spec = &workload.pod_spec;
+    let all: Vec<&Container> = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .collect();
+    let harness = if spec
+        .containers
+        .iter()
+        .any(|c| c.name == plan::DEFAULT_HARNESS_CONTAINER)
+    {
+        plan::DEFAULT_HARNESS_CONTAINER.to_owned()
+    } else {
+        let others: Vec<&Container> = spec
+            .containers
+            .iter()
+            .filter(|c| c.name != CUSTODIAN_CONTAINER)
+            .collect();
+        match others.as_slice() {
+            [only] => only.name.clone(),
+            _ => {
+                return Err(WorkloadError::Invalid {
+                    name: workload.name.clone(),
+                    field: "spec.template.spec.containers".to_owned(),
+                    message: format!(
+                        "no container \"harness\", and not one other container to take for it (it has {})",
+                        spec.containers
+                            .iter()
+                            .map(|c| format!("\"{}\"", c.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
+    };
+    let custodian = all
+        .iter()
+        .any(|c| c.name == CUSTODIAN_CONTAINER)
+        .then(|| CUSTODIAN_CONTAINER.to_owned());
+    let held: Vec<String> = all
+        .iter()
+        .find(|c| c.name == harness)
+        .and_then(|c| c.env.as_ref())
+        .map(|env| env.iter().map(|e| e.name.clone()).collect())
+        .unwrap_or_default();
+    for placement in &mut plan.placements {
+        placement.harness_container = harness.clone();
+        placement.custodian_container = custodian.clone();
+    }
+    for m in &mut plan.models {
+        // The provider's variable the Harness holds, in pi's order; else the one a user would set.
+        let provider = catalog::split_model_name(&m.model)
+            .map(|(p, _)| p.to_owned())
+            .unwrap_or_default();
+        let key_env = match m.source {
+            Source::Custom => Some(PROVIDER_KEY_ENV.to_owned()),
+            Source::Catalog | Source::Gateway => catalog::pinned()
+                .key_env(&provider)
+                .into_iter()
+                .find(|name| held.iter().any(|h| h == name))
+                .map(str::to_owned)
+                .or_else(|| key_env_of(m)),
+        };
+        m.key_held = key_env.as_ref().is_some_and(|k| held.contains(k));
+        m.key_env = key_env;
+    }
+    crate::workload::apply(plan, workload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_off() -> OneOff {
+        OneOff {
+            base_url: Some("http://10.0.0.5:8000/v1".to_owned()),
+            models: vec!["Qwen/Qwen3-32B".to_owned()],
+            namespace: "team-a".to_owned(),
+            ..OneOff::default()
+        }
+    }
+
+    #[test]
+    fn a_custom_endpoint_is_one_plain_placement() {
+        let mut o = one_off();
+        o.key = Some(SecretKey::parse("vllm-key/token").unwrap());
+        o.node = Some("gpu-1".to_owned());
+        let plan = plan(&o).unwrap();
+        assert_eq!(plan.instance, INSTANCE);
+        assert_eq!(plan.placements.len(), 1);
+        let m = &plan.models[0];
+        assert_eq!(m.model, "custom/Qwen/Qwen3-32B");
+        assert_eq!(m.source, Source::Custom);
+        assert_eq!(m.key_env.as_deref(), Some(PROVIDER_KEY_ENV));
+        assert!(m.key_held);
+        let spec = &plan.placements[0].pod_spec;
+        let env = spec.containers[0].env.as_ref().unwrap();
+        assert_eq!(env.len(), 1);
+        assert_eq!(env[0].value, None);
+        let r = env[0]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!((r.name.as_str(), r.key.as_str()), ("vllm-key", "token"));
+        let term = &spec
+            .affinity
+            .as_ref()
+            .unwrap()
+            .node_affinity
+            .as_ref()
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .unwrap()
+            .node_selector_terms[0];
+        assert_eq!(
+            term.match_fields.as_ref().unwrap()[0].values.as_deref(),
+            Some(&["gpu-1".to_owned()][..])
+        );
+        assert!(!plan.placements[0].via_custodian());
+    }
+
+    #[test]
+    fn a_catalog_model_takes_its_providers_variable() {
+        let o = OneOff {
+            models: vec!["anthropic/claude-haiku-4-5".to_owned()],
+            namespace: "team-a".to_owned(),
+            key: Some(SecretKey::parse("anthropic/api-key").unwrap()),
+            ..OneOff::default()
+        };
+        let plan = plan(&o).unwrap();
+        assert_eq!(plan.models[0].source, Source::Catalog);
+        assert_eq!(plan.models[0].key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        let env = plan.placements[0].pod_spec.containers[0]
+            .env
+            .as_ref()
+            .unwrap();
+        assert_eq!(env[0].name, "ANTHROPIC_API_KEY");
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        let field = |o: OneOff| match plan(&o).unwrap_err() {
+            PlanError::Invalid { field, .. } => field,
+            other => panic!("{other}"),
+        };
+        let mut o = one_off();
+        o.base_url = Some("ftp://x".to_owned());
+        assert_eq!(field(o), "--base-url");
+        let o = OneOff {
+            models: vec!["nonesuch/model-x".to_owned()],
+            namespace: "a".to_owned(),
+            ..OneOff::default()
+        };
+        assert_eq!(field(o), "--model");
+        let mut o = one_off();
+        o.provider = Some("a b".to_owned());
+        assert_eq!(field(o), "--provider");
+        for bad in ["no-slash", "/key", "Name/key", "name/", "name/k y", "-a/k"] {
+            let e = SecretKey::parse(bad).unwrap_err();
+            assert_eq!(e.field(), Some("--api-key-secret"), "{bad}");
+        }
+    }
+}
