@@ -11,6 +11,7 @@ pub mod host_access;
 pub mod network_policy;
 pub mod plan;
 pub mod pod;
+pub mod pod_security;
 pub mod pull_secrets;
 pub mod run;
 pub mod secret_env;
