@@ -13,6 +13,7 @@ pub mod network_policy;
 pub mod one_off;
 pub mod plan;
 pub mod pod;
+pub mod pod_security;
 pub mod pull_secrets;
 pub mod run;
 pub mod secret_env;
