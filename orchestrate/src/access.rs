@@ -156,8 +156,8 @@ pub struct Needs {
     pub deployment: bool,
     /// It lists the NetworkPolicies (the plan has `networkPolicyCheck`, or `--from-deployment` gives it).
     pub network_policies: bool,
-    /// It reads these ServiceAccounts (for their pull secrets).
-    pub service_accounts: Vec<String>,
+    /// It may read a ServiceAccount (for its pull secrets).
+    pub service_accounts: bool,
 }
 
 impl Needs {
@@ -167,7 +167,7 @@ impl Needs {
             .filter(|p| match p.used_for {
                 Use::Pods | Use::Events | Use::Namespace => true,
                 Use::NetworkPolicies => self.network_policies,
-                Use::ServiceAccounts => !self.service_accounts.is_empty(),
+                Use::ServiceAccounts => self.service_accounts,
                 Use::Deployment => self.deployment,
             })
             .copied()
@@ -231,6 +231,52 @@ pub async fn review(client: Client, namespace: &str, needs: &Needs) -> Access {
         }
     }
     access
+}
+
+/// The warnings of the optional permissions denied: one per use, naming its verbs, and what the run will lack.
+pub fn lacking_lines(access: &Access, namespace: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut uses: Vec<Use> = Vec::new();
+    for perm in &access.lacking {
+        if !uses.contains(&perm.used_for) {
+            uses.push(perm.used_for);
+        }
+    }
+    for used_for in uses {
+        let denied: Vec<&Permission> = access
+            .lacking
+            .iter()
+            .filter(|p| p.used_for == used_for)
+            .collect();
+        let verbs = denied
+            .iter()
+            .map(|p| p.verb)
+            .collect::<Vec<_>>()
+            .join(" and ");
+        let lack = match used_for {
+            Use::Events => {
+                "the verdict rests on the pod's status alone, and a Secret volume that does not mount shows only as a timeout"
+            }
+            Use::NetworkPolicies => {
+                "no NetworkPolicy is compared with the Harness pods', so one that holds their egress back is not named"
+            }
+            Use::ServiceAccounts => {
+                "the check pod does not get the pull secrets of the Harness pods' ServiceAccount, so an image only they pull will not pull"
+            }
+            Use::Namespace => {
+                "its Pod Security level is not checked before the create, so a refusal shows only as the API server's"
+            }
+            // Required: never lacking.
+            Use::Pods | Use::Deployment => continue,
+        };
+        lines.push(jr2_probe::contract::render::permission_lacking(
+            &verbs,
+            &denied[0].qualified(),
+            namespace,
+            lack,
+        ));
+    }
+    lines
 }
 
 /// The review of one permission in `namespace`. The Namespace is reviewed by its name: the API server authorizes
@@ -413,7 +459,7 @@ mod tests {
         let all = Needs {
             deployment: true,
             network_policies: true,
-            service_accounts: vec!["harness".into()],
+            service_accounts: true,
         };
         assert_eq!(all.permissions(), ALL.to_vec());
     }

@@ -71,6 +71,27 @@ pub async fn client(
     client_of(config)
 }
 
+/// The namespace of the kubeconfig's context (`context`, else the current one), read from the file alone (no exec
+/// plugin runs, nothing is contacted): kubectl's default namespace. `None` when the file, the context or its
+/// namespace is missing.
+pub fn context_namespace(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<String> {
+    let file = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path).ok()?,
+        None => kube::config::Kubeconfig::read().ok()?,
+    };
+    let name = context
+        .map(str::to_owned)
+        .or(file.current_context.clone())?;
+    file.contexts
+        .iter()
+        .find(|c| c.name == name)?
+        .context
+        .as_ref()?
+        .namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+}
+
 /// A client for `config`: kube's layers (base URI, auth, extra headers, its retry of server errors) over hyper, with
 /// the TLS of [`tls_config`] and the kubeconfig's timeouts.
 pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {

@@ -3,7 +3,12 @@
 //! `jr2-preflight run --plan <file|->` reads the plan, builds one check pod per placement, runs them, writes the
 //! contract's lines on stderr and (with `--output json`) the verdict on stdout. Exit 0 when no error (warnings
 //! allowed), 1 on an error, 2 on bad input or usage; nothing is created on bad input. The check pods are deleted on
-//! every path, Ctrl-C and SIGTERM included.
+//! every path, Ctrl-C and SIGTERM included. `jr2-preflight check` is the operator's by-hand check: its flags make a
+//! one-placement plan (`one_off.rs`) that runs through the same code. `images` and `rbac` print what an air-gapped
+//! mirror and a least-privilege Role need, contacting nothing.
+//!
+//! Before anything is created, the driver asks the API server what it may do (`access.rs`) and whether the
+//! namespace's Pod Security level admits the check pods (`pod_security.rs`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,8 +16,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use jr2_preflight::access::{self, Access};
+use jr2_preflight::one_off::{self, OneOff, SecretKey};
 use jr2_preflight::plan::{Plan, PlanError};
-use jr2_preflight::pod;
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
     RunResult, run_pods, sweep_stale,
@@ -21,6 +27,8 @@ use jr2_preflight::signals::Signals;
 use jr2_preflight::verdict::{self, DriverVerdict};
 use jr2_preflight::workload;
 use jr2_preflight::{evidence, network_policy, pull_secrets};
+use jr2_preflight::{pod, pod_security};
+use jr2_probe::api::ApiKind;
 use jr2_probe::contract::{Exit, render};
 use jr2_probe::sanitize::{self, Redactor};
 
@@ -36,9 +44,116 @@ struct Cli {
 enum Command {
     /// Run the preflight of a plan.
     Run(RunArgs),
+    /// Check one endpoint (or catalog models) from a pod of the cluster: the by-hand check, with run's lines and
+    /// exit codes.
+    Check(CheckArgs),
     /// Print every image the check pods would pull, one a line: what a mirror of an air-gapped cluster must hold.
     /// Contacts nothing.
     Images(ImagesArgs),
+    /// Print the Role (and with a subject, the RoleBinding) that grants what the driver needs in a namespace, for
+    /// `kubectl apply -f -`. Contacts nothing.
+    Rbac(RbacArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RbacArgs {
+    /// The namespace of the Role (default: none, kubectl apply -n sets it).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+
+    /// Bind the Role to this user (repeatable).
+    #[arg(long, value_name = "NAME")]
+    user: Vec<String>,
+
+    /// Bind the Role to this group (repeatable).
+    #[arg(long, value_name = "NAME")]
+    group: Vec<String>,
+
+    /// Bind the Role to this ServiceAccount of the namespace (repeatable; needs -n).
+    #[arg(long, value_name = "NAME", requires = "namespace")]
+    service_account: Vec<String>,
+}
+
+/// The flags `run` and `check` share: the cluster, the output, how the run goes.
+#[derive(Debug, clap::Args)]
+struct Common {
+    /// The kubeconfig file (default: KUBECONFIG, then ~/.kube/config).
+    #[arg(long, value_name = "PATH")]
+    kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+
+    /// The namespace (run: default the plan's; check: the context's, else default).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+
+    /// human: the lines on stderr; json: also the verdict on stdout.
+    #[arg(short = 'o', long, value_enum, default_value = "human")]
+    output: Output,
+
+    /// Print the check pods (YAML) and contact nothing.
+    #[arg(long, conflicts_with = "from_deployment")]
+    dry_run: bool,
+
+    /// The whole check's deadline, from the first create to the last verdict (e.g. 300s, 5m).
+    #[arg(long, value_name = "DURATION", value_parser = jr2_probe::cli::parse_duration)]
+    timeout: Option<Duration>,
+
+    /// Keep a failed check pod for inspection (the lines say how to delete it).
+    #[arg(long)]
+    keep_pod: bool,
+
+    /// The probe's image (run: default the plan's probeImage; check: this version's release).
+    #[arg(long, value_name = "IMAGE")]
+    probe_image: Option<String>,
+
+    /// Write a secret-safe evidence bundle to this folder when the check fails.
+    #[arg(long, value_name = "DIR")]
+    evidence: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// A custom endpoint's base URL, as harness.provider.baseUrl names it (reached from the pod). Without it, each
+    /// --model is a model of pi's catalog (`anthropic/claude-haiku-4-5`).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+
+    /// With --base-url: the model id exactly as the endpoint serves it (the lines name it `<provider>/<ID>`).
+    /// Without: `<provider>/<id>` of pi's catalog. Repeat to check several.
+    #[arg(long = "model", value_name = "ID", required = true)]
+    models: Vec<String>,
+
+    /// With --base-url: the custom provider's id, as harness.provider.id names it (default: custom).
+    #[arg(long, value_name = "ID", requires = "base_url")]
+    provider: Option<String>,
+
+    /// The API kind, by pi's name (default: openai-completions with --base-url, the catalog's otherwise).
+    #[arg(long, value_name = "KIND")]
+    api: Option<String>,
+
+    /// The key, as a Secret of the namespace holds it: NAME/KEY. It reaches the probe as a secretKeyRef, never as
+    /// a value (with --base-url as JR2_PROVIDER_API_KEY, else as the provider's variable).
+    #[arg(long, value_name = "NAME/KEY", conflicts_with = "from_deployment")]
+    api_key_secret: Option<String>,
+
+    /// Run on this node (a required node affinity on its name: the scheduler still weighs taints and room).
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["node_selector", "from_deployment"])]
+    node: Option<String>,
+
+    /// Run on a node with this label (k=v, repeatable).
+    #[arg(long, value_name = "KEY=VALUE", conflicts_with = "from_deployment")]
+    node_selector: Vec<String>,
+
+    /// Take the placement, the Custodian (container `custodian`) and the keys its Harness container holds from
+    /// this Deployment of the namespace (jr2-instance-harness): the check from where the Harness pods stand.
+    #[arg(long, value_name = "NAME")]
+    from_deployment: Option<String>,
+
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,55 +173,22 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     plan: PathBuf,
 
-    /// The kubeconfig file (default: KUBECONFIG, then ~/.kube/config).
-    #[arg(long, value_name = "PATH")]
-    kubeconfig: Option<PathBuf>,
-
-    /// The kubeconfig context to use.
-    #[arg(long, value_name = "NAME")]
-    context: Option<String>,
-
-    /// The namespace (default: the plan's).
-    #[arg(short = 'n', long, value_name = "NAMESPACE")]
-    namespace: Option<String>,
-
-    /// human: the lines on stderr; json: also the verdict on stdout.
-    #[arg(short = 'o', long, value_enum, default_value = "human")]
-    output: Output,
-
     /// Skip the preflight: one warning line, nothing contacted.
     #[arg(long)]
     skip_provider_preflight: bool,
-
-    /// Print the check pods (YAML) and contact nothing.
-    #[arg(long, conflicts_with = "from_deployment")]
-    dry_run: bool,
 
     /// Take the placement (and the Custodian) from an existing Harness Deployment in the namespace: its pod template
     /// replaces every placement's pod spec. For operators checking what runs now.
     #[arg(long, value_name = "NAME")]
     from_deployment: Option<String>,
 
-    /// The whole check's deadline, from the first create to the last verdict (e.g. 300s, 5m).
-    #[arg(long, value_name = "DURATION", value_parser = jr2_probe::cli::parse_duration)]
-    timeout: Option<Duration>,
-
-    /// Keep a failed check pod for inspection (the lines say how to delete it).
-    #[arg(long)]
-    keep_pod: bool,
-
-    /// The probe's image (default: the plan's probeImage).
-    #[arg(long, value_name = "IMAGE")]
-    probe_image: Option<String>,
-
-    /// Write a secret-safe evidence bundle to this folder when the check fails.
-    #[arg(long, value_name = "DIR")]
-    evidence: Option<PathBuf>,
-
     /// Keep reading stdin (after the plan, with --plan -): a line `cancel`, or its end, cancels the run as SIGINT
     /// does (pods deleted, exit 130). The cancel that works on Windows, where a parent cannot send SIGINT.
     #[arg(long)]
     cancel_on_stdin: bool,
+
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,23 +204,30 @@ fn main() -> ExitCode {
     };
     jr2_probe::console::init_tracing();
     match cli.command {
-        Command::Run(args) => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    jr2_probe::say!("error: cannot start the async runtime: {e}");
-                    return Exit::Failed.into();
-                }
-            };
-            runtime.block_on(run(args))
-        }
-        // It contacts nothing: no runtime.
+        Command::Run(args) => match runtime() {
+            Ok(rt) => rt.block_on(run(args)),
+            Err(exit) => exit,
+        },
+        Command::Check(args) => match runtime() {
+            Ok(rt) => rt.block_on(check(args)),
+            Err(exit) => exit,
+        },
+        // They contact nothing: no runtime.
         Command::Images(args) => images(&args),
+        Command::Rbac(args) => rbac(&args),
     }
+}
+
+/// The runtime of a run: two workers (the watches, the log streams and the creates are I/O).
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            jr2_probe::say!("error: cannot start the async runtime: {e}");
+            Exit::Failed.into()
+        })
 }
 
 /// Bad input (the plan, a flag): its one `error:` line, escaped (a path or a value may hold anything), and exit 2.
@@ -197,10 +286,11 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
     let line = jr2_probe::cli::usage_line(&e);
     // The help of the subcommand asked for (clap names none in the error).
-    let sub = match std::env::args().nth(1).as_deref() {
-        Some("images") => "images",
-        _ => "run",
-    };
+    let arg = std::env::args().nth(1);
+    let sub = arg
+        .as_deref()
+        .filter(|sub| ["images", "check", "rbac"].contains(sub))
+        .unwrap_or("run");
     jr2_probe::say!("error: {line} (see jr2-preflight {sub} --help)");
     Exit::Usage.into()
 }
@@ -219,7 +309,7 @@ async fn run(args: RunArgs) -> ExitCode {
     // Listen for SIGINT and SIGTERM before anything else: from here on a signal is ours to handle (nothing created,
     // or the pods deleted, then 130/143), never the default action, which would end the process between a create
     // and its delete and leave the pod behind.
-    let mut signals = Signals::listen();
+    let signals = Signals::listen();
     let from_stdin = args.plan.as_os_str() == "-";
     let read = if args.cancel_on_stdin && from_stdin {
         // The plan's JSON value ends it: stdin stays open for the cancel.
@@ -233,31 +323,130 @@ async fn run(args: RunArgs) -> ExitCode {
             return bad_input(&e);
         }
     };
+    let common = &args.common;
     // The flags' values are checked under their own names, before they stand in for the plan's.
     let flags = [
-        args.namespace
+        common
+            .namespace
             .as_deref()
             .map(|ns| jr2_preflight::plan::check_namespace("--namespace", ns)),
-        args.probe_image
+        common
+            .probe_image
             .as_deref()
             .map(|image| jr2_preflight::plan::image_reference("--probe-image", image)),
     ];
     if let Some(e) = flags.into_iter().flatten().find_map(Result::err) {
         return bad_input(&e);
     }
-    if let Some(ns) = &args.namespace {
+    if let Some(ns) = &common.namespace {
         plan.namespace = ns.clone();
     }
-    if let Some(image) = &args.probe_image {
+    if let Some(image) = &common.probe_image {
         plan.probe_image = image.clone();
     }
     if let Err(e) = plan.validate() {
         return bad_input(&e);
     }
+    let exec = Exec {
+        common,
+        from_deployment: args.from_deployment.as_deref(),
+        one_off: false,
+        skip: args.skip_provider_preflight,
+        cancel_on_stdin: args.cancel_on_stdin,
+    };
+    execute(plan, &exec, signals).await
+}
+
+/// `jr2-preflight check`: the flags' plan (`one_off.rs`), run as `run` runs a plan.
+async fn check(args: CheckArgs) -> ExitCode {
+    let signals = Signals::listen();
+    let common = &args.common;
+    let mut one_off = OneOff {
+        base_url: args.base_url.clone(),
+        provider: args.provider.clone(),
+        models: args.models.clone(),
+        ..OneOff::default()
+    };
+    let mut errors: Vec<PlanError> = Vec::new();
+    if let Some(api) = &args.api {
+        match api.parse::<ApiKind>() {
+            Ok(kind) => one_off.api = Some(kind),
+            Err(e) => errors.push(PlanError::Invalid {
+                field: "--api".to_owned(),
+                message: e.to_string(),
+            }),
+        }
+    }
+    if let Some(text) = &args.api_key_secret {
+        match SecretKey::parse(text) {
+            Ok(key) => one_off.key = Some(key),
+            Err(e) => errors.push(e),
+        }
+    }
+    one_off.node = args.node.clone();
+    for pair in &args.node_selector {
+        match pair.split_once('=') {
+            Some((k, v)) if !k.is_empty() => {
+                one_off.node_selector.push((k.to_owned(), v.to_owned()))
+            }
+            _ => errors.push(PlanError::Invalid {
+                field: "--node-selector".to_owned(),
+                message: format!("\"{pair}\" is not KEY=VALUE"),
+            }),
+        }
+    }
+    if let Some(ns) = &common.namespace
+        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+    {
+        errors.push(e);
+    }
+    if let Some(image) = &common.probe_image
+        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+    {
+        errors.push(e);
+    }
+    if let Some(e) = errors.first() {
+        return bad_input(e);
+    }
+    // kubectl's rule: -n, else the context's namespace, else default (read from the kubeconfig, contacting nothing).
+    one_off.namespace = common.namespace.clone().unwrap_or_else(|| {
+        jr2_preflight::cluster::context_namespace(
+            common.kubeconfig.as_deref(),
+            common.context.as_deref(),
+        )
+        .unwrap_or_else(|| "default".to_owned())
+    });
+    one_off.probe_image = common.probe_image.clone();
+    let plan = match one_off::plan(&one_off) {
+        Ok(plan) => plan,
+        Err(e) => return bad_input(&e),
+    };
+    let exec = Exec {
+        common,
+        from_deployment: args.from_deployment.as_deref(),
+        one_off: true,
+        skip: false,
+        cancel_on_stdin: false,
+    };
+    execute(plan, &exec, signals).await
+}
+
+/// How a validated plan is run: the shared flags, and what `run` or `check` add.
+struct Exec<'a> {
+    common: &'a Common,
+    from_deployment: Option<&'a str>,
+    /// `check`: the Deployment is adopted as `one_off::adopt` does (its containers found by name).
+    one_off: bool,
+    skip: bool,
+    cancel_on_stdin: bool,
+}
+
+async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitCode {
+    let common = exec.common;
     let run_id = pod::new_run_id();
     // Skipped, or nothing to check: no pod, nothing contacted.
-    if args.skip_provider_preflight || (plan.models.is_empty() && !args.dry_run) {
-        let verdict = if args.skip_provider_preflight {
+    if exec.skip || (plan.models.is_empty() && !common.dry_run) {
+        let verdict = if exec.skip {
             verdict::skipped(&plan, &run_id)
         } else {
             verdict::nothing_to_check(&plan, &run_id)
@@ -265,7 +454,7 @@ async fn run(args: RunArgs) -> ExitCode {
         for line in &verdict.lines {
             jr2_probe::say!("{line}");
         }
-        let printed = print_verdict(&args, &verdict);
+        let printed = print_verdict(common, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
             Some(exit) => interrupted(exit),
@@ -273,7 +462,7 @@ async fn run(args: RunArgs) -> ExitCode {
         };
     }
     let now = SystemTime::now();
-    if args.dry_run {
+    if common.dry_run {
         let checks = pod::check_pods(&plan, &run_id, now);
         let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
         let printed = jr2_probe::console::out("the dry-run pods", yaml.as_bytes());
@@ -283,22 +472,23 @@ async fn run(args: RunArgs) -> ExitCode {
         };
     }
     // `--evidence DIR` must be a new directory (or an empty one): refused now, before anything reaches the cluster.
-    if let Some(dir) = &args.evidence
+    if let Some(dir) = &common.evidence
         && let Err(why) = evidence::check(dir)
     {
         jr2_probe::say!("error: --evidence: {why}");
         return Exit::Usage.into();
     }
-    if args.cancel_on_stdin {
+    if exec.cancel_on_stdin {
         // Only now, when the cluster is about to be contacted: a dry run or a skip is over before a cancel matters,
         // and what was already written to stdin stays there to be read.
         signals.cancel_on(|| std::io::stdin().lock());
     }
-    // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the
-    // Deployment's read, the sweep, the NetworkPolicy list) only reads, or deletes stale pods that the next run
-    // sweeps again, so it is dropped where it stands.
+    // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the access
+    // reviews, the Deployment's read, the sweep, the NetworkPolicy list, the Namespace's read) only reads, or
+    // deletes stale pods that the next run sweeps again, so it is dropped where it stands.
     let mut stopped: Option<Exit> = None;
-    let client = match signals.until(connect(&args, &mut plan)).await {
+    let mut lines = Lines(Vec::new());
+    let connected = match signals.until(connect(exec, &mut plan, &mut lines)).await {
         Ok(Ok(c)) => Some(c),
         Ok(Err(exit)) => return exit,
         Err(exit) => {
@@ -310,18 +500,49 @@ async fn run(args: RunArgs) -> ExitCode {
     let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
     let start = Instant::now();
-    let mut lines = Lines(Vec::new());
-    if let Some(client) = &client {
-        match signals
-            .until(prepare(client.clone(), &plan, &checks, now))
-            .await
-        {
-            Ok(warnings) => {
-                for w in warnings {
-                    lines.emit(w);
-                }
+    // Pods the cluster would not let run (a permission denied, a Pod Security level): not created, their failure
+    // known now. `None`: created and run.
+    let mut not_created: Vec<Option<PodFailure>> = vec![None; to_run.len()];
+    if let Some(c) = &connected {
+        if !c.access.missing.is_empty() {
+            for perm in &c.access.missing {
+                lines.emit(render::permission_missing(
+                    perm.verb,
+                    &perm.qualified(),
+                    &plan.namespace,
+                ));
             }
-            Err(exit) => stopped = Some(exit),
+            lines.emit(render::permission_next_action(&plan.namespace));
+            let missing: Vec<String> = c
+                .access
+                .missing
+                .iter()
+                .map(|p| format!("{} {}", p.verb, p.qualified()))
+                .collect();
+            for slot in &mut not_created {
+                *slot = Some(PodFailure {
+                    kind: FailureKind::NotAllowed {
+                        missing: missing.clone(),
+                    },
+                    // Said once for the run, above.
+                    lines: Vec::new(),
+                });
+            }
+        } else {
+            match signals
+                .until(prepare(c.client.clone(), &plan, &checks, now, &c.access))
+                .await
+            {
+                Ok(prepared) => {
+                    for w in prepared.warnings {
+                        lines.emit(w);
+                    }
+                    for (i, failure) in prepared.refused {
+                        not_created[i] = Some(failure);
+                    }
+                }
+                Err(exit) => stopped = Some(exit),
+            }
         }
     }
     // A signal that came as the last answer was read: checked once more, so that no pod is created after it.
@@ -329,14 +550,22 @@ async fn run(args: RunArgs) -> ExitCode {
     if stopped.is_none() {
         stopped = signals.received();
     }
-    let (result, cleanup, interrupted_by) = match (client, stopped) {
-        (Some(client), None) => {
+    let runnable: Vec<PodToRun> = to_run
+        .iter()
+        .zip(&not_created)
+        .filter(|(_, f)| f.is_none())
+        .map(|(p, _)| p.clone())
+        .collect();
+    let (ran, cleanup, interrupted_by) = match (connected, stopped) {
+        (Some(_), None) if runnable.is_empty() => (RunResult::default(), None, None),
+        (Some(c), None) => {
             let (result, cleanup, exit) =
-                run_checks(client, &args, &plan, &to_run, &mut signals, &mut lines).await;
+                run_checks(c, common, &plan, &runnable, &mut signals, &mut lines).await;
             (result, Some(cleanup), exit)
         }
-        (_, exit) => (not_run(&to_run), None, exit),
+        (_, exit) => (not_run(&runnable), None, exit),
     };
+    let result = merge(&to_run, not_created, ran);
     let before = lines.0.len();
     let mut verdict =
         verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
@@ -348,8 +577,8 @@ async fn run(args: RunArgs) -> ExitCode {
     for line in &verdict.lines[before..] {
         jr2_probe::say!("{line}");
     }
-    let printed = print_verdict(&args, &verdict);
-    if let Some(dir) = args.evidence.as_ref().filter(|_| !verdict.ok)
+    let printed = print_verdict(common, &verdict);
+    if let Some(dir) = common.evidence.as_ref().filter(|_| !verdict.ok)
         && let Err(e) = evidence::write(dir, &checks, &result, &verdict)
     {
         jr2_probe::say!(
@@ -377,6 +606,33 @@ async fn run(args: RunArgs) -> ExitCode {
     }
 }
 
+/// The run's result in `to_run`'s order: the pods not created with their failure, the others as the run gave them
+/// (in the same order, without the pods not created).
+fn merge(to_run: &[PodToRun], not_created: Vec<Option<PodFailure>>, ran: RunResult) -> RunResult {
+    let mut ran_pods = ran.pods.into_iter();
+    let pods = to_run
+        .iter()
+        .zip(not_created)
+        .filter_map(|(p, failure)| match failure {
+            None => ran_pods.next(),
+            Some(failure) => Some(PodRun {
+                name: p.pod.metadata.name.clone().unwrap_or_default(),
+                uid: None,
+                node: None,
+                results: p.models.iter().map(|_| None).collect(),
+                models: p.models.clone(),
+                outcome: PodOutcome::Failed(failure),
+                evidence: Evidence::default(),
+                kept: false,
+            }),
+        })
+        .collect();
+    RunResult {
+        pods,
+        warnings: ran.warnings,
+    }
+}
+
 /// The verdict or the dry-run pods did not reach stdout: one line, exit 1 (the caller has nothing to read).
 fn stdout_failed(e: jr2_probe::console::StdoutError) -> ExitCode {
     jr2_probe::say!("{}", e.line());
@@ -388,26 +644,48 @@ fn interrupted(exit: Exit) -> ExitCode {
     exit.into()
 }
 
-/// The client, and with `--from-deployment` the placements' pod spec from the Deployment. `Err`: the exit, its
-/// line written.
-async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCode> {
-    let client = match jr2_preflight::cluster::client(
-        args.kubeconfig.as_deref(),
-        args.context.clone(),
-    )
-    .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            jr2_probe::say!(
-                "{}",
-                render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
-            );
-            return Err(Exit::Failed.into());
-        }
+/// The cluster as the run found it before creating anything.
+struct Connected {
+    client: kube::Client,
+    access: Access,
+}
+
+/// The client, what it may do (the warnings of what it may not, written), and with `--from-deployment` the
+/// placements' pod spec from the Deployment. `Err`: the exit, its line written.
+async fn connect(
+    exec: &Exec<'_>,
+    plan: &mut Plan,
+    lines: &mut Lines,
+) -> Result<Connected, ExitCode> {
+    let common = exec.common;
+    let client =
+        match jr2_preflight::cluster::client(common.kubeconfig.as_deref(), common.context.clone())
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                jr2_probe::say!(
+                    "{}",
+                    render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
+                );
+                return Err(Exit::Failed.into());
+            }
+        };
+    let needs = access::Needs {
+        deployment: exec.from_deployment.is_some(),
+        network_policies: plan.network_policy_check.is_some() || exec.from_deployment.is_some(),
+        service_accounts: exec.from_deployment.is_some() || pull_secrets::reads_accounts(plan),
     };
-    if let Some(name) = &args.from_deployment {
+    let access = access::review(client.clone(), &plan.namespace, &needs).await;
+    if !access.missing.is_empty() {
+        return Ok(Connected { client, access });
+    }
+    for line in access::lacking_lines(&access, &plan.namespace) {
+        lines.emit(line);
+    }
+    if let Some(name) = exec.from_deployment {
         let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
+            Ok(w) if exec.one_off => one_off::adopt(plan, &w),
             Ok(w) => workload::apply(plan, &w),
             Err(e) => Err(e),
         };
@@ -419,56 +697,118 @@ async fn connect(args: &RunArgs, plan: &mut Plan) -> Result<kube::Client, ExitCo
             return Err(workload::WorkloadError::EXIT.into());
         }
     }
-    pull_secrets::adopt(client.clone(), plan).await;
-    Ok(client)
+    if !access.denied(access::Use::ServiceAccounts) {
+        pull_secrets::adopt(client.clone(), plan).await;
+    }
+    Ok(Connected { client, access })
 }
 
-/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), then the
-/// NetworkPolicy warning lines.
+/// What is known before the create: warnings to write, and the pods the namespace's Pod Security level refuses
+/// (by their index), which are not created.
+struct Prepared {
+    warnings: Vec<String>,
+    refused: Vec<(usize, PodFailure)>,
+}
+
+/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), the NetworkPolicy
+/// warning lines, and the Pod Security level of the namespace against each check pod (all at once).
 async fn prepare(
     client: kube::Client,
     plan: &Plan,
     checks: &[pod::CheckPod],
     now: SystemTime,
-) -> Vec<String> {
-    match tokio::time::timeout(
-        Duration::from_secs(15),
-        sweep_stale(client.clone(), &plan.namespace, &plan.instance, now),
-    )
-    .await
-    {
-        Ok(Ok(sweep)) if !sweep.deleted.is_empty() => {
-            tracing::info!(deleted = ?sweep.deleted, "swept stale check pods");
+    access: &Access,
+) -> Prepared {
+    let sweep = async {
+        match tokio::time::timeout(
+            Duration::from_secs(15),
+            sweep_stale(client.clone(), &plan.namespace, &plan.instance, now),
+        )
+        .await
+        {
+            Ok(Ok(sweep)) if !sweep.deleted.is_empty() => {
+                tracing::info!(deleted = ?sweep.deleted, "swept stale check pods");
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
+            _ => {}
         }
-        Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
-        _ => {}
+    };
+    let policies = async {
+        if access.denied(access::Use::NetworkPolicies) {
+            Vec::new()
+        } else {
+            network_policy::warnings(client.clone(), plan, checks).await
+        }
+    };
+    let level = async {
+        if access.denied(access::Use::Namespace) {
+            None
+        } else {
+            pod_security::enforced(client.clone(), &plan.namespace).await
+        }
+    };
+    let ((), warnings, level) = tokio::join!(sweep, policies, level);
+    let mut refused = Vec::new();
+    if let Some(level) = level {
+        for (i, check) in checks.iter().enumerate() {
+            let found = pod_security::violations(&check.pod, level);
+            if found.is_empty() {
+                continue;
+            }
+            let name = check.pod.metadata.name.clone().unwrap_or_default();
+            let mut lines = vec![render::pod_security_refusal(
+                &plan.namespace,
+                level.as_str(),
+                &name,
+                &found[0].field,
+                &sanitize::escape(&found[0].what),
+            )];
+            lines.extend(
+                found[1..]
+                    .iter()
+                    .map(|v| render::pod_security_also(&v.field, &sanitize::escape(&v.what))),
+            );
+            lines.push(render::pod_security_hint());
+            refused.push((
+                i,
+                PodFailure {
+                    kind: FailureKind::PodSecurity {
+                        level: level.as_str().to_owned(),
+                        fields: found.iter().map(|v| v.field.clone()).collect(),
+                    },
+                    lines,
+                },
+            ));
+        }
     }
-    network_policy::warnings(client, plan, checks).await
+    Prepared { warnings, refused }
 }
 
 /// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are
 /// deleted as `run_pods` returns) and is returned as the exit it asks for.
 async fn run_checks(
-    client: kube::Client,
-    args: &RunArgs,
+    connected: Connected,
+    common: &Common,
     plan: &Plan,
     to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
 ) -> (RunResult, Cleanup, Option<Exit>) {
+    let client = connected.client;
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
     let cancel = Cancel::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let timeout = args
+    let timeout = common
         .timeout
         .unwrap_or(Duration::from_secs(plan.deadline_seconds + 60));
     let options = RunConfig {
         timeout,
-        keep_failed: args.keep_pod,
+        keep_failed: common.keep_pod,
         redactor: Redactor::default(),
         progress: Some(tx),
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
+        events_forbidden_said: connected.access.denied(access::Use::Events),
         ..RunConfig::default()
     };
     let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);
@@ -499,36 +839,70 @@ async fn run_checks(
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
 /// cancelled before its creates were answered.
 fn not_run(to_run: &[PodToRun]) -> RunResult {
-    RunResult {
-        pods: to_run
-            .iter()
-            .map(|p| {
-                let models = p.models.clone();
-                PodRun {
-                    name: p.pod.metadata.name.clone().unwrap_or_default(),
-                    uid: None,
-                    node: None,
-                    results: models.iter().map(|_| None).collect(),
-                    models,
-                    outcome: PodOutcome::Failed(PodFailure {
-                        kind: FailureKind::Interrupted,
-                        lines: Vec::new(),
-                    }),
-                    evidence: Evidence::default(),
-                    kept: false,
-                }
+    let failures = to_run
+        .iter()
+        .map(|_| {
+            Some(PodFailure {
+                kind: FailureKind::Interrupted,
+                lines: Vec::new(),
             })
-            .collect(),
-        warnings: Vec::new(),
-    }
+        })
+        .collect();
+    merge(to_run, failures, RunResult::default())
 }
 
 fn print_verdict(
-    args: &RunArgs,
+    common: &Common,
     verdict: &DriverVerdict,
 ) -> Result<(), jr2_probe::console::StdoutError> {
-    if args.output == Output::Json {
+    if common.output == Output::Json {
         jr2_probe::console::out_json("the verdict", verdict)?;
     }
     Ok(())
+}
+
+/// `jr2-preflight rbac`: the Role of `access::ALL`, and the RoleBinding to the subjects named.
+fn rbac(args: &RbacArgs) -> ExitCode {
+    if let Some(ns) = &args.namespace
+        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+    {
+        return bad_input(&e);
+    }
+    let ns = args.namespace.as_deref();
+    let subjects: Vec<access::Bound> = args
+        .user
+        .iter()
+        .cloned()
+        .map(access::Bound::User)
+        .chain(args.group.iter().cloned().map(access::Bound::Group))
+        .chain(
+            args.service_account
+                .iter()
+                .cloned()
+                .map(access::Bound::ServiceAccount),
+        )
+        .collect();
+    if let Some(bad) = subjects.iter().find_map(|s| match s {
+        access::Bound::User(n) | access::Bound::Group(n) | access::Bound::ServiceAccount(n)
+            if n.is_empty() || n.chars().any(char::is_control) =>
+        {
+            Some(n)
+        }
+        _ => None,
+    }) {
+        return bad_input(&PlanError::Invalid {
+            field: "--user/--group/--service-account".to_owned(),
+            message: format!("{} is not a name", sanitize::escape(bad)),
+        });
+    }
+    let mut docs = vec![serde_json::to_value(access::role(ns)).expect("a Role serializes")];
+    if !subjects.is_empty() {
+        docs.push(
+            serde_json::to_value(access::role_binding(ns, &subjects))
+                .expect("a RoleBinding serializes"),
+        );
+    }
+    let text = jr2_preflight::yaml::documents(docs).expect("JSON values serialize");
+    jr2_probe::console::out("the Role", text.as_bytes())
+        .map_or_else(stdout_failed, |()| Exit::Ok.into())
 }

@@ -113,6 +113,34 @@ impl Level {
     }
 }
 
+/// How long the API server has to answer the read of the namespace.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The level `namespace` enforces, read from its [`ENFORCE_LABEL`]. `None`: no label (the cluster's default applies,
+/// which the driver cannot read), or the namespace cannot be read (no answer, a refusal): nothing is said before the
+/// create, and a refusal is relayed as the API server words it.
+pub async fn enforced(client: kube::Client, namespace: &str) -> Option<Level> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+    match tokio::time::timeout(READ_TIMEOUT, api.get(namespace)).await {
+        Ok(Ok(ns)) => ns
+            .metadata
+            .labels
+            .as_ref()?
+            .get(ENFORCE_LABEL)
+            .map(|v| Level::from_label(v)),
+        Ok(Err(e)) => {
+            tracing::info!(error = %e, "cannot read the namespace; its Pod Security level is not checked before the create");
+            None
+        }
+        Err(_) => {
+            tracing::info!(
+                "no answer to the read of the namespace; its Pod Security level is not checked before the create"
+            );
+            None
+        }
+    }
+}
+
 /// One field of a pod that the level forbids.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {

@@ -28,6 +28,17 @@ fn named_account(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<&str> {
         .filter(|n| !n.is_empty() && *n != "default")
 }
 
+/// Whether [`adopt`] would read a ServiceAccount for this plan (a placement names one and lists no pull secret).
+pub fn reads_accounts(plan: &Plan) -> bool {
+    plan.placements.iter().any(|p| {
+        p.pod_spec
+            .image_pull_secrets
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+            && named_account(&p.pod_spec).is_some()
+    })
+}
+
 /// Gives each placement whose Harness pods take their pull secrets from a named ServiceAccount those secrets, read
 /// from the cluster (each account once).
 pub async fn adopt(client: Client, plan: &mut Plan) {

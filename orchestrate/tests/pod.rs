@@ -3,9 +3,8 @@
 //! dry-run YAML, and the plan's errors, each naming its field.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jr2_preflight::plan::{PLAN_SCHEMA, Plan, PlanError, stand_in};
@@ -1465,38 +1464,7 @@ fn the_restricted_pod_security_profile() {
 
 // --- The Kubernetes 1.35 schema ----------------------------------------------------------------------------------
 
-/// `kubernetes-validate` (PyPI) in its own venv under the peers cache; installed here when missing, as
-/// tests/peers/install.sh does.
-fn kubernetes_validate() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cache = std::env::var_os("JR2_PEERS_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                    .join(".cache/jr2-preflight/peers")
-            });
-        let venv = cache.join("kv-venv");
-        let bin = venv.join("bin/kubernetes-validate");
-        if !bin.exists() {
-            std::fs::create_dir_all(&cache).unwrap();
-            let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-            let ok = Command::new(&python)
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect("python3 runs");
-            assert!(ok.success(), "python3 -m venv {}", venv.display());
-            let ok = Command::new(venv.join("bin/pip"))
-                .args(["install", "-q", "kubernetes-validate==1.37.*"])
-                .status()
-                .expect("pip runs");
-            assert!(ok.success(), "pip install kubernetes-validate");
-        }
-        bin
-    })
-    .clone()
-}
+use jr2_testkit::peers::{kubernetes_validate, validate_1_35};
 
 /// The documents of a YAML file as PyYAML (YAML 1.1, the kv-venv's) reads them.
 fn python_reads(file: &Path) -> Vec<Value> {
@@ -1512,31 +1480,6 @@ fn python_reads(file: &Path) -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("JSON")
-}
-
-fn validate_1_35(files: &[PathBuf]) {
-    let out = Command::new(kubernetes_validate())
-        .args(["--strict", "-k", "1.35.0"])
-        .args(files)
-        .output()
-        .expect("kubernetes-validate runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "kubernetes-validate --strict -k 1.35.0 failed:\n{text}"
-    );
-    for f in files {
-        assert!(
-            text.contains(&format!("INFO {} passed", f.display())),
-            "{} was not validated:\n{text}",
-            f.display()
-        );
-    }
-    assert!(!text.contains("ERROR"), "{text}");
 }
 
 #[test]

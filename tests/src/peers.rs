@@ -552,6 +552,61 @@ pub fn response_fixture(r: &RawResponse, drop: &[&str]) -> String {
     out
 }
 
+/// `kubernetes-validate` (PyPI) in its own venv under the peers cache; installed here when missing, as
+/// tests/peers/install.sh does.
+pub fn kubernetes_validate() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let cache = cache_dir();
+        let venv = cache.join("kv-venv");
+        let bin = venv.join("bin/kubernetes-validate");
+        if !bin.exists() {
+            std::fs::create_dir_all(&cache).unwrap();
+            let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+            let ok = Command::new(&python)
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .expect("python3 runs");
+            assert!(ok.success(), "python3 -m venv {}", venv.display());
+            let ok = Command::new(venv.join("bin/pip"))
+                .args(["install", "-q", "kubernetes-validate==1.37.*"])
+                .status()
+                .expect("pip runs");
+            assert!(ok.success(), "pip install kubernetes-validate");
+        }
+        bin
+    })
+    .clone()
+}
+
+/// Validates the files (YAML, one or more documents each) against the Kubernetes 1.35 schema, strictly (an unknown
+/// field fails); panics with kubernetes-validate's report otherwise.
+pub fn validate_1_35(files: &[PathBuf]) {
+    let out = Command::new(kubernetes_validate())
+        .args(["--strict", "-k", "1.35.0"])
+        .args(files)
+        .output()
+        .expect("kubernetes-validate runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "kubernetes-validate --strict -k 1.35.0 failed:\n{text}"
+    );
+    for f in files {
+        assert!(
+            text.contains(&format!("INFO {} passed", f.display())),
+            "{} was not validated:\n{text}",
+            f.display()
+        );
+    }
+    assert!(!text.contains("ERROR"), "{text}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

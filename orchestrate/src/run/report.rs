@@ -92,7 +92,7 @@ impl RunUpdate {
 }
 
 /// What the run found, per pod in the order given.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RunResult {
     /// Per pod.
     pub pods: Vec<PodRun>,

@@ -556,7 +556,7 @@ pub fn permission_lacking(verbs: &str, resource: &str, namespace: &str, lack: &s
 }
 
 /// Beyond the contract: the namespace's Pod Security level would refuse the check pod; said before the create, with
-/// the field that breaks it (`field` of the check pod, `what` it holds and what the level wants).
+/// what breaks it (`what`, as PSA words a check) and the check pod's field (`field`). The pod is not created.
 pub fn pod_security_refusal(
     namespace: &str,
     level: &str,
@@ -565,13 +565,18 @@ pub fn pod_security_refusal(
     what: &str,
 ) -> String {
     format!(
-        "error: provider preflight: namespace \"{namespace}\" enforces Pod Security \"{level}\", which refuses the check pod {pod}: {field}: {what} — nothing was created"
+        "error: provider preflight: namespace \"{namespace}\" enforces Pod Security \"{level}\", which refuses the check pod {pod}: {what}, at {field} — the pod was not created"
     )
 }
 
 /// After the first [`pod_security_refusal`] of a pod: its other fields the level refuses.
 pub fn pod_security_also(field: &str, what: &str) -> String {
-    format!("  also {field}: {what}")
+    format!("  also {what}, at {field}")
+}
+
+/// The last line of a [`pod_security_refusal`]: where the field comes from, and so what else it refuses.
+pub fn pod_security_hint() -> String {
+    "  - the check pod takes it from the Harness pod spec (its Custodian, volumes or pod security context), so the level refuses the Harness pods the same way: make the spec meet it".to_owned()
 }
 
 /// A delete that was not confirmed in time: the pod may outlive the run, so the line says how to remove it.
@@ -1322,13 +1327,14 @@ mod tests {
                         "demo",
                         "restricted",
                         pod,
-                        "spec.initContainers[0].securityContext.allowPrivilegeEscalation",
-                        "must be false (restricted)"
+                        "spec.initContainers[0].securityContext.capabilities.drop",
+                        "capabilities.drop must include \"ALL\" (restricted)"
                     ),
                     pod_security_also(
-                        "spec.initContainers[0].securityContext.capabilities.drop",
-                        "must include ALL (restricted)"
+                        "spec.initContainers[0].securityContext.allowPrivilegeEscalation",
+                        "allowPrivilegeEscalation must be false (restricted)"
                     ),
+                    pod_security_hint(),
                 ]
             ),
             (
