@@ -68,7 +68,8 @@ step "tests-build" cargo test --workspace --locked --no-run
 background "lints" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" \
   cargo clippy --workspace --all-targets --locked -- -D warnings
 # cargo-fuzz (built from crates.io on a new machine), in the fuzz step's target dir, which nothing uses until then.
-background "fuzz-tools" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" JR2_INSTALL_ONLY=1 fuzz/run.sh
+fuzz_target_dir="$CARGO_TARGET_DIR/fuzz"
+background "fuzz-tools" env CARGO_TARGET_DIR="$fuzz_target_dir" JR2_INSTALL_ONLY=1 fuzz/run.sh
 step "tests" cargo test --workspace --locked --no-fail-fast
 # Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.
@@ -88,7 +89,7 @@ step "platforms" orchestrate/npm/test.sh
 background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build
 # The fuzz builds (libFuzzer's coverage on every crate) in their own target dir: they share nothing with the others.
 collect "fuzz-tools"
-step "fuzz" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/fuzz" fuzz/run.sh --runs 20000
+step "fuzz" env CARGO_TARGET_DIR="$fuzz_target_dir" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 collect "image-binaries"
 step "image" images/test

@@ -204,11 +204,11 @@ fn main() -> ExitCode {
     };
     jr2_probe::console::init_tracing();
     match cli.command {
-        Command::Run(args) => match runtime() {
+        Command::Run(args) => match jr2_probe::console::runtime() {
             Ok(rt) => rt.block_on(run(args)),
             Err(exit) => exit,
         },
-        Command::Check(args) => match runtime() {
+        Command::Check(args) => match jr2_probe::console::runtime() {
             Ok(rt) => rt.block_on(check(args)),
             Err(exit) => exit,
         },
@@ -216,18 +216,6 @@ fn main() -> ExitCode {
         Command::Images(args) => images(&args),
         Command::Rbac(args) => rbac(&args),
     }
-}
-
-/// The runtime of a run: two workers (the watches, the log streams and the creates are I/O).
-fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            jr2_probe::say!("error: cannot start the async runtime: {e}");
-            Exit::Failed.into()
-        })
 }
 
 /// Bad input (the plan, a flag): its one `error:` line, escaped (a path or a value may hold anything), and exit 2.
@@ -680,9 +668,6 @@ async fn connect(
     if !access.missing.is_empty() {
         return Ok(Connected { client, access });
     }
-    for line in access::lacking_lines(&access, &plan.namespace) {
-        lines.emit(line);
-    }
     if let Some(name) = exec.from_deployment {
         let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
             Ok(w) if exec.one_off => one_off::adopt(plan, &w),
@@ -696,6 +681,17 @@ async fn connect(
             );
             return Err(workload::WorkloadError::EXIT.into());
         }
+    }
+    // What the run lacks, said once the plan is whole: a Deployment's template may name no ServiceAccount, or give
+    // no labels to compare policies with, and then nothing is lacking.
+    let mut access = access;
+    access.lacking.retain(|p| match p.used_for {
+        access::Use::ServiceAccounts => pull_secrets::reads_accounts(plan),
+        access::Use::NetworkPolicies => plan.network_policy_check.is_some(),
+        _ => true,
+    });
+    for line in access::lacking_lines(&access, &plan.namespace) {
+        lines.emit(line);
     }
     if !access.denied(access::Use::ServiceAccounts) {
         pull_secrets::adopt(client.clone(), plan).await;

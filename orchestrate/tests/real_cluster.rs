@@ -63,3 +63,45 @@ fn the_preflight_runs_against_a_real_cluster() {
         "left behind: {names}"
     );
 }
+
+/// `jr2-preflight check` against a real cluster: `JR2_E2E_BASE_URL` and `JR2_E2E_MODEL` name an endpoint the
+/// cluster's pods reach (`JR2_E2E_NAMESPACE`, default the context's), e.g. a llama-server on the kind network:
+///
+/// ```sh
+/// KUBECONFIG=~/.kube/config JR2_E2E_BASE_URL=http://172.18.0.1:8080/v1 JR2_E2E_MODEL=smollm2 \
+///   cargo test -p jr2-preflight --test real_cluster -- --ignored --nocapture check
+/// ```
+#[test]
+#[ignore = "needs cluster"]
+fn the_check_runs_from_a_pod_of_a_real_cluster() {
+    let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG must point at a cluster");
+    let base_url =
+        std::env::var("JR2_E2E_BASE_URL").expect("JR2_E2E_BASE_URL: an endpoint pods reach");
+    let model = std::env::var("JR2_E2E_MODEL").expect("JR2_E2E_MODEL: a model it serves");
+    let mut args = vec![
+        "check".to_owned(),
+        "--base-url".to_owned(),
+        base_url,
+        "--model".to_owned(),
+        model,
+        "--kubeconfig".to_owned(),
+        kubeconfig,
+        "-o".to_owned(),
+        "json".to_owned(),
+        "--timeout".to_owned(),
+        "300s".to_owned(),
+    ];
+    if let Ok(ns) = std::env::var("JR2_E2E_NAMESPACE") {
+        args.extend(["-n".to_owned(), ns]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+        .args(&args)
+        .output()
+        .expect("run jr2-preflight");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
+    let verdict: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("a JSON verdict on stdout");
+    assert_eq!(verdict["ok"], true, "{stderr}");
+    assert!(verdict["pods"][0]["node"].is_string(), "it ran on a node");
+}

@@ -13,6 +13,19 @@
 use std::fmt;
 use std::io::{self, Write};
 
+/// The runtime both binaries run on: two workers (their work is I/O: requests, watches, log streams). `Err`: the
+/// `error:` line was written, and the exit to return ([`Exit::Failed`](crate::contract::Exit)).
+pub fn runtime() -> Result<tokio::runtime::Runtime, std::process::ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            crate::say!("error: cannot start the async runtime: {e}");
+            crate::contract::Exit::Failed.into()
+        })
+}
+
 /// Writes one line on stderr, like `eprintln!`, without panicking when stderr cannot be written.
 #[macro_export]
 macro_rules! say {

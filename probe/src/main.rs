@@ -203,16 +203,9 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     jr2_probe::console::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match jr2_probe::console::runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            jr2_probe::say!("error: cannot start the async runtime: {e}");
-            return Exit::Failed.into();
-        }
+        Err(exit) => return exit,
     };
     runtime.block_on(async {
         let work = async {

@@ -26,7 +26,7 @@ LLAMA_CXX_FLAGS="-O1 -DNDEBUG"
 SERVER_DIR="$CACHE/llama-server-$LLAMA_CPP_PYTHON"
 SERVER="$SERVER_DIR/llama-server"
 build_llama_server() {
-  log "building llama-server from the llama.cpp tree in the llama-cpp-python $LLAMA_CPP_PYTHON sdist (first time: ~10 minutes on 2 cores)"
+  log "building llama-server from the llama.cpp tree in the llama-cpp-python $LLAMA_CPP_PYTHON sdist (first time: about 7.5 minutes on 2 cores)"
   BUILD="$CACHE/llama-server-build"
   rm -rf "$BUILD" "$SERVER_DIR"
   mkdir -p "$BUILD"
