@@ -16,8 +16,8 @@
 //! A review that cannot be made (no answer, an API server without the authorization API, a 403 on the review
 //! itself) proves nothing either way: the run goes on and the API server's own answers say the rest.
 //!
-//! The Role of the repo (`orchestrate/rbac/role.yaml`) is [`role`] printed: a test compares them, and another maps
-//! every request the driver sends to a fake API server onto [`ALL`].
+//! The Role of the repo (`orchestrate/rbac/role.yaml`) is [`role`] printed: a test compares them, and another reads
+//! every request the driver sends to the fake API server as its authorizer does, and finds each in [`ALL`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -391,46 +391,6 @@ fn meta(namespace: Option<&str>) -> ObjectMeta {
     }
 }
 
-/// The permission a request to the API server uses, as the API server's authorizer names it: `(verb, group,
-/// resource, subresource)`. `None`: not a resource request (discovery, `/version`). For the tests that check every
-/// request the driver sends is in [`ALL`], and for nothing else.
-pub fn permission_of(
-    method: &str,
-    path: &str,
-    watch: bool,
-) -> Option<(String, String, String, Option<String>)> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (group, rest) = match segs.as_slice() {
-        ["api", "v1", rest @ ..] => ("", rest),
-        ["apis", group, _version, rest @ ..] => (*group, rest),
-        _ => return None,
-    };
-    // namespaces/<ns>/<resource>[/<name>[/<sub>]], or a cluster-wide <resource>[/<name>], or namespaces/<ns>.
-    let (resource, name, sub) = match rest {
-        ["namespaces", _ns, resource, tail @ ..] => (*resource, tail.first(), tail.get(1)),
-        ["namespaces", ns] => ("namespaces", Some(ns), None),
-        [resource, tail @ ..] => (*resource, tail.first(), tail.get(1)),
-        [] => return None,
-    };
-    let verb = match (method, name.is_some(), watch) {
-        (_, _, true) => "watch",
-        ("GET", true, _) => "get",
-        ("GET", false, _) => "list",
-        ("POST", _, _) => "create",
-        ("DELETE", true, _) => "delete",
-        ("DELETE", false, _) => "deletecollection",
-        ("PUT", _, _) => "update",
-        ("PATCH", _, _) => "patch",
-        _ => return None,
-    };
-    Some((
-        verb.to_owned(),
-        group.to_owned(),
-        resource.to_owned(),
-        sub.map(|s| (*s).to_owned()),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,56 +441,5 @@ mod tests {
             ),
             (Some("get"), Some("pods"), Some("log"), None)
         );
-    }
-
-    #[test]
-    fn requests_map_to_permissions() {
-        let of = |m, path, w| {
-            permission_of(m, path, w).map(|(v, g, r, s)| {
-                format!(
-                    "{v} {g}/{r}{}",
-                    s.map(|s| format!("/{s}")).unwrap_or_default()
-                )
-            })
-        };
-        assert_eq!(
-            of("POST", "/api/v1/namespaces/a/pods", false).as_deref(),
-            Some("create /pods")
-        );
-        assert_eq!(
-            of("GET", "/api/v1/namespaces/a/pods", false).as_deref(),
-            Some("list /pods")
-        );
-        assert_eq!(
-            of("GET", "/api/v1/namespaces/a/pods", true).as_deref(),
-            Some("watch /pods")
-        );
-        assert_eq!(
-            of("DELETE", "/api/v1/namespaces/a/pods/p", false).as_deref(),
-            Some("delete /pods")
-        );
-        assert_eq!(
-            of("GET", "/api/v1/namespaces/a/pods/p/log", false).as_deref(),
-            Some("get /pods/log")
-        );
-        assert_eq!(
-            of("GET", "/api/v1/namespaces/a", false).as_deref(),
-            Some("get /namespaces")
-        );
-        assert_eq!(
-            of("GET", "/apis/apps/v1/namespaces/a/deployments/d", false).as_deref(),
-            Some("get apps/deployments")
-        );
-        assert_eq!(
-            of(
-                "POST",
-                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                false
-            )
-            .as_deref(),
-            Some("create authorization.k8s.io/selfsubjectaccessreviews")
-        );
-        assert_eq!(of("GET", "/version", false), None);
-        assert_eq!(of("GET", "/apis", false), None);
     }
 }

@@ -422,6 +422,66 @@ mod tests {
         assert_eq!(env[0].name, "ANTHROPIC_API_KEY");
     }
 
+    /// `--model anthropic/claude-haiku-4-5 --from-deployment jr2-instance-harness`: the Custodian and the key the
+    /// Harness holds (its Stand-in), so the call goes through the Custodian as a Turn's does.
+    #[test]
+    fn a_catalog_model_from_a_deployment_goes_through_its_custodian() {
+        let o = OneOff {
+            models: vec!["anthropic/claude-haiku-4-5".to_owned()],
+            namespace: "team-a".to_owned(),
+            ..OneOff::default()
+        };
+        let mut plan = plan(&o).unwrap();
+        let spec: PodSpec = serde_json::from_value(serde_json::json!({
+            "securityContext": {"runAsNonRoot": true, "fsGroup": 2000},
+            "containers": [
+                {"name": "harness", "image": "h", "env": [
+                    {"name": "ANTHROPIC_API_KEY", "value": "jr2-held-ANTHROPIC_API_KEY"},
+                    {"name": "HTTPS_PROXY", "value": "http://127.0.0.1:8081"}]},
+                {"name": "custodian", "image": "c"}
+            ]
+        }))
+        .unwrap();
+        let workload = HarnessWorkload {
+            name: "jr2-instance-harness".to_owned(),
+            pod_spec: spec,
+            labels: BTreeMap::from([("app".to_owned(), "h".to_owned())]),
+        };
+        adopt(&mut plan, &workload).unwrap();
+        let p = &plan.placements[0];
+        assert_eq!(p.custodian_container.as_deref(), Some("custodian"));
+        assert!(p.via_custodian());
+        let m = &plan.models[0];
+        assert_eq!(m.key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert!(m.key_held, "the Harness holds its Stand-in");
+        let spec = plan.run_spec_for(PLACEMENT);
+        assert!(spec.models[0].via_custodian);
+        // A template whose Harness holds no key for the model: not held, so the line says which key to set.
+        let mut plan2 = plan_of_catalog();
+        let mut w = workload.clone();
+        w.pod_spec.containers[0].env = None;
+        adopt(&mut plan2, &w).unwrap();
+        assert!(!plan2.models[0].key_held);
+        // No container to take for the Harness: the containers are named.
+        let mut w = workload;
+        w.pod_spec.containers[0].name = "agent".to_owned();
+        w.pod_spec.containers.push(Container {
+            name: "sidecar".to_owned(),
+            ..Container::default()
+        });
+        let e = adopt(&mut plan_of_catalog(), &w).unwrap_err().to_string();
+        assert!(e.contains("\"agent\", \"custodian\", \"sidecar\""), "{e}");
+    }
+
+    fn plan_of_catalog() -> Plan {
+        plan(&OneOff {
+            models: vec!["anthropic/claude-haiku-4-5".to_owned()],
+            namespace: "team-a".to_owned(),
+            ..OneOff::default()
+        })
+        .unwrap()
+    }
+
     #[test]
     fn bad_flags_are_named() {
         let field = |o: OneOff| match plan(&o).unwrap_err() {

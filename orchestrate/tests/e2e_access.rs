@@ -13,9 +13,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_preflight::access::{self, ALL, Use};
+use jr2_preflight::access::{ALL, Use};
 use jr2_probe::contract::render;
-use jr2_testkit::fake_kube::Scenario;
+use jr2_testkit::fake_kube::{Scenario, attributes};
 
 fn write_plan(s: &Setup, plan: &Value) -> String {
     let path = s.dir.join("plan.json");
@@ -244,20 +244,14 @@ async fn every_request_of_a_full_run_is_in_the_role() {
         .collect();
     let mut used = std::collections::BTreeSet::new();
     for r in s.kube.requests() {
-        let Some((verb, group, resource, sub)) =
-            access::permission_of(&r.method, &r.path, r.is_watch())
-        else {
+        let Some((rule, _ns)) = attributes(&r.method, &r.path, r.is_watch()) else {
             continue;
         };
         // Every authenticated user may review their own access (system:basic-user).
-        if resource == "selfsubjectaccessreviews" {
+        if rule.resource == "selfsubjectaccessreviews" {
             continue;
         }
-        let resource = match sub {
-            Some(sub) => format!("{resource}/{sub}"),
-            None => resource,
-        };
-        let key = (verb, group, resource);
+        let key = (rule.verb, rule.group, rule.resource);
         assert!(
             role.contains(&key),
             "{} {} is not in the Role: {key:?}",

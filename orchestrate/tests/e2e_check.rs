@@ -88,6 +88,9 @@ fn posted_pods(s: &Setup) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_from_a_pod_on_a_node() {
     let s = setup(Scenario::AllOk).await;
+    // The plain pod is restricted: a namespace that enforces the strictest level admits it.
+    s.kube
+        .label_namespace(NS, &[("pod-security.kubernetes.io/enforce", "restricted")]);
     let base = s.provider.base_url();
     let run = s
         .run(check_args(&s, &["--base-url", &base, "--model", "ok"]))
@@ -107,7 +110,7 @@ async fn a_pass_from_a_pod_on_a_node() {
     assert!(pod["spec"]["initContainers"].is_null(), "{pod:#}");
     assert_eq!(pod["metadata"]["labels"]["jr2.dev/instance"], "operator");
     assert_eq!(pod["metadata"]["namespace"], NS);
-    // The permissions were asked before the create.
+    // The namespace was read for its level, and the permissions asked, before the create.
     let requests = s.kube.requests();
     let first_post = requests
         .iter()
@@ -118,6 +121,11 @@ async fn a_pass_from_a_pod_on_a_node() {
         .filter(|r| r.path.ends_with("/selfsubjectaccessreviews"))
         .count();
     assert!(reviews >= 5, "{reviews} reviews");
+    assert!(
+        requests[..first_post]
+            .iter()
+            .any(|r| r.method == "GET" && r.path == format!("/api/v1/namespaces/{NS}"))
+    );
     assert!(
         requests[..first_post]
             .iter()

@@ -33,8 +33,9 @@ impl Rule {
     }
 }
 
-/// What a request asks: its rule and namespace. `None` for what is no resource request (discovery, `/version`).
-pub(super) fn attributes(method: &str, path: &str, watch: bool) -> Option<(Rule, String)> {
+/// What a request asks, as the API server's authorizer reads it: its rule and namespace (`""` at the cluster scope).
+/// `None` for what is no resource request (discovery, `/version`).
+pub fn attributes(method: &str, path: &str, watch: bool) -> Option<(Rule, String)> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, rest) = match segs.as_slice() {
         ["api", "v1", rest @ ..] if !rest.is_empty() => ("", rest),
@@ -117,4 +118,83 @@ pub(super) fn review(body: &Value, denied: &[Rule]) -> Value {
         json!({"allowed": false})
     };
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_read_as_the_authorizer_reads_them() {
+        let of = |m: &str, path: &str, w: bool| {
+            attributes(m, path, w)
+                .map(|(r, ns)| format!("{} {}/{} in {ns}", r.verb, r.group, r.resource))
+        };
+        let cases = [
+            (
+                "POST",
+                "/api/v1/namespaces/a/pods",
+                false,
+                Some("create /pods in a"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods",
+                false,
+                Some("list /pods in a"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods",
+                true,
+                Some("watch /pods in a"),
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/a/pods/p",
+                false,
+                Some("delete /pods in a"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a/pods/p/log",
+                false,
+                Some("get /pods/log in a"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/a",
+                false,
+                Some("get /namespaces in a"),
+            ),
+            (
+                "GET",
+                "/apis/apps/v1/namespaces/a/deployments/d",
+                false,
+                Some("get apps/deployments in a"),
+            ),
+            (
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                false,
+                Some("create authorization.k8s.io/selfsubjectaccessreviews in "),
+            ),
+            ("GET", "/version", false, None),
+            ("GET", "/apis", false, None),
+            ("GET", "/api/v1", false, None),
+        ];
+        for (m, path, w, want) in cases {
+            assert_eq!(of(m, path, w).as_deref(), want, "{m} {path}");
+        }
+        let rule = Rule::new("list", "", "events");
+        assert_eq!(
+            forbidden_message(&rule, "e2e"),
+            "events is forbidden: User \"fake\" cannot list resource \"events\" in API group \"\" in the namespace \"e2e\""
+        );
+        let rule = Rule::new("get", "", "pods/log");
+        assert_eq!(
+            forbidden_message(&rule, "e2e"),
+            "pods/log is forbidden: User \"fake\" cannot get resource \"pods\" subresource \"log\" in API group \"\" in the namespace \"e2e\""
+        );
+    }
 }

@@ -70,7 +70,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-pub use authz::Rule;
+pub use authz::{Rule, attributes};
 pub use kubelet::{PodCtl, ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
 pub use routes::ApiRequest;
 pub use store::{PodTimes, rfc3339};
