@@ -17,21 +17,6 @@ use jr2_preflight::access::{ALL, Use};
 use jr2_probe::contract::render;
 use jr2_testkit::fake_kube::{Scenario, attributes};
 
-fn write_plan(s: &Setup, plan: &Value) -> String {
-    let path = s.dir.join("plan.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(plan).unwrap()).unwrap();
-    path.display().to_string()
-}
-
-fn posted_pods(s: &Setup) -> Vec<Value> {
-    s.kube
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
-        .map(|r| r.body)
-        .collect()
-}
-
 /// A plan that uses everything a run may ask for: a NetworkPolicy check, a placement whose pods take their pull
 /// secrets from a ServiceAccount.
 fn full_plan(s: &Setup) -> Value {
@@ -84,7 +69,7 @@ async fn each_required_permission_denied_is_one_error_and_nothing_is_created() {
                 .contains("jr2-preflight rbac"),
             "{what}"
         );
-        assert!(posted_pods(&s).is_empty(), "{what}: a pod was created");
+        assert!(s.posted_pods().is_empty(), "{what}: a pod was created");
         // Nothing but the reviews (and the client's discovery) was sent: no read of the Deployment, no sweep.
         let sent: Vec<String> = s
             .kube
@@ -111,7 +96,7 @@ async fn two_required_permissions_denied_are_two_errors() {
     for pod in verdict["pods"].as_array().unwrap() {
         assert_eq!(pod["code"], "PROVIDER_PERMISSION_MISSING");
     }
-    assert!(posted_pods(&s).is_empty());
+    assert!(s.posted_pods().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,7 +123,7 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
             NS,
             json!({"metadata": {"name": "jr2-harness"}, "imagePullSecrets": [{"name": "kit-registry"}]}),
         );
-        let plan = write_plan(&s, &full_plan(&s));
+        let plan = s.write_plan(&full_plan(&s));
         let run = s.run(s.args(&plan, &[])).await;
         let label = format!("{used_for:?}");
         assert_eq!(run.code(), Some(0), "{label}: {}", run.stderr);
@@ -173,7 +158,7 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
                 .iter()
                 .any(|r| r.method == "GET" && r.path.ends_with(path_end))
         };
-        let pod = &posted_pods(&s)[0];
+        let pod = &s.posted_pods()[0];
         match used_for {
             Use::Events => {
                 // Said once, before the run: not again when the watch is refused.
@@ -233,7 +218,7 @@ async fn every_request_of_a_full_run_is_in_the_role() {
         .add_service_account(NS, json!({"metadata": {"name": "jr2-harness"}}));
     let mut plan = full_plan(&s);
     plan["placements"][0]["podSpec"]["serviceAccountName"] = json!("jr2-harness");
-    let plan = write_plan(&s, &plan);
+    let plan = s.write_plan(&plan);
     let run = s
         .run(s.args(&plan, &["--from-deployment", "jr2-instance-harness"]))
         .await;
@@ -355,7 +340,7 @@ async fn a_level_the_check_pod_breaks_is_said_before_the_create() {
     plan["placements"][1]["podSpec"]["containers"][1]["securityContext"] = json!({
         "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true,
         "seccompProfile": {"type": "RuntimeDefault"}});
-    let plan = write_plan(&s, &plan);
+    let plan = s.write_plan(&plan);
     let run = s.run(s.args(&plan, &[])).await;
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     let verdict = run.verdict();
@@ -364,7 +349,7 @@ async fn a_level_the_check_pod_breaks_is_said_before_the_create() {
     assert_eq!(pods[0]["code"], "PROVIDER_POD_SECURITY");
     assert_eq!(pods[1]["outcome"], "finished", "the admitted placement ran");
     // Only the admitted pod was created.
-    let posted = posted_pods(&s);
+    let posted = s.posted_pods();
     assert_eq!(posted.len(), 1);
     assert_eq!(
         posted[0]["metadata"]["labels"]["jr2.dev/placement"],
@@ -400,7 +385,7 @@ async fn a_level_the_check_pod_meets_is_no_line() {
         let plan = s.plan(&[("harness", &["ok"])]);
         let run = s.run(s.args(&plan, &[])).await;
         assert_eq!(run.code(), Some(0), "{level}: {}", run.stderr);
-        assert_eq!(posted_pods(&s).len(), 1, "{level}");
+        assert_eq!(s.posted_pods().len(), 1, "{level}");
         assert!(
             run.lines().iter().all(|l| !l.contains("Pod Security")),
             "{level}"

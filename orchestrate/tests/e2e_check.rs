@@ -76,15 +76,6 @@ fn stable(stderr: &str, s: &Setup) -> String {
     out
 }
 
-fn posted_pods(s: &Setup) -> Vec<Value> {
-    s.kube
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
-        .map(|r| r.body)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pass_from_a_pod_on_a_node() {
     let s = setup(Scenario::AllOk).await;
@@ -104,7 +95,7 @@ async fn a_pass_from_a_pod_on_a_node() {
     assert_eq!(verdict["models"][0]["outcome"], "ok");
     insta::assert_snapshot!("check_pass", stable(&run.stderr, &s));
     // One plain pod: no Custodian, the restricted probe alone, the instance `operator`.
-    let pods = posted_pods(&s);
+    let pods = s.posted_pods();
     assert_eq!(pods.len(), 1);
     let pod = &pods[0];
     assert!(pod["spec"]["initContainers"].is_null(), "{pod:#}");
@@ -183,7 +174,7 @@ async fn a_key_from_a_secret_reaches_the_probe_and_nothing_else() {
         ))
         .await;
     assert_eq!(run.code(), Some(0), "the key was sent: {}", run.stderr);
-    let pod = &posted_pods(&s)[0];
+    let pod = &s.posted_pods()[0];
     let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
     let entry = env
         .iter()
@@ -263,7 +254,7 @@ async fn from_deployment_takes_its_placement_and_custodian() {
     let verdict = run.verdict();
     assert_verdict_lines(&run, &verdict);
     insta::assert_snapshot!("check_from_deployment", stable(&run.stderr, &s));
-    let pod = &posted_pods(&s)[0];
+    let pod = &s.posted_pods()[0];
     assert_eq!(
         pod["spec"]["nodeSelector"],
         json!({"jr2.dev/pool": "gpu-a100"})

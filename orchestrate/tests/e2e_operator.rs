@@ -22,12 +22,6 @@ fn harness_labels() -> Value {
     json!({"app.kubernetes.io/name": "jr2-harness", "jr2.dev/instance": "e2e"})
 }
 
-fn write_plan(s: &Setup, plan: &Value) -> String {
-    let path = s.dir.join("plan.json");
-    std::fs::write(&path, serde_json::to_vec_pretty(plan).unwrap()).unwrap();
-    path.display().to_string()
-}
-
 /// A Harness Deployment as `jr2 up` applies it, with `spec` as its pod template's spec.
 fn deployment(name: &str, spec: Value) -> Value {
     json!({
@@ -42,18 +36,8 @@ fn deployment(name: &str, spec: Value) -> Value {
     })
 }
 
-/// The pods the driver posted, as it sent them.
-fn posted_pods(s: &Setup) -> Vec<Value> {
-    s.kube
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
-        .map(|r| r.body)
-        .collect()
-}
-
 fn no_pod_was_posted(s: &Setup) {
-    assert!(posted_pods(s).is_empty(), "a pod was created");
+    assert!(s.posted_pods().is_empty(), "a pod was created");
     assert!(s.kube.created().is_empty());
 }
 
@@ -86,7 +70,7 @@ async fn from_deployment_checks_the_placement_the_harness_runs_now() {
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
 
     // The check pod stood where the Deployment's pods stand, not where the plan said.
-    let posted = posted_pods(&s);
+    let posted = s.posted_pods();
     assert_eq!(posted.len(), 1);
     let pod = &posted[0]["spec"];
     assert_eq!(pod["nodeSelector"], json!({"jr2.dev/pool": "gpu-a100"}));
@@ -243,7 +227,7 @@ async fn evidence_of_a_pod_that_cannot_start() {
     assert_eq!(bundled, v);
     // The pod as created: the one posted, with its Stand-in, as YAML that reads back.
     let created: Value = serde_yaml::from_str(&files["pods-as-created.yaml"]).unwrap();
-    let posted = posted_pods(&s);
+    let posted = s.posted_pods();
     assert_eq!(created["metadata"]["name"], posted[0]["metadata"]["name"]);
     assert_eq!(created["spec"], posted[0]["spec"]);
     assert!(files["pods-as-created.yaml"].contains("jr2-held-JR2_PROVIDER_API_KEY"));
@@ -380,11 +364,11 @@ async fn the_harness_service_accounts_pull_secrets_reach_the_check_pod() {
     plan["placements"][1]["podSpec"]["serviceAccountName"] = json!("harness");
     plan["placements"][1]["podSpec"]["imagePullSecrets"] = json!([{"name": "own"}]);
     plan["placements"][2]["podSpec"]["serviceAccountName"] = json!("not-here");
-    let path = write_plan(&s, &plan);
+    let path = s.write_plan(&plan);
     let run = s.run(s.args(&path, &[])).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let pull_secrets = |placement: &str| {
-        posted_pods(&s)
+        s.posted_pods()
             .into_iter()
             .find(|p| p["metadata"]["labels"]["jr2.dev/placement"] == placement)
             .map(|p| p["spec"]["imagePullSecrets"].clone())
@@ -393,7 +377,7 @@ async fn the_harness_service_accounts_pull_secrets_reach_the_check_pod() {
     assert_eq!(pull_secrets("sandbox"), json!([{"name": "regcred"}]));
     assert_eq!(pull_secrets("instance-harness"), json!([{"name": "own"}]));
     assert_eq!(pull_secrets("gpu"), Value::Null);
-    for p in posted_pods(&s) {
+    for p in s.posted_pods() {
         assert_eq!(
             p["spec"].get("serviceAccountName"),
             None,
@@ -477,7 +461,7 @@ async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_a
     );
     let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok"])]);
     plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
-    let path = write_plan(&s, &plan);
+    let path = s.write_plan(&plan);
     let run = s.run(s.args(&path, &[])).await;
     // A warning, not an error: the check still runs and passes.
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
@@ -534,7 +518,7 @@ async fn a_limit_that_another_policy_opens_is_not_named() {
     );
     let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok"])]);
     plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
-    let path = write_plan(&s, &plan);
+    let path = s.write_plan(&plan);
     let run = s.run(s.args(&path, &[])).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert!(!run.stderr.contains("NetworkPolicy"), "{}", run.stderr);
@@ -587,7 +571,7 @@ async fn no_secret_value_in_any_output_of_the_driver() {
         .unwrap()
         .push(json!({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-key", "key": "api-key"}}}));
     plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
-    let path = write_plan(&s, &plan);
+    let path = s.write_plan(&plan);
     let dir = evidence_dir(&s);
 
     // The dry run.

@@ -15,24 +15,18 @@ fn the_preflight_runs_against_a_real_cluster() {
     let kubeconfig = std::env::var("KUBECONFIG").expect("KUBECONFIG must point at a cluster");
     let plan =
         std::env::var("JR2_E2E_PLAN").expect("JR2_E2E_PLAN must name a plan the cluster can run");
-    let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
-        .args([
-            "run",
-            "--plan",
-            &plan,
-            "--kubeconfig",
-            &kubeconfig,
-            "--output",
-            "json",
-            "--timeout",
-            "300s",
-        ])
-        .output()
-        .expect("run jr2-preflight");
+    let (out, verdict) = driver(&[
+        "run",
+        "--plan",
+        &plan,
+        "--kubeconfig",
+        &kubeconfig,
+        "--output",
+        "json",
+        "--timeout",
+        "300s",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stderr}");
-    let verdict: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("a JSON verdict on stdout");
     assert_eq!(
         out.status.code(),
         Some(verdict["exitCode"].as_i64().unwrap() as i32)
@@ -78,30 +72,40 @@ fn the_check_runs_from_a_pod_of_a_real_cluster() {
     let base_url =
         std::env::var("JR2_E2E_BASE_URL").expect("JR2_E2E_BASE_URL: an endpoint pods reach");
     let model = std::env::var("JR2_E2E_MODEL").expect("JR2_E2E_MODEL: a model it serves");
+    let namespace = std::env::var("JR2_E2E_NAMESPACE").ok();
     let mut args = vec![
-        "check".to_owned(),
-        "--base-url".to_owned(),
-        base_url,
-        "--model".to_owned(),
-        model,
-        "--kubeconfig".to_owned(),
-        kubeconfig,
-        "-o".to_owned(),
-        "json".to_owned(),
-        "--timeout".to_owned(),
-        "300s".to_owned(),
+        "check",
+        "--base-url",
+        &base_url,
+        "--model",
+        &model,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+        "--timeout",
+        "300s",
     ];
-    if let Ok(ns) = std::env::var("JR2_E2E_NAMESPACE") {
-        args.extend(["-n".to_owned(), ns]);
+    if let Some(ns) = &namespace {
+        args.extend(["-n", ns]);
     }
+    let (out, verdict) = driver(&args);
+    assert_eq!(
+        verdict["ok"],
+        true,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(verdict["pods"][0]["node"].is_string(), "it ran on a node");
+}
+
+/// Runs the driver with `args`, echoes its lines, and reads its JSON verdict.
+fn driver(args: &[&str]) -> (std::process::Output, serde_json::Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
-        .args(&args)
+        .args(args)
         .output()
         .expect("run jr2-preflight");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stderr}");
-    let verdict: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("a JSON verdict on stdout");
-    assert_eq!(verdict["ok"], true, "{stderr}");
-    assert!(verdict["pods"][0]["node"].is_string(), "it ran on a node");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    let verdict = serde_json::from_slice(&out.stdout).expect("a JSON verdict on stdout");
+    (out, verdict)
 }

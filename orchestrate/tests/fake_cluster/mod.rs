@@ -299,10 +299,24 @@ impl Setup {
 
     /// Writes the plan: per placement, its models (FakeProvider behaviours: `ok`, `ok-delay-<ms>`...).
     pub fn plan(&self, placements: &[(&str, &[&str])]) -> String {
-        let plan = plan(&self.provider.base_url(), placements);
+        self.write_plan(&plan(&self.provider.base_url(), placements))
+    }
+
+    /// Writes `plan` as the plan file; its path.
+    pub fn write_plan(&self, plan: &Value) -> String {
         let path = self.dir.join("plan.json");
-        std::fs::write(&path, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_vec_pretty(plan).unwrap()).unwrap();
         path.display().to_string()
+    }
+
+    /// The pods the driver posted, as it sent them.
+    pub fn posted_pods(&self) -> Vec<Value> {
+        self.kube
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+            .map(|r| r.body)
+            .collect()
     }
 
     /// `run --plan <plan> --kubeconfig <kubeconfig> -o json <extra>`.
