@@ -16,7 +16,8 @@
 //! A review that cannot be made (no answer, an API server without the authorization API, a 403 on the review
 //! itself) proves nothing either way: the run goes on and the API server's own answers say the rest.
 //!
-//! The Role of the repo (`orchestrate/rbac/role.yaml`) is [`role`] printed: a test compares them, and another reads
+//! The Role and RoleBinding of the repo (`orchestrate/rbac/jr2-preflight.yaml`, bound to the group `jr2-preflight`) are
+//! [`role`] and [`role_binding`] printed: a test compares them, and another reads
 //! every request the driver sends to the fake API server as its authorizer does, and finds each in [`ALL`].
 
 use std::collections::BTreeMap;

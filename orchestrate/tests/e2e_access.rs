@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_preflight::access::{ALL, Use};
+use jr2_preflight::access::{self, ALL, Use};
 use jr2_probe::contract::render;
 use jr2_testkit::fake_kube::{Scenario, attributes};
 
@@ -252,21 +252,32 @@ async fn every_request_of_a_full_run_is_in_the_role() {
 
 #[test]
 fn the_role_in_the_repo_is_what_the_code_asks_for() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/role.yaml");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/jr2-preflight.yaml");
     let text = std::fs::read_to_string(&repo).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
-        .arg("rbac")
+        .args(["rbac", "--group", "jr2-preflight"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         text,
-        "orchestrate/rbac/role.yaml is not `jr2-preflight rbac`: regenerate it"
+        "orchestrate/rbac/jr2-preflight.yaml is not `jr2-preflight rbac --group jr2-preflight`: regenerate it"
     );
-    // Its rules, read back, are ALL: each permission once, nothing else.
-    let role: k8s_openapi::api::rbac::v1::Role =
-        serde_yaml::from_str(text.trim_start_matches("---\n")).unwrap();
+    let docs: Vec<&str> = text.split("---\n").filter(|d| !d.trim().is_empty()).collect();
+    assert_eq!(docs.len(), 2, "a Role and its RoleBinding");
+    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_yaml::from_str(docs[1]).unwrap();
+    assert_eq!(
+        (binding.role_ref.kind.as_str(), binding.role_ref.name.as_str()),
+        ("Role", access::ROLE_NAME)
+    );
+    let subjects = binding.subjects.unwrap();
+    assert_eq!(
+        (subjects.len(), subjects[0].kind.as_str(), subjects[0].name.as_str()),
+        (1, "Group", "jr2-preflight")
+    );
+    // The Role's rules, read back, are ALL: each permission once, nothing else.
+    let role: k8s_openapi::api::rbac::v1::Role = serde_yaml::from_str(docs[0]).unwrap();
     let mut granted: Vec<(String, String, String)> = Vec::new();
     for rule in role.rules.unwrap() {
         for group in rule.api_groups.unwrap() {
@@ -313,7 +324,7 @@ fn the_role_and_binding_validate_against_kubernetes_1_35() {
     );
     let file = dir.join("rbac.yaml");
     std::fs::write(&file, &text).unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/role.yaml");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac/jr2-preflight.yaml");
     jr2_testkit::peers::validate_1_35(&[file, repo]);
     // And what is not a name is refused, exit 2.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
