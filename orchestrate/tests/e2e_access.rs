@@ -264,16 +264,26 @@ fn the_role_in_the_repo_is_what_the_code_asks_for() {
         text,
         "orchestrate/rbac/jr2-preflight.yaml is not `jr2-preflight rbac --group jr2-preflight`: regenerate it"
     );
-    let docs: Vec<&str> = text.split("---\n").filter(|d| !d.trim().is_empty()).collect();
+    let docs: Vec<&str> = text
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .collect();
     assert_eq!(docs.len(), 2, "a Role and its RoleBinding");
     let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_yaml::from_str(docs[1]).unwrap();
     assert_eq!(
-        (binding.role_ref.kind.as_str(), binding.role_ref.name.as_str()),
+        (
+            binding.role_ref.kind.as_str(),
+            binding.role_ref.name.as_str()
+        ),
         ("Role", access::ROLE_NAME)
     );
     let subjects = binding.subjects.unwrap();
     assert_eq!(
-        (subjects.len(), subjects[0].kind.as_str(), subjects[0].name.as_str()),
+        (
+            subjects.len(),
+            subjects[0].kind.as_str(),
+            subjects[0].name.as_str()
+        ),
         (1, "Group", "jr2-preflight")
     );
     // The Role's rules, read back, are ALL: each permission once, nothing else.
