@@ -354,7 +354,7 @@ mod tests {
 
     fn one_off() -> OneOff {
         OneOff {
-            base_url: Some("http://10.0.0.5:8000/v1".to_owned()),
+            base_url: Some("http://vllm.lan.example:8000/v1".to_owned()),
             models: vec!["Qwen/Qwen3-32B".to_owned()],
             namespace: "team-a".to_owned(),
             ..OneOff::default()

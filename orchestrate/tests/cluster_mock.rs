@@ -83,7 +83,7 @@ fn plan() -> Plan {
     let models = |on: &str| {
         [
             json!({"model": MODELS[0], "placement": on, "source": "catalog", "keyEnv": "ANTHROPIC_API_KEY", "keyHeld": true}),
-            json!({"model": MODELS[1], "placement": on, "source": "custom", "baseUrl": "http://10.0.0.5:8000/v1", "keyHeld": false}),
+            json!({"model": MODELS[1], "placement": on, "source": "custom", "baseUrl": "http://vllm.lan.example:8000/v1", "keyHeld": false}),
             json!({"model": MODELS[2], "placement": on, "source": "catalog", "keyEnv": "GEMINI_API_KEY", "keyHeld": true}),
         ]
     };

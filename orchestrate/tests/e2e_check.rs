@@ -320,7 +320,7 @@ async fn dry_run_prints_the_pod_and_contacts_nothing() {
             &[
                 "--dry-run",
                 "--base-url",
-                "http://10.0.0.5:8000/v1",
+                "http://vllm.lan.example:8000/v1",
                 "--model",
                 "Qwen/Qwen3-32B",
                 "--api-key-secret",
@@ -353,7 +353,10 @@ async fn dry_run_prints_the_pod_and_contacts_nothing() {
     let probe = &pod["spec"]["containers"][0];
     let spec: Value = serde_json::from_str(probe["args"][4].as_str().unwrap()).unwrap();
     assert_eq!(spec["models"][0]["model"], "custom/Qwen/Qwen3-32B");
-    assert_eq!(spec["models"][0]["baseUrl"], "http://10.0.0.5:8000/v1");
+    assert_eq!(
+        spec["models"][0]["baseUrl"],
+        "http://vllm.lan.example:8000/v1"
+    );
     assert_eq!(
         probe["env"][0],
         json!({"name": "JR2_PROVIDER_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm", "key": "api-key", "optional": false}}})
@@ -372,7 +375,7 @@ async fn bad_flags_are_one_line_and_exit_2() {
         (
             vec![
                 "--base-url",
-                "http://10.0.0.5:8000/v1",
+                "http://vllm.lan.example:8000/v1",
                 "--model",
                 "m",
                 "--api-key-secret",
@@ -383,7 +386,7 @@ async fn bad_flags_are_one_line_and_exit_2() {
         (
             vec![
                 "--base-url",
-                "http://10.0.0.5:8000/v1",
+                "http://vllm.lan.example:8000/v1",
                 "--model",
                 "m",
                 "--node-selector",
@@ -394,7 +397,7 @@ async fn bad_flags_are_one_line_and_exit_2() {
         (
             vec![
                 "--base-url",
-                "http://10.0.0.5:8000/v1",
+                "http://vllm.lan.example:8000/v1",
                 "--model",
                 "m",
                 "--api",
@@ -405,7 +408,7 @@ async fn bad_flags_are_one_line_and_exit_2() {
         (
             vec![
                 "--base-url",
-                "http://10.0.0.5:8000/v1",
+                "http://vllm.lan.example:8000/v1",
                 "--model",
                 "m",
                 "-n",
