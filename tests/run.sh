@@ -9,14 +9,21 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/jr2-preflight/target}"
 export CARGO_TERM_COLOR=never
 
 total_start=$(date +%s)
+# The whole machine's CPU seconds, busy (user, nice, system, irq) and stolen by the hypervisor, from /proc/stat: the
+# same run took 57 and 61 minutes on two machines of one kind, and a step's CPU time says whether the cores were
+# slower or the step did more.
+cpu_seconds() { if [ -r /proc/stat ]; then awk '/^cpu /{printf "%d %d\n", ($2+$3+$4+$7+$8)/100, $9/100}' /proc/stat; else echo "0 0"; fi; }
+read -r total_busy total_steal < <(cpu_seconds)
 step() {
   local name=$1
   shift
-  local start
+  local start busy0 steal0 busy1 steal1
   start=$(date +%s)
+  read -r busy0 steal0 < <(cpu_seconds)
   echo "==> $name: $*" >&2
   "$@"
-  echo "==> $name: done in $(($(date +%s) - start)) s" >&2
+  read -r busy1 steal1 < <(cpu_seconds)
+  echo "==> $name: done in $(($(date +%s) - start)) s (CPU busy $((busy1 - busy0)) s, stolen $((steal1 - steal0)) s)" >&2
 }
 
 # A job beside the steps that follow it, until `collect` waits for it and prints its output. On 2 cores the tests'
@@ -93,4 +100,5 @@ step "fuzz" env CARGO_TARGET_DIR="$fuzz_target_dir" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 collect "image-binaries"
 step "image" images/test
-echo "==> all: done in $(($(date +%s) - total_start)) s" >&2
+read -r busy_end steal_end < <(cpu_seconds)
+echo "==> all: done in $(($(date +%s) - total_start)) s (CPU busy $((busy_end - total_busy)) s, stolen $((steal_end - total_steal)) s)" >&2

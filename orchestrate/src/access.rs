@@ -183,8 +183,6 @@ pub struct Access {
     pub missing: Vec<Permission>,
     /// Denied, and optional: the run goes on without it.
     pub lacking: Vec<Permission>,
-    /// Not answered (no review API, no answer in time, the review refused): unknown, the run goes on.
-    pub unknown: Vec<Permission>,
 }
 
 impl Access {
@@ -228,7 +226,13 @@ pub async fn review(client: Client, namespace: &str, needs: &Needs) -> Access {
             Some(true) => {}
             Some(false) if perm.required => access.missing.push(perm),
             Some(false) => access.lacking.push(perm),
-            None => access.unknown.push(perm),
+            // Not answered (no review API, no answer in time, the review refused): it proves nothing, and the run
+            // goes on as if allowed; the request itself, if refused, says so later.
+            None => tracing::debug!(
+                verb = perm.verb,
+                resource = perm.resource,
+                "a permission not known; the run goes on"
+            ),
         }
     }
     access

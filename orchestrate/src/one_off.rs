@@ -58,15 +58,7 @@ impl SecretKey {
                 "give it as NAME/KEY: the Secret and the key that holds the API key",
             ));
         };
-        let subdomain = !name.is_empty()
-            && name.len() <= 253
-            && name.split('.').all(|l| {
-                !l.is_empty()
-                    && l.bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !l.starts_with('-')
-                    && !l.ends_with('-')
-            });
+        let subdomain = name.len() <= 253 && name.split('.').all(crate::plan::is_dns_label);
         if !subdomain {
             return Err(bad(
                 "the Secret's name must be a DNS subdomain (lowercase letters, digits, '-' and '.')",
@@ -330,15 +322,10 @@ pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
     }
     for m in &mut plan.models {
         // The provider's variable the Harness holds, in pi's order; else the one a user would set.
-        let provider = catalog::split_model_name(&m.model)
-            .map(|(p, _)| p.to_owned())
-            .unwrap_or_default();
         let key_env = match m.source {
             Source::Custom => Some(PROVIDER_KEY_ENV.to_owned()),
             Source::Catalog | Source::Gateway => catalog::pinned()
-                .key_env(&provider)
-                .into_iter()
-                .find(|name| held.iter().any(|h| h == name))
+                .held_key_env(&m.model, |name| held.iter().any(|h| h == name))
                 .map(str::to_owned)
                 .or_else(|| key_env_of(m)),
         };
@@ -500,9 +487,21 @@ mod tests {
         let mut o = one_off();
         o.provider = Some("a b".to_owned());
         assert_eq!(field(o), "--provider");
-        for bad in ["no-slash", "/key", "Name/key", "name/", "name/k y", "-a/k"] {
+        let long_label = format!("{}.keys/k", "a".repeat(64));
+        for bad in [
+            "no-slash",
+            "/key",
+            "Name/key",
+            "name/",
+            "name/k y",
+            "-a/k",
+            "a..b/k",
+            &long_label,
+        ] {
             let e = SecretKey::parse(bad).unwrap_err();
             assert_eq!(e.field(), Some("--api-key-secret"), "{bad}");
         }
+        let dotted = format!("{}.keys/k", "a".repeat(63));
+        assert!(SecretKey::parse(&dotted).is_ok());
     }
 }

@@ -925,15 +925,19 @@ fn is_registry(text: &str) -> bool {
     port_ok && host_ok
 }
 
-fn dns_label(field: &str, value: &str) -> Result<(), PlanError> {
-    let ok = !value.is_empty()
+/// A DNS-1123 label: what Kubernetes takes as a namespace or a pod's name, and each dot-separated part of a Secret's.
+pub(crate) fn is_dns_label(value: &str) -> bool {
+    !value.is_empty()
         && value.len() <= 63
         && value
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
+        && !value.ends_with('-')
+}
+
+fn dns_label(field: &str, value: &str) -> Result<(), PlanError> {
+    if is_dns_label(value) {
         Ok(())
     } else {
         Err(invalid(

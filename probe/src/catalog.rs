@@ -195,6 +195,13 @@ impl Catalog {
         listed.iter().copied().chain(own).collect()
     }
 
+    /// The first of the key variables of `model`'s provider ([`Catalog::key_env`], in pi's order) that `held` says is
+    /// set: the one a Turn would read its key from.
+    pub fn held_key_env(&self, model: &str, held: impl Fn(&str) -> bool) -> Option<&str> {
+        let provider = split_model_name(model).map_or("", |(p, _)| p);
+        self.key_env(provider).into_iter().find(|name| held(name))
+    }
+
     /// The env var to name when no Harness pod holds a key of `provider`: the one that holds a plain API key, as
     /// a user sets it ([`SUGGESTED_KEY_ENV`]: `ANTHROPIC_API_KEY`, not the bearer token `ANTHROPIC_AUTH_TOKEN` that
     /// pi reads first), else the first of [`Catalog::key_env`].
@@ -328,6 +335,23 @@ mod tests {
         assert!(c.model("anthropic", "no-such-model").is_none());
         assert!(c.model("no-such-provider", "claude-haiku-4-5").is_none());
         assert!(c.model("openrouter", "anthropic").is_none());
+    }
+
+    #[test]
+    fn held_key_env_is_the_first_held_in_pis_order() {
+        let c = pinned();
+        let model = "anthropic/claude-haiku-4-5";
+        assert_eq!(
+            c.held_key_env(model, |n| n == "ANTHROPIC_API_KEY"),
+            Some("ANTHROPIC_API_KEY")
+        );
+        assert_eq!(
+            c.held_key_env(model, |n| n == "ANTHROPIC_API_KEY"
+                || n == "ANTHROPIC_AUTH_TOKEN"),
+            Some("ANTHROPIC_AUTH_TOKEN")
+        );
+        assert_eq!(c.held_key_env(model, |n| n == "OPENAI_API_KEY"), None);
+        assert_eq!(c.held_key_env("no-slash", |_| true), None);
     }
 
     #[test]

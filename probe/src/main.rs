@@ -467,14 +467,9 @@ fn catalog_targets(
     args.models
         .iter()
         .map(|model| {
-            let provider = catalog::split_model_name(model)
-                .map(|(p, _)| p.to_owned())
-                .unwrap_or_default();
             let key_env = named_key.map(|k| k.env.clone()).or_else(|| {
                 catalog::pinned()
-                    .key_env(&provider)
-                    .into_iter()
-                    .find(|name| env(name).is_some_and(|v| !v.is_empty()))
+                    .held_key_env(model, |name| env(name).is_some_and(|v| !v.is_empty()))
                     .map(str::to_owned)
             });
             let spec = ModelSpec {
