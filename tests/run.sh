@@ -9,9 +9,9 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/jr2-preflight/target}"
 export CARGO_TERM_COLOR=never
 
 total_start=$(date +%s)
-# The whole machine's CPU seconds, busy (user, nice, system, irq) and stolen by the hypervisor, from /proc/stat: the
-# same run took 57 and 61 minutes on two machines of one kind, and a step's CPU time says whether the cores were
-# slower or the step did more.
+# The whole machine's CPU seconds, busy (user, nice, system, irq) and stolen by the hypervisor, from /proc/stat: one
+# commit's cold run took about 33 minutes on one machine of this kind and would have taken an hour on another
+# (tests/README.md), and a step's CPU time says whether the cores were slower or the step did more.
 cpu_seconds() { if [ -r /proc/stat ]; then awk '/^cpu /{printf "%d %d\n", ($2+$3+$4+$7+$8)/100, $9/100}' /proc/stat; else echo "0 0"; fi; }
 read -r total_busy total_steal < <(cpu_seconds)
 step() {
