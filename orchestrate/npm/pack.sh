@@ -181,7 +181,10 @@ build() {
   local start
   start=$(date +%s)
   note "building jr2-preflight $VERSION for $p ($t, profile npm-bin)"
-  env "${envs[@]}" "${cmd[@]}" --profile npm-bin --locked -p jr2-preflight --bin jr2-preflight --target "$t" >&2 ||
+  # Without SOURCE_DATE_EPOCH (the tarballs' timestamp, the HEAD commit's time): cc-rs reruns a build script when it
+  # changes (gcc reads it for __DATE__), so ring's C and everything above it were rebuilt for all five targets after
+  # every commit. Nothing in these binaries holds a build date.
+  env -u SOURCE_DATE_EPOCH "${envs[@]}" "${cmd[@]}" --profile npm-bin --locked -p jr2-preflight --bin jr2-preflight --target "$t" >&2 ||
     die "the build of jr2-preflight for $p ($t) failed (see above)"
   note "built $p in $(($(date +%s) - start)) s"
 }
