@@ -3,6 +3,7 @@
 //! peers they use, each job in a room of its own:
 //!
 //! - [`provider`]: the fake providers, one per wire of the probe, and the server that serves and records them.
+//! - [`cluster`]: a real one-node Kubernetes (built by `tests/kube/build.sh`) in a network namespace of its own.
 //! - [`kube`]: a fake Kubernetes API server whose kubelet stand-in runs the real `jr2-probe`, for the driver.
 //! - [`chaos`]: a raw TCP server whose HTTP framing misbehaves (stalls, resets, endless lines), for reliability.
 //! - [`peers`]: launchers for the real third-party servers (llama.cpp's llama-server, LiteLLM, mitmproxy) `.ci/run` installs.
@@ -18,6 +19,7 @@
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
 pub mod chaos;
+pub mod cluster;
 pub mod http;
 pub mod kube;
 pub mod peers;

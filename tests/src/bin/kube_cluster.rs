@@ -1,0 +1,90 @@
+//! `jr2-kube-cluster`: a real one-node Kubernetes in a network namespace of its own, for the driver's tests, the
+//! benchmark and the README's first command (`jr2_testkit::cluster`).
+//!
+//! ```text
+//! jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--keep] [--until-signal]
+//!     Starts the cluster, prints `ready DIR/cluster.json` (DIR/cluster.env for shells), and tears it all down when
+//!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
+//! jr2-kube-cluster sweep
+//!     Removes what stopped clusters left (a supervisor killed with SIGKILL).
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale, wait_for_stop};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("sweep") => {
+            sweep_stale();
+            ExitCode::SUCCESS
+        }
+        Some("up") => up(&args[1..]),
+        _ => {
+            eprintln!(
+                "usage: jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--keep] [--until-signal] | sweep"
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn up(args: &[String]) -> ExitCode {
+    let mut dir = None;
+    let mut bin = None;
+    let mut images = Vec::new();
+    let mut keep = false;
+    let mut until_signal = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dir" => dir = it.next().map(PathBuf::from),
+            "--bin" => bin = it.next().map(PathBuf::from),
+            "--image" => images.extend(it.next().map(PathBuf::from)),
+            "--keep" => keep = true,
+            "--until-signal" => until_signal = true,
+            other => {
+                eprintln!("jr2-kube-cluster: unknown argument {other:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let (Some(dir), Some(bin)) = (dir, bin) else {
+        eprintln!("jr2-kube-cluster: up needs --dir and --bin");
+        return ExitCode::from(2);
+    };
+    let started = std::time::Instant::now();
+    match Supervisor::up(UpOptions {
+        dir: dir.clone(),
+        bin,
+        images,
+        keep,
+    }) {
+        Ok((sup, info)) => {
+            eprintln!(
+                "jr2-kube-cluster: Kubernetes {} ready in {:.1} s (namespace {}, node {} at {})",
+                info.server_version,
+                started.elapsed().as_secs_f64(),
+                info.netns,
+                info.node_name,
+                info.node_ip
+            );
+            println!("ready {}", dir.join("cluster.json").display());
+            wait_for_stop(until_signal);
+            let t = std::time::Instant::now();
+            sup.down();
+            eprintln!(
+                "jr2-kube-cluster: torn down in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("jr2-kube-cluster: error: {e}");
+            println!("failed");
+            ExitCode::FAILURE
+        }
+    }
+}
