@@ -421,12 +421,26 @@ fn mount_failure_is_fatal(rest: &str) -> bool {
             || rest.contains("couldn't find key"))
 }
 
-/// The Events about this pod (the uid matches when both sides carry one), in the order given.
+/// Warnings the kubelet writes about a pod that it goes on starting all the same: never why a pod waits. A real
+/// cluster writes them for most pods (`MissingClusterDNS` where the kubelet has no `clusterDNS`, `DNSConfigForming`
+/// where a `dnsConfig` lists more nameservers or search domains than a resolver takes,
+/// `FailedToRetrieveImagePullSecret` where a listed pull Secret is missing but the image needs none).
+pub const NON_BLOCKING_WARNINGS: &[&str] = &[
+    "MissingClusterDNS",
+    "DNSConfigForming",
+    "FailedToRetrieveImagePullSecret",
+];
+
+/// The Events about this pod (the uid matches when both sides carry one), in the order given, without the
+/// [`NON_BLOCKING_WARNINGS`].
 fn events_of<'a>(pod: &'a Pod, events: &'a [Event]) -> impl Iterator<Item = &'a Event> + 'a {
     let uid = pod.metadata.uid.as_deref();
     events.iter().filter(move |e| {
         let o = &e.involved_object;
-        o.kind.as_deref().is_none_or(|k| k == "Pod")
+        !e.reason
+            .as_deref()
+            .is_some_and(|r| NON_BLOCKING_WARNINGS.contains(&r))
+            && o.kind.as_deref().is_none_or(|k| k == "Pod")
             && match (uid, o.uid.as_deref()) {
                 (Some(a), Some(b)) => a == b,
                 _ => true,
@@ -1364,6 +1378,48 @@ mod tests {
     }
 
     /// Events of an earlier pod of the same name do not count.
+    /// The kubelet's warnings that hold nothing back are never the pending reason, as the real kubelet writes them
+    /// (seen on the real cluster of `orchestrate/tests/real_cluster`): the latest word stays the one before them.
+    #[test]
+    fn a_non_blocking_kubelet_warning_is_never_the_reason() {
+        let p = pod(
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "initContainerStatuses": [waiting("custodian", "PodInitializing", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}),
+        );
+        let dns = "pod: \"jr2-preflight-x_ns(uid)\". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.";
+        let forming = "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.0.0.1 10.0.0.2 10.0.0.3";
+        let pull = "Unable to retrieve some image pull secrets (jr2-registry); attempting to pull the image may not succeed.";
+        for (reason, message) in [
+            ("MissingClusterDNS", dns),
+            ("DNSConfigForming", forming),
+            ("FailedToRetrieveImagePullSecret", pull),
+        ] {
+            let events = [
+                event("Scheduled", "Normal", "Successfully assigned ns/x to node"),
+                event(reason, "Warning", message),
+            ];
+            assert_eq!(
+                diagnose(&p, &events, None),
+                starting("PodInitializing", "the Custodian starts"),
+                "{reason} is no reason"
+            );
+        }
+        // A warning that does hold the pod back still is.
+        let events = [
+            event(
+                "FailedCreatePodSandBox",
+                "Warning",
+                "failed to setup network",
+            ),
+            event("MissingClusterDNS", "Warning", dns),
+        ];
+        assert_eq!(
+            diagnose(&p, &events, None),
+            pending("FailedCreatePodSandBox", "failed to setup network")
+        );
+    }
+
     #[test]
     fn events_of_another_uid_are_ignored() {
         let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
