@@ -32,6 +32,19 @@ pub fn probe_image() -> String {
     format!("ghcr.io/jr2/jr2-probe:{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// Most tests share the cluster (a read lock); the few that restart a component take it alone (the write lock).
+static DISRUPTION: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// A test that does not disturb the others.
+pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    DISRUPTION.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test that restarts a component: alone on the cluster.
+pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    DISRUPTION.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// What every test shares.
 pub struct Env {
     pub cluster: Cluster,
@@ -178,8 +191,13 @@ pub fn cargo_build(args: &[&str]) {
 /// A test's own Kubernetes namespace, with the shipped Role bound to the least-privilege user, the held Secret of
 /// the Custodian, and `labels`.
 pub fn namespace(name: &str, labels: &[(&str, &str)]) -> String {
+    namespace_with_rbac(name, labels, RBAC)
+}
+
+/// [`namespace`] with another RBAC manifest than the shipped one (a Role with a rule removed).
+pub fn namespace_with_rbac(name: &str, labels: &[(&str, &str)], rbac: &str) -> String {
     let env = env();
-    env.cluster.namespace(name, labels, Some(RBAC));
+    env.cluster.namespace(name, labels, Some(rbac));
     let secret = json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "jr2-held-secrets", "namespace": name},
@@ -277,7 +295,6 @@ pub struct DriverRun {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
-    pub elapsed: Duration,
 }
 
 impl DriverRun {
@@ -303,8 +320,6 @@ impl DriverRun {
 pub enum As {
     /// The least-privilege user, bound by the shipped Role only.
     User,
-    /// system:masters.
-    Admin,
 }
 
 /// A driver process in the cluster's namespace, started (for the signal tests).
@@ -312,7 +327,6 @@ pub fn spawn_driver(who: As, args: &[&str]) -> Child {
     let env = env();
     let kubeconfig = match who {
         As::User => &env.cluster.info().user_kubeconfig,
-        As::Admin => &env.cluster.info().admin_kubeconfig,
     };
     env.cluster
         .command(env!("CARGO_BIN_EXE_jr2-preflight"))
@@ -363,7 +377,6 @@ pub fn finish(mut child: Child, started: Instant, deadline: Duration) -> DriverR
         status,
         stdout,
         stderr,
-        elapsed: started.elapsed(),
     }
 }
 
@@ -404,6 +417,15 @@ fn names(pods: &[Value]) -> Vec<String> {
     pods.iter()
         .map(|p| p["metadata"]["name"].as_str().unwrap_or("?").to_owned())
         .collect()
+}
+
+/// No pending line quotes a warning the kubelet writes while it goes on starting the pod.
+pub fn assert_no_non_blocking_reason(run: &DriverRun) {
+    for line in run.lines().iter().filter(|l| l.starts_with(PENDING)) {
+        for words in ["ClusterDNS", "Nameserver limits", "image pull secrets"] {
+            assert!(!line.contains(words), "a warning that holds nothing back became the pending line: {line}");
+        }
+    }
 }
 
 /// The lines a verdict of one passing model per entry has: each `completed a tool call`, and every other line pending.

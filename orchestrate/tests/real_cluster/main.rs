@@ -12,3 +12,9 @@
 
 mod harness;
 mod runs;
+mod control_plane;
+mod kubelet;
+mod pod_security;
+mod rbac;
+mod scheduling;
+mod signals;

@@ -8,6 +8,7 @@
 //!   Custodian's `403 jr2 custodian: ...`. A TLS tunnel is relayed as it is.
 //! - A health endpoint on `--health` (default `0.0.0.0:15021`, `GET /healthz`) for the readiness and startup probes;
 //!   `--never-ready` answers 503 forever (a Custodian whose startup probe never passes).
+//! - `--allocate-mib N`: N MiB touched at start and held (a Custodian over its memory limit).
 //!
 //! Every read is bounded (a request head of at most 64 KiB) and every connection has a 60 s idle deadline.
 
@@ -24,6 +25,7 @@ struct Config {
     health: String,
     values: PathBuf,
     never_ready: bool,
+    allocate_mib: usize,
 }
 
 fn main() {
@@ -32,6 +34,7 @@ fn main() {
         health: "0.0.0.0:15021".into(),
         values: PathBuf::from("/etc/jr2/custodian/values"),
         never_ready: false,
+        allocate_mib: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -40,11 +43,17 @@ fn main() {
             "--health" => cfg.health = args.next().unwrap_or_default(),
             "--values" => cfg.values = PathBuf::from(args.next().unwrap_or_default()),
             "--never-ready" => cfg.never_ready = true,
+            "--allocate-mib" => cfg.allocate_mib = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             other => {
                 eprintln!("jr2-test-custodian: unknown argument {other:?}");
                 std::process::exit(2);
             }
         }
+    }
+    // `--allocate-mib N`: touch N MiB at start (a Custodian over its memory limit, for the OOM test).
+    let mut ballast: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..cfg.allocate_mib {
+        ballast.push(vec![1u8; 1 << 20]);
     }
     let health = TcpListener::bind(&cfg.health)
         .unwrap_or_else(|e| die(&format!("bind {}: {e}", cfg.health)));
@@ -61,6 +70,7 @@ fn main() {
         cfg.listen, cfg.health
     );
     let values = std::sync::Arc::new(cfg.values);
+    std::hint::black_box(&ballast);
     for conn in proxy.incoming().flatten() {
         let values = values.clone();
         std::thread::spawn(move || {

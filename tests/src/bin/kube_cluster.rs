@@ -5,6 +5,7 @@
 //! jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--keep] [--until-signal]
 //!     Starts the cluster, prints `ready DIR/cluster.json` (DIR/cluster.env for shells), and tears it all down when
 //!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
+//!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back).
 //! jr2-kube-cluster sweep
 //!     Removes what stopped clusters left (a supervisor killed with SIGKILL).
 //! ```
@@ -12,7 +13,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale, wait_for_stop};
+use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -62,7 +63,7 @@ fn up(args: &[String]) -> ExitCode {
         images,
         keep,
     }) {
-        Ok((sup, info)) => {
+        Ok((mut sup, info)) => {
             eprintln!(
                 "jr2-kube-cluster: Kubernetes {} ready in {:.1} s (namespace {}, node {} at {})",
                 info.server_version,
@@ -72,7 +73,7 @@ fn up(args: &[String]) -> ExitCode {
                 info.node_ip
             );
             println!("ready {}", dir.join("cluster.json").display());
-            wait_for_stop(until_signal);
+            sup.serve(until_signal);
             let t = std::time::Instant::now();
             sup.down();
             eprintln!(

@@ -124,7 +124,13 @@ pub struct StartOptions {
 pub struct Cluster {
     info: ClusterInfo,
     supervisor: Child,
+    control: std::sync::Mutex<Control>,
+}
+
+/// The supervisor's command channel: its stdin, and its stdout for the answers.
+struct Control {
     stdin: Option<ChildStdin>,
+    answers: Option<std::io::BufReader<std::process::ChildStdout>>,
 }
 
 impl Cluster {
@@ -158,9 +164,8 @@ impl Cluster {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         use std::io::BufRead;
         let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
+        let mut answers = std::io::BufReader::new(stdout);
+        answers.read_line(&mut line).map_err(|e| e.to_string())?;
         let Some(path) = line.trim().strip_prefix("ready ") else {
             let _ = child.wait();
             return Err(format!(
@@ -174,8 +179,32 @@ impl Cluster {
         Ok(Self {
             info,
             supervisor: child,
-            stdin,
+            control: std::sync::Mutex::new(Control {
+                stdin,
+                answers: Some(answers),
+            }),
         })
+    }
+
+    /// Restarts a component (`kube-apiserver`, `kubelet`, ...) and waits until it is back (the API server: ready).
+    pub fn restart(&self, component: &str) -> Result<(), String> {
+        use std::io::{BufRead, Write};
+        let mut c = self.control.lock().map_err(|e| e.to_string())?;
+        let Control { stdin, answers } = &mut *c;
+        let stdin = stdin.as_mut().ok_or("the supervisor's stdin is closed")?;
+        writeln!(stdin, "restart {component}").map_err(|e| e.to_string())?;
+        stdin.flush().map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        answers
+            .as_mut()
+            .ok_or("no answers")?
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        if line.trim() == format!("restarted {component}") {
+            Ok(())
+        } else {
+            Err(line.trim().to_owned())
+        }
     }
 
     /// What it is.
@@ -295,7 +324,9 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        drop(self.stdin.take());
+        if let Ok(mut c) = self.control.lock() {
+            drop(c.stdin.take());
+        }
         let _ = self.supervisor.wait();
     }
 }

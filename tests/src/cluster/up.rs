@@ -32,9 +32,11 @@ pub struct UpOptions {
     pub keep: bool,
 }
 
-/// A started component.
+/// A started component, with what started it (for a restart).
 struct Component {
     name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
     child: Child,
 }
 
@@ -397,7 +399,12 @@ impl Supervisor {
             child.id().to_string(),
         )
         .map_err(io)?;
-        self.components.push(Component { name, child });
+        self.components.push(Component {
+            name,
+            program: program.to_owned(),
+            args: args.to_vec(),
+            child,
+        });
         Ok(())
     }
 
@@ -439,6 +446,81 @@ impl Supervisor {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
             Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// Stops a component and starts it again with the same arguments (its log goes on); for the API server, waits
+    /// until it is ready again.
+    pub fn restart(&mut self, name: &str) -> Result<(), String> {
+        let i = self
+            .components
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| format!("no component {name}"))?;
+        let c = self.components.remove(i);
+        stop(c.child);
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.join("logs").join(format!("{}.log", c.name)))
+            .map_err(io)?;
+        let child = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{}", self.netns))
+            .arg("--")
+            .arg(&c.program)
+            .args(&c.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(io)?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("restart {name}: {e}"))?;
+        self.components.insert(i, Component { child, ..c });
+        if name == "kube-apiserver" {
+            let admin = self.dir.join("admin.kubeconfig");
+            self.wait("the API server's /readyz", |s| {
+                s.kubectl(&admin, &["get", "--raw", "/readyz"]).is_ok_and(|o| o.trim() == "ok")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Serves its caller until it goes away: each stdin line is a command (`restart <component>`, answered on
+    /// stdout by `restarted <component>` or `error <why>`); stdin's end, or SIGINT/SIGTERM/SIGHUP, ends it. With
+    /// `until_signal`, stdin is not read (a shell that started it in the background gave it /dev/null).
+    pub fn serve(&mut self, until_signal: bool) {
+        let (tx, rx) = std::sync::mpsc::channel::<Option<String>>();
+        if !until_signal {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let stdin = std::io::stdin();
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if tx.send(Some(line.trim().to_owned())).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+                let _ = tx.send(None);
+            });
+        }
+        std::thread::spawn(move || {
+            wait_for_signal();
+            let _ = tx.send(None);
+        });
+        while let Ok(Some(command)) = rx.recv() {
+            let answer = match command.split_once(' ') {
+                Some(("restart", name)) => match self.restart(name) {
+                    Ok(()) => format!("restarted {name}"),
+                    Err(e) => format!("error {}", e.replace('\n', " ")),
+                },
+                _ => format!("error unknown command {command:?}"),
+            };
+            println!("{answer}");
+            let _ = std::io::stdout().flush();
         }
     }
 
@@ -911,36 +993,21 @@ nodeStatusReportFrequency: 10s
     )
 }
 
-/// Reads the caller's end: returns when stdin closes (the caller went away) or a stop signal comes.
-pub fn wait_for_stop(until_signal: bool) {
+/// Returns when SIGINT, SIGTERM or SIGHUP comes.
+fn wait_for_signal() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        use tokio::io::AsyncReadExt;
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate()).expect("SIGTERM");
         let mut int = signal(SignalKind::interrupt()).expect("SIGINT");
         let mut hup = signal(SignalKind::hangup()).expect("SIGHUP");
-        let stdin_closed = async {
-            if until_signal {
-                std::future::pending::<()>().await;
-            }
-            let mut stdin = tokio::io::stdin();
-            let mut buf = [0u8; 64];
-            while let Ok(n) = stdin.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        };
         tokio::select! {
-            _ = stdin_closed => {}
             _ = term.recv() => {}
             _ = int.recv() => {}
             _ = hup.recv() => {}
         }
     });
-    let _ = std::io::stdout().flush();
 }

@@ -1,0 +1,169 @@
+//! The real kubelet's own failures, as the driver names them: a missing Secret or key
+//! (`CreateContainerConfigError`), an image it cannot pull (there is no registry: the pull fails at once), a memory
+//! limit crossed (`OOMKilled`), a Custodian whose startup probe never passes, and a kubelet warning that holds
+//! nothing back (`DNSConfigForming`), which is never the pending reason.
+
+use serde_json::json;
+
+use crate::harness::*;
+
+#[test]
+fn a_missing_secret_is_named() {
+    let _g = shared();
+    let ns = namespace("rc-nosecret", &[]);
+    let mut spec = harness_spec();
+    spec["containers"][0]["env"].as_array_mut().unwrap().push(
+        json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-app", "key": "sentry-dsn"}}}),
+    );
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("\"jr2-app\"")),
+        "the Secret is named: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
+}
+
+#[test]
+fn a_missing_key_of_a_secret_is_named() {
+    let _g = shared();
+    let ns = namespace("rc-nokey", &[]);
+    let mut spec = harness_spec();
+    spec["containers"][0]["env"].as_array_mut().unwrap().push(
+        json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-held-secrets", "key": "sentry-dsn"}}}),
+    );
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("sentry-dsn")),
+        "the key is named: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
+}
+
+#[test]
+fn an_image_that_does_not_pull_is_named() {
+    let _g = shared();
+    let ns = namespace("rc-nopull", &[]);
+    let image = "registry.jr2.test/jr2/jr2-probe:does-not-exist";
+    let run = run_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok"])]), &["--probe-image", image, "--timeout", "60s"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains(image)),
+        "the image is named: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
+}
+
+/// The Custodian allocates past its memory limit: the real kubelet reports `OOMKilled`, and the driver names the
+/// Custodian and its limit.
+#[test]
+fn a_custodian_over_its_memory_limit_is_named() {
+    let _g = shared();
+    let ns = namespace("rc-oom", &[]);
+    let mut spec = harness_spec();
+    spec["containers"][1] = custodian(&["--allocate-mib", "256"]);
+    spec["containers"][1]["resources"]["limits"]["memory"] = json!("32Mi");
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("custodian") && l.contains("32Mi")),
+        "the Custodian and its limit are named: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
+}
+
+/// A Custodian whose startup probe never passes: the probe container never starts (a native sidecar holds the
+/// main containers back until it has started), and the verdict at `--timeout` says what the pod waited on.
+#[test]
+fn a_custodian_that_never_starts_holds_the_check_back() {
+    let _g = shared();
+    let ns = namespace("rc-notready", &[]);
+    let mut spec = harness_spec();
+    spec["containers"][1] = custodian(&["--never-ready"]);
+    spec["containers"][1]["startupProbe"] =
+        json!({"httpGet": {"path": "/healthz", "port": 15021}, "periodSeconds": 1, "failureThreshold": 600});
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "20s"]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        !run.lines().iter().any(|l| l.contains("completed a tool call")),
+        "the probe never ran: {}",
+        run.stderr
+    );
+    assert!(
+        run.lines().iter().any(|l| l.starts_with(PENDING) && l.contains("PodInitializing")),
+        "the pod waits on its Custodian: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
+}
+
+/// More nameservers than a resolver takes (the node's resolv.conf has one, the pod's `dnsConfig` adds three: the API
+/// server refuses more than three in a spec, the kubelet merges them): the real kubelet warns `DNSConfigForming`
+/// ("Nameserver limits were exceeded") and starts the pod all the same; the warning is never the pending line.
+#[test]
+fn dns_config_forming_is_never_the_pending_reason() {
+    let _g = shared();
+    let ns = namespace("rc-dns", &[]);
+    let mut spec = harness_spec();
+    spec["dnsPolicy"] = json!("Default");
+    spec["dnsConfig"] = json!({"nameservers": ["10.77.0.2", "10.77.0.3", "10.77.0.4"]});
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok-delay-1500"])]), &[]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_no_non_blocking_reason(&run);
+    let warned = env()
+        .cluster
+        .events(&ns)
+        .iter()
+        .any(|e| e["reason"] == "DNSConfigForming");
+    assert!(warned, "the real kubelet warned DNSConfigForming (else this test proves nothing)");
+    assert_no_pod_left(&ns);
+}
+
+/// The ServiceAccount's `imagePullSecrets`: the real ServiceAccount admission gives them to a Harness pod that
+/// names the account and lists none; the driver gives the same list to the check pod (which runs under no account).
+#[test]
+fn the_service_accounts_pull_secrets_reach_the_check_pod_as_admission_gives_them() {
+    let _g = shared();
+    let ns = namespace("rc-pullsecrets", &[]);
+    let cluster = &env().cluster;
+    cluster.kubectl_stdin(
+        &["-n", &ns, "apply", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "jr2-harness"},
+                "imagePullSecrets": [{"name": "jr2-registry"}, {"name": "jr2-mirror"}]})
+        .to_string(),
+    );
+    let mut spec = harness_spec();
+    spec["serviceAccountName"] = json!("jr2-harness");
+    // What admission gives a Harness pod of this spec.
+    let harness_pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "harness"}, "spec": spec});
+    let admitted: serde_json::Value = serde_json::from_str(&cluster.kubectl_stdin(
+        &["-n", &ns, "create", "--dry-run=server", "-o", "json", "-f", "-"],
+        &harness_pod.to_string(),
+    ))
+    .unwrap();
+    let from_admission = admitted["spec"]["imagePullSecrets"].clone();
+    assert_eq!(from_admission, json!([{"name": "jr2-registry"}, {"name": "jr2-mirror"}]));
+    // What the driver gives the check pod (as its dry run prints it, resolved against the real account).
+    let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
+    let run = driver(As::User, &["run", "--plan", path.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let events = cluster.events(&ns);
+    // The pulls are never needed (the image is on the node), so the kubelet warns that the Secrets are missing: a
+    // warning that holds nothing back, and proof the pod carried them.
+    let missing: Vec<&str> = events
+        .iter()
+        .filter(|e| e["reason"] == "FailedToRetrieveImagePullSecret")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(
+        missing.iter().any(|m| m.contains("jr2-registry") && m.contains("jr2-mirror")),
+        "the check pod carried the account's pull secrets: {missing:?}"
+    );
+    assert_no_non_blocking_reason(&run);
+    assert_no_pod_left(&ns);
+}
