@@ -66,7 +66,11 @@ trap 'exit 130' INT TERM
 # keeps the cores busy while these wait on the network: each script installs its own and stops (JR2_INSTALL_ONLY=1).
 # The crates of both workspaces are fetched there too (the network, not the cores).
 background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test &&
-  cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
+  tests/kube/build.sh && cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
+# The real cluster's components (tests/kube/build.sh: the Kubernetes components, etcd and crictl from the Go module
+# proxy, about 9 minutes of CPU cold, a no-op when cached), beside everything up to the `cluster` step: the apt
+# packages its node needs are the installs job's.
+background "kube" env JR2_KUBE_NO_APT=1 tests/kube/build.sh
 step "peers" tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
@@ -100,5 +104,12 @@ step "fuzz" env CARGO_TARGET_DIR="$fuzz_target_dir" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 collect "image-binaries"
 step "image" images/test
+# The driver against a real one-node cluster (orchestrate/tests/real_cluster: etcd, the API server, the controller
+# manager, the scheduler, containerd and the kubelet in a network namespace of the run's own), then its benchmark.
+collect "kube"
+step "cluster" cargo test -p jr2-preflight --locked --test real_cluster
+step "cluster-bench" cargo test -p jr2-preflight --locked --test cluster_bench
+# What a killed test process's clusters left (none, when each supervisor saw its caller go).
+step "cluster-sweep" "$CARGO_TARGET_DIR/debug/jr2-kube-cluster" sweep
 read -r busy_end steal_end < <(cpu_seconds)
 echo "==> all: done in $(($(date +%s) - total_start)) s (CPU busy $((busy_end - total_busy)) s, stolen $((steal_end - total_steal)) s)" >&2

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # tests/kube/build.sh: the one-node Kubernetes the driver's end-to-end tests run on, built from the Go module proxy.
 #
-#   tests/kube/build.sh            # build (or find cached) and print the directory of the binaries
-#   JR2_INSTALL_ONLY=1 ...         # only the system packages (apt) and the Go module downloads
+#   tests/kube/build.sh            # build (or find cached) and print the cache folder (bin/ holds the binaries)
+#   JR2_INSTALL_ONLY=1 ...         # only the system packages (apt)
+#   JR2_KUBE_NO_APT=1 ...          # only the Go builds (tests/run.sh runs them beside other steps, which own apt)
 #
 # Nothing of Kubernetes is committed: a small Go module of ours under the cache requires k8s.io/kubernetes at
 # $KUBE_VERSION, with each of its `./staging/src/k8s.io/X` replace lines pointed at the published k8s.io/X module,
 # and builds the five components the way hack/lib/golang.sh does (version stamped with -ldflags, stripped). etcd and
 # crictl come from modules of their own (their dependencies do not agree with Kubernetes'). The pause image is the
-# module's own build/pause/linux/pause.c, compiled statically and wrapped as registry.k8s.io/pause:3.10.
+# module's own build/pause/linux/pause.c, compiled statically (tests/kube/images.sh wraps it as
+# registry.k8s.io/pause:3.10).
 #
 # The node's runtime is Debian's: containerd 1.6, runc 1.1 (built with seccomp, which RuntimeDefault pods need) and
 # the CNI plugins (bridge, host-local, loopback).
 #
-# Cache: ~/.cache/jr2-preflight/kube/<version>/ holds bin/, images/ and `inputs` (the versions and this script's
-# hash). A cache whose `inputs` match is used as it is; any other is rebuilt (Go's own build cache makes a rebuild that
+# Cache: ~/.cache/jr2-preflight/kube/<version>/ holds bin/ and `inputs` (the versions and this script's hash). A cache whose `inputs` match is used as it is; any other is rebuilt (Go's own build cache makes a rebuild that
 # changes only flags a link).
 set -euo pipefail
 
@@ -33,11 +34,11 @@ note() { echo "tests/kube/build.sh: $*" >&2; }
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${JR2_KUBE_CACHE:-$HOME/.cache/jr2-preflight/kube/$KUBE_VERSION}
 BIN=$CACHE/bin
-IMAGES=$CACHE/images
 
 # --- system packages --------------------------------------------------------------------------------------------
 
 need_pkgs=()
+[[ ${JR2_KUBE_NO_APT:-} == 1 ]] || {
 command -v containerd >/dev/null 2>&1 || need_pkgs+=(containerd)
 command -v runc >/dev/null 2>&1 || need_pkgs+=(runc)
 [[ -x /usr/lib/cni/bridge || -x /opt/cni/bin/bridge ]] || need_pkgs+=(containernetworking-plugins)
@@ -46,8 +47,8 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
 command -v umoci >/dev/null 2>&1 || need_pkgs+=(umoci)
 command -v skopeo >/dev/null 2>&1 || need_pkgs+=(skopeo)
-command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 [[ -e /usr/lib/x86_64-linux-gnu/libc.a || -e /usr/lib/aarch64-linux-gnu/libc.a ]] || need_pkgs+=(libc6-dev)
+}
 if ((${#need_pkgs[@]})); then
   note "installing ${need_pkgs[*]} (apt)"
   [[ $(id -u) == 0 ]] || die "missing ${need_pkgs[*]}, and not root to apt-get install them"
@@ -59,16 +60,16 @@ fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet containerd 2>/dev/null; then
   systemctl stop containerd >/dev/null 2>&1 || true
 fi
+[[ ${JR2_INSTALL_ONLY:-} == 1 ]] && exit 0
 
 command -v go >/dev/null 2>&1 || die "Go is needed to build the Kubernetes components (go 1.26 or later)"
 
 # --- the cache --------------------------------------------------------------------------------------------------
 
 inputs="kube=$KUBE_VERSION staging=$STAGING_VERSION etcd=$ETCD_VERSION crictl=$CRICTL_VERSION pause=$PAUSE_TAG go=$(go env GOVERSION) script=$(sha256sum "$0" | cut -c1-16)"
-components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd crictl)
+components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd crictl pause)
 cached=1
 for c in "${components[@]}"; do [[ -x $BIN/$c ]] || cached=0; done
-[[ -f $IMAGES/pause.docker.tar ]] || cached=0
 [[ -f $CACHE/inputs && $(cat "$CACHE/inputs") == "$inputs" ]] || cached=0
 if [[ $cached == 1 ]]; then
   note "cached: $BIN ($inputs)"
@@ -77,7 +78,7 @@ if [[ $cached == 1 ]]; then
 fi
 
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
-mkdir -p "$BIN" "$IMAGES" "$CACHE/src"
+mkdir -p "$BIN" "$CACHE/src"
 
 # --- Kubernetes -------------------------------------------------------------------------------------------------
 
@@ -98,10 +99,6 @@ done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/src/k8
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 pkgs=()
 for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-if [[ ${JR2_INSTALL_ONLY:-} == 1 ]]; then
-  (cd "$kmod" && go get "${pkgs[@]/%/@$KUBE_VERSION}" && go mod download) >&2
-  exit 0
-fi
 note "building ${cmds[*]} $KUBE_VERSION (a cold build takes about 17 minutes of CPU)"
 (cd "$kmod" && go get "${pkgs[@]/%/@$KUBE_VERSION}") >&2
 vpkg=k8s.io/component-base/version
@@ -119,21 +116,10 @@ mkdir -p "$emod"
 (cd "$emod" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3) >&2
 GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION" >&2
 
-# --- the pause image -------------------------------------------------------------------------------------------
+# --- the pause binary -------------------------------------------------------------------------------------------
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-gcc -Os -static -DVERSION="v$PAUSE_TAG-jr2" -o "$work/pause" "$kdir/build/pause/linux/pause.c" >&2
-strip "$work/pause"
-umoci init --layout "$work/oci" >/dev/null
-umoci new --image "$work/oci:pause" >/dev/null
-umoci unpack --rootless --image "$work/oci:pause" "$work/bundle" >/dev/null
-install -m 0755 "$work/pause" "$work/bundle/rootfs/pause"
-umoci repack --image "$work/oci:pause" "$work/bundle" >/dev/null
-umoci config --image "$work/oci:pause" --config.entrypoint /pause --config.user 65535:65535 \
-  --architecture "$(go env GOARCH)" --os linux >/dev/null
-rm -f "$IMAGES/pause.docker.tar"
-skopeo copy --quiet "oci:$work/oci:pause" "docker-archive:$IMAGES/pause.docker.tar:registry.k8s.io/pause:$PAUSE_TAG" >&2
+gcc -Os -static -DVERSION="v$PAUSE_TAG-jr2" -o "$BIN/pause" "$kdir/build/pause/linux/pause.c" >&2
+strip "$BIN/pause"
 
 echo "$inputs" >"$CACHE/inputs"
 note "built: $BIN ($inputs)"

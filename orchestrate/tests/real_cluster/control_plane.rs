@@ -10,20 +10,40 @@ use crate::harness::*;
 fn the_api_server_restarted_mid_run_leaves_no_pod() {
     let _g = alone();
     let ns = namespace("rc-restart", &[]);
-    let path = write_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok-delay-8000"])]));
+    let path = write_plan(&plan(
+        &ns,
+        &[("sandbox", harness_spec(), &["ok-delay-8000"])],
+    ));
     let started = Instant::now();
-    let child = spawn_driver(As::User, &["run", "--plan", path.to_str().unwrap(), "-o", "json", "--timeout", "90s"]);
+    let child = spawn_driver(
+        As::User,
+        &[
+            "run",
+            "--plan",
+            path.to_str().unwrap(),
+            "-o",
+            "json",
+            "--timeout",
+            "90s",
+        ],
+    );
     let cluster = &env().cluster;
-    cluster.wait_for("the probe container to run", Duration::from_secs(90), || {
-        cluster.pods(&ns, MANAGED).iter().any(|p| {
-            p["status"]["containerStatuses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
-        })
-    });
-    cluster.restart("kube-apiserver").expect("the API server restarts");
+    cluster.wait_for(
+        "the probe container to run",
+        Duration::from_secs(90),
+        || {
+            cluster.pods(&ns, MANAGED).iter().any(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
+            })
+        },
+    );
+    cluster
+        .restart("kube-apiserver")
+        .expect("the API server restarts");
     let run = finish(child, started, Duration::from_secs(150));
     // Either the run carried on through the restart (its watch and log re-established) and the model passed, or it
     // said the cluster was lost: never a crash, never silence.

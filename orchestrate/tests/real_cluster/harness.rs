@@ -75,14 +75,15 @@ pub fn env() -> &'static Env {
                 .last()
                 .expect("tests/kube/build.sh printed its cache folder"),
         );
-        let images: Vec<PathBuf> = script_output(&root.join("tests/kube/images.sh"), &target)
-            .lines()
-            .map(PathBuf::from)
-            .collect();
+        let images: Vec<PathBuf> =
+            script_output_with(&root.join("tests/kube/images.sh"), &target, &[&kube_dir])
+                .lines()
+                .map(PathBuf::from)
+                .collect();
         assert_eq!(
             images.len(),
-            2,
-            "tests/kube/images.sh prints the probe's and the Custodian's archives"
+            3,
+            "tests/kube/images.sh prints the pause image's, the probe's and the Custodian's archives"
         );
         cargo_build(&[
             "-p",
@@ -151,7 +152,12 @@ pub fn target_dir() -> PathBuf {
 }
 
 fn script_output(script: &Path, target: &Path) -> String {
+    script_output_with(script, target, &[])
+}
+
+fn script_output_with(script: &Path, target: &Path, args: &[&Path]) -> String {
     let out = Command::new(script)
+        .args(args)
         .env("CARGO_TARGET_DIR", target)
         .stderr(Stdio::inherit())
         .output()
@@ -423,7 +429,10 @@ fn names(pods: &[Value]) -> Vec<String> {
 pub fn assert_no_non_blocking_reason(run: &DriverRun) {
     for line in run.lines().iter().filter(|l| l.starts_with(PENDING)) {
         for words in ["ClusterDNS", "Nameserver limits", "image pull secrets"] {
-            assert!(!line.contains(words), "a warning that holds nothing back became the pending line: {line}");
+            assert!(
+                !line.contains(words),
+                "a warning that holds nothing back became the pending line: {line}"
+            );
         }
     }
 }

@@ -15,10 +15,15 @@ fn a_missing_secret_is_named() {
     spec["containers"][0]["env"].as_array_mut().unwrap().push(
         json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-app", "key": "sentry-dsn"}}}),
     );
-    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", spec, &["ok"])]),
+        &["--timeout", "60s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("\"jr2-app\"")),
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains("\"jr2-app\"")),
         "the Secret is named: {}",
         run.stderr
     );
@@ -33,10 +38,15 @@ fn a_missing_key_of_a_secret_is_named() {
     spec["containers"][0]["env"].as_array_mut().unwrap().push(
         json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-held-secrets", "key": "sentry-dsn"}}}),
     );
-    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", spec, &["ok"])]),
+        &["--timeout", "60s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("sentry-dsn")),
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains("sentry-dsn")),
         "the key is named: {}",
         run.stderr
     );
@@ -48,10 +58,15 @@ fn an_image_that_does_not_pull_is_named() {
     let _g = shared();
     let ns = namespace("rc-nopull", &[]);
     let image = "registry.jr2.test/jr2/jr2-probe:does-not-exist";
-    let run = run_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok"])]), &["--probe-image", image, "--timeout", "60s"]);
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", harness_spec(), &["ok"])]),
+        &["--probe-image", image, "--timeout", "60s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains(image)),
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains(image)),
         "the image is named: {}",
         run.stderr
     );
@@ -67,10 +82,15 @@ fn a_custodian_over_its_memory_limit_is_named() {
     let mut spec = harness_spec();
     spec["containers"][1] = custodian(&["--allocate-mib", "256"]);
     spec["containers"][1]["resources"]["limits"]["memory"] = json!("32Mi");
-    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "60s"]);
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", spec, &["ok"])]),
+        &["--timeout", "60s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        run.lines().iter().any(|l| l.starts_with("error: ") && l.contains("custodian") && l.contains("32Mi")),
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains("custodian") && l.contains("32Mi")),
         "the Custodian and its limit are named: {}",
         run.stderr
     );
@@ -85,17 +105,23 @@ fn a_custodian_that_never_starts_holds_the_check_back() {
     let ns = namespace("rc-notready", &[]);
     let mut spec = harness_spec();
     spec["containers"][1] = custodian(&["--never-ready"]);
-    spec["containers"][1]["startupProbe"] =
-        json!({"httpGet": {"path": "/healthz", "port": 15021}, "periodSeconds": 1, "failureThreshold": 600});
-    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "20s"]);
+    spec["containers"][1]["startupProbe"] = json!({"httpGet": {"path": "/healthz", "port": 15021}, "periodSeconds": 1, "failureThreshold": 600});
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", spec, &["ok"])]),
+        &["--timeout", "20s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        !run.lines().iter().any(|l| l.contains("completed a tool call")),
+        !run.lines()
+            .iter()
+            .any(|l| l.contains("completed a tool call")),
         "the probe never ran: {}",
         run.stderr
     );
     assert!(
-        run.lines().iter().any(|l| l.starts_with(PENDING) && l.contains("PodInitializing")),
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with(PENDING) && l.contains("PodInitializing")),
         "the pod waits on its Custodian: {}",
         run.stderr
     );
@@ -120,7 +146,10 @@ fn dns_config_forming_is_never_the_pending_reason() {
         .events(&ns)
         .iter()
         .any(|e| e["reason"] == "DNSConfigForming");
-    assert!(warned, "the real kubelet warned DNSConfigForming (else this test proves nothing)");
+    assert!(
+        warned,
+        "the real kubelet warned DNSConfigForming (else this test proves nothing)"
+    );
     assert_no_pod_left(&ns);
 }
 
@@ -140,17 +169,33 @@ fn the_service_accounts_pull_secrets_reach_the_check_pod_as_admission_gives_them
     let mut spec = harness_spec();
     spec["serviceAccountName"] = json!("jr2-harness");
     // What admission gives a Harness pod of this spec.
-    let harness_pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "harness"}, "spec": spec});
+    let harness_pod =
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "harness"}, "spec": spec});
     let admitted: serde_json::Value = serde_json::from_str(&cluster.kubectl_stdin(
-        &["-n", &ns, "create", "--dry-run=server", "-o", "json", "-f", "-"],
+        &[
+            "-n",
+            &ns,
+            "create",
+            "--dry-run=server",
+            "-o",
+            "json",
+            "-f",
+            "-",
+        ],
         &harness_pod.to_string(),
     ))
     .unwrap();
     let from_admission = admitted["spec"]["imagePullSecrets"].clone();
-    assert_eq!(from_admission, json!([{"name": "jr2-registry"}, {"name": "jr2-mirror"}]));
+    assert_eq!(
+        from_admission,
+        json!([{"name": "jr2-registry"}, {"name": "jr2-mirror"}])
+    );
     // What the driver gives the check pod (as its dry run prints it, resolved against the real account).
     let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
-    let run = driver(As::User, &["run", "--plan", path.to_str().unwrap(), "-o", "json"]);
+    let run = driver(
+        As::User,
+        &["run", "--plan", path.to_str().unwrap(), "-o", "json"],
+    );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let events = cluster.events(&ns);
     // The pulls are never needed (the image is on the node), so the kubelet warns that the Secrets are missing: a
@@ -161,7 +206,9 @@ fn the_service_accounts_pull_secrets_reach_the_check_pod_as_admission_gives_them
         .filter_map(|e| e["message"].as_str())
         .collect();
     assert!(
-        missing.iter().any(|m| m.contains("jr2-registry") && m.contains("jr2-mirror")),
+        missing
+            .iter()
+            .any(|m| m.contains("jr2-registry") && m.contains("jr2-mirror")),
         "the check pod carried the account's pull secrets: {missing:?}"
     );
     assert_no_non_blocking_reason(&run);

@@ -10,11 +10,11 @@
 //! cargo test -p jr2-preflight --test real_cluster
 //! ```
 
-mod harness;
-mod runs;
 mod control_plane;
+mod harness;
 mod kubelet;
 mod pod_security;
 mod rbac;
+mod runs;
 mod scheduling;
 mod signals;

@@ -52,7 +52,11 @@ fn the_table_is_the_shipped_role() {
             for group in rule["apiGroups"].as_sequence().unwrap() {
                 for resource in rule["resources"].as_sequence().unwrap() {
                     for verb in rule["verbs"].as_sequence().unwrap() {
-                        out.push((group.as_str().unwrap().to_owned(), resource.as_str().unwrap().to_owned(), verb.as_str().unwrap().to_owned()));
+                        out.push((
+                            group.as_str().unwrap().to_owned(),
+                            resource.as_str().unwrap().to_owned(),
+                            verb.as_str().unwrap().to_owned(),
+                        ));
                     }
                 }
             }
@@ -60,8 +64,10 @@ fn the_table_is_the_shipped_role() {
         out.sort();
         out
     };
-    let mut ours: Vec<(String, String, String)> =
-        RULES.iter().map(|(g, r, v, _)| (g.to_string(), r.to_string(), v.to_string())).collect();
+    let mut ours: Vec<(String, String, String)> = RULES
+        .iter()
+        .map(|(g, r, v, _)| (g.to_string(), r.to_string(), v.to_string()))
+        .collect();
     ours.sort();
     assert_eq!(ours, shipped);
 }
@@ -109,9 +115,17 @@ fn each_permission_removed_gives_its_line() {
                 "{verb} {qualified} named in an error line: {}",
                 run.stderr
             );
-            assert!(cluster.pods(&ns, MANAGED).is_empty(), "{verb} {resource}: nothing is created");
+            assert!(
+                cluster.pods(&ns, MANAGED).is_empty(),
+                "{verb} {resource}: nothing is created"
+            );
         } else {
-            assert_eq!(run.code(), Some(0), "{verb} {resource}: the run goes on: {}", run.stderr);
+            assert_eq!(
+                run.code(),
+                Some(0),
+                "{verb} {resource}: the run goes on: {}",
+                run.stderr
+            );
             assert!(
                 named("warning: "),
                 "{verb} {qualified} named in a warning: {}",

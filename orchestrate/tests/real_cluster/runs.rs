@@ -14,20 +14,34 @@ use crate::harness::*;
 #[test]
 fn a_plan_passes_through_the_custodian_and_leaves_no_pod() {
     let _g = shared();
-    let ns = namespace("rc-pass", &[("pod-security.kubernetes.io/enforce", "restricted")]);
+    let ns = namespace(
+        "rc-pass",
+        &[("pod-security.kubernetes.io/enforce", "restricted")],
+    );
     let plan = plan(
         &ns,
-        &[("sandbox", harness_spec(), &["auth", "ok"]), ("instance", harness_spec(), &["ok@2"])],
+        &[
+            ("sandbox", harness_spec(), &["auth", "ok"]),
+            ("instance", harness_spec(), &["ok@2"]),
+        ],
     );
     let run = run_plan(&plan, &[]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let verdict = run.verdict();
     assert_eq!(verdict["ok"], json!(true));
-    assert_eq!(verdict["pods"].as_array().map(Vec::len), Some(2), "{verdict:#}");
+    assert_eq!(
+        verdict["pods"].as_array().map(Vec::len),
+        Some(2),
+        "{verdict:#}"
+    );
     assert_passes(&run, &["auth", "ok", "ok@2"]);
     assert_no_non_blocking_reason(&run);
     for pod in verdict["pods"].as_array().unwrap() {
-        assert_eq!(pod["node"], json!("jr2-node"), "it ran on the real node: {pod:#}");
+        assert_eq!(
+            pod["node"],
+            json!("jr2-node"),
+            "it ran on the real node: {pod:#}"
+        );
     }
     assert_no_pod_left(&ns);
 }
@@ -54,20 +68,41 @@ fn a_stand_in_that_reaches_the_provider_fails_as_a_turn_does() {
 #[test]
 fn check_runs_from_a_pod_with_the_key_as_a_secret_reference() {
     let _g = shared();
-    let ns = namespace("rc-check", &[("pod-security.kubernetes.io/enforce", "restricted")]);
+    let ns = namespace(
+        "rc-check",
+        &[("pod-security.kubernetes.io/enforce", "restricted")],
+    );
     let provider = env().provider.clone();
     let run = driver(
         As::User,
         &[
-            "check", "--base-url", &provider, "--model", "auth", "--model", "ok",
-            "--api-key-secret", "jr2-held-secrets/JR2_PROVIDER_API_KEY",
-            "-n", &ns, "--probe-image", &probe_image(), "-o", "json", "--timeout", "120s",
+            "check",
+            "--base-url",
+            &provider,
+            "--model",
+            "auth",
+            "--model",
+            "ok",
+            "--api-key-secret",
+            "jr2-held-secrets/JR2_PROVIDER_API_KEY",
+            "-n",
+            &ns,
+            "--probe-image",
+            &probe_image(),
+            "-o",
+            "json",
+            "--timeout",
+            "120s",
         ],
     );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let verdict = run.verdict();
     assert_eq!(verdict["pods"][0]["node"], json!("jr2-node"));
-    assert!(run.stderr.contains("custom/auth completed a tool call"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("custom/auth completed a tool call"),
+        "{}",
+        run.stderr
+    );
     assert_no_pod_left(&ns);
 }
 
@@ -88,13 +123,20 @@ fn from_deployment_takes_the_placement_of_a_real_deployment() {
             "template": {"metadata": {"labels": {"app": "harness"}}, "spec": template}
         }
     });
-    env().cluster.kubectl_stdin(&["apply", "-f", "-"], &deployment.to_string());
+    env()
+        .cluster
+        .kubectl_stdin(&["apply", "-f", "-"], &deployment.to_string());
     // The plan's own spec could not be scheduled: the Deployment's must be the one used.
     let mut stale = harness_spec();
     stale["nodeSelector"] = json!({"jr2.test/pool": "nowhere"});
     let run = run_plan(
         &plan(&ns, &[("instance-harness", stale, &["auth"])]),
-        &["--from-deployment", "jr2-instance-harness", "--timeout", "60s"],
+        &[
+            "--from-deployment",
+            "jr2-instance-harness",
+            "--timeout",
+            "60s",
+        ],
     );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_passes(&run, &["auth"]);
@@ -106,21 +148,49 @@ fn from_deployment_takes_the_placement_of_a_real_deployment() {
 #[test]
 fn the_dry_run_pods_pass_the_real_server_side_dry_run() {
     let _g = shared();
-    let ns = namespace("rc-dry", &[("pod-security.kubernetes.io/enforce", "restricted")]);
-    let plan = plan(&ns, &[("sandbox", harness_spec(), &["ok"]), ("instance", harness_spec(), &["ok"])]);
+    let ns = namespace(
+        "rc-dry",
+        &[("pod-security.kubernetes.io/enforce", "restricted")],
+    );
+    let plan = plan(
+        &ns,
+        &[
+            ("sandbox", harness_spec(), &["ok"]),
+            ("instance", harness_spec(), &["ok"]),
+        ],
+    );
     let path = write_plan(&plan);
-    let run = driver(As::User, &["run", "--plan", path.to_str().unwrap(), "--dry-run"]);
+    let run = driver(
+        As::User,
+        &["run", "--plan", path.to_str().unwrap(), "--dry-run"],
+    );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_eq!(run.stdout.matches("kind: Pod").count(), 2, "{}", run.stdout);
     let out = env().cluster.kubectl_output(
         &env().cluster.info().admin_kubeconfig,
-        &["-n", &ns, "create", "--dry-run=server", "-o", "name", "-f", "-"],
+        &[
+            "-n",
+            &ns,
+            "create",
+            "--dry-run=server",
+            "-o",
+            "name",
+            "-f",
+            "-",
+        ],
         Some(&run.stdout),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the real API server refused the dry run's pods: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "the real API server refused the dry run's pods: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(stdout.lines().count(), 2, "{stdout}");
-    assert!(env().cluster.pods(&ns, MANAGED).is_empty(), "a dry run creates nothing");
+    assert!(
+        env().cluster.pods(&ns, MANAGED).is_empty(),
+        "a dry run creates nothing"
+    );
 }
 
 /// The skip: one warning line, exit 0, nothing created.
@@ -128,7 +198,10 @@ fn the_dry_run_pods_pass_the_real_server_side_dry_run() {
 fn the_skip_creates_nothing() {
     let _g = shared();
     let ns = namespace("rc-skip", &[]);
-    let run = run_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok"])]), &["--skip-provider-preflight"]);
+    let run = run_plan(
+        &plan(&ns, &[("sandbox", harness_spec(), &["ok"])]),
+        &["--skip-provider-preflight"],
+    );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_eq!(run.lines().len(), 1, "{}", run.stderr);
     assert!(run.lines()[0].starts_with("warning: "), "{}", run.stderr);
@@ -155,18 +228,38 @@ fn the_next_run_sweeps_a_stale_check_pod() {
         })
         .to_string()
     };
-    env().cluster.kubectl_stdin(&["apply", "-f", "-"], &stale("jr2-preflight-stale-mine", &ns));
-    env().cluster.kubectl_stdin(&["apply", "-f", "-"], &stale("jr2-preflight-stale-other", "another"));
+    env().cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &stale("jr2-preflight-stale-mine", &ns),
+    );
+    env().cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &stale("jr2-preflight-stale-other", "another"),
+    );
     let run = run_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok"])]), &[]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let cluster = &env().cluster;
-    cluster.wait_for("the stale pod to be gone", std::time::Duration::from_secs(60), || {
-        let out = cluster.kubectl(&["-n", &ns, "get", "pods", "-o", "name"]);
-        !out.contains("jr2-preflight-stale-mine")
-    });
+    cluster.wait_for(
+        "the stale pod to be gone",
+        std::time::Duration::from_secs(60),
+        || {
+            let out = cluster.kubectl(&["-n", &ns, "get", "pods", "-o", "name"]);
+            !out.contains("jr2-preflight-stale-mine")
+        },
+    );
     let out = cluster.kubectl(&["-n", &ns, "get", "pods", "-o", "name"]);
-    assert!(out.contains("jr2-preflight-stale-other"), "another Instance's pod is left alone: {out}");
-    cluster.kubectl(&["-n", &ns, "delete", "pod", "jr2-preflight-stale-other", "--wait=false"]);
+    assert!(
+        out.contains("jr2-preflight-stale-other"),
+        "another Instance's pod is left alone: {out}"
+    );
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "delete",
+        "pod",
+        "jr2-preflight-stale-other",
+        "--wait=false",
+    ]);
 }
 
 /// Two runs of one plan at once in one namespace: each its own pods (run ids), both pass, neither deletes the
@@ -175,7 +268,10 @@ fn the_next_run_sweeps_a_stale_check_pod() {
 fn two_runs_at_once_in_one_namespace() {
     let _g = shared();
     let ns = namespace("rc-twice", &[]);
-    let path = write_plan(&plan(&ns, &[("sandbox", harness_spec(), &["ok-delay-1500", "ok"])]));
+    let path = write_plan(&plan(
+        &ns,
+        &[("sandbox", harness_spec(), &["ok-delay-1500", "ok"])],
+    ));
     let args = ["run", "--plan", path.to_str().unwrap(), "-o", "json"];
     let started = std::time::Instant::now();
     let a = spawn_driver(As::User, &args);

@@ -23,7 +23,10 @@ fn tainted_node() {
 
 /// Runs a plan whose check pod cannot be scheduled; returns the run (exit 1 at `--timeout`) and its pending lines.
 fn unschedulable(ns: &str, spec: serde_json::Value) -> (DriverRun, Vec<String>) {
-    let run = run_plan(&plan(ns, &[("sandbox", spec, &["ok"])]), &["--timeout", "15s"]);
+    let run = run_plan(
+        &plan(ns, &[("sandbox", spec, &["ok"])]),
+        &["--timeout", "15s"],
+    );
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     let pending = run
         .lines()
@@ -43,7 +46,8 @@ fn a_node_selector_no_node_matches() {
     spec["nodeSelector"] = json!({"jr2.test/pool": "nowhere"});
     let (run, pending) = unschedulable(&ns, spec);
     assert!(
-        pending.iter().any(|l| l.contains("Unschedulable") && l.contains("didn't match Pod's node affinity/selector")),
+        pending.iter().any(|l| l.contains("Unschedulable")
+            && l.contains("didn't match Pod's node affinity/selector")),
         "the real scheduler's words: {}",
         run.stderr
     );
@@ -58,7 +62,9 @@ fn a_taint_the_pod_does_not_tolerate() {
     spec["nodeSelector"] = json!({"jr2.test/pool": "tainted"});
     let (run, pending) = unschedulable(&ns, spec);
     assert!(
-        pending.iter().any(|l| l.contains("1 node(s) had untolerated taint")),
+        pending
+            .iter()
+            .any(|l| l.contains("1 node(s) had untolerated taint")),
         "the real scheduler's words: {}",
         run.stderr
     );

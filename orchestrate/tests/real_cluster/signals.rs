@@ -8,18 +8,25 @@ use crate::harness::*;
 fn interrupt(ns: &str, signal: &str, code: i32) {
     let path = write_plan(&plan(ns, &[("sandbox", harness_spec(), &["stall"])]));
     let started = Instant::now();
-    let child = spawn_driver(As::User, &["run", "--plan", path.to_str().unwrap(), "-o", "json"]);
+    let child = spawn_driver(
+        As::User,
+        &["run", "--plan", path.to_str().unwrap(), "-o", "json"],
+    );
     let cluster = &env().cluster;
     // The condition: the probe container runs (its request is in flight, the provider stalls).
-    cluster.wait_for("the probe container to run", Duration::from_secs(90), || {
-        cluster.pods(ns, MANAGED).iter().any(|p| {
-            p["status"]["containerStatuses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
-        })
-    });
+    cluster.wait_for(
+        "the probe container to run",
+        Duration::from_secs(90),
+        || {
+            cluster.pods(ns, MANAGED).iter().any(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
+            })
+        },
+    );
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(child.id().to_string())

@@ -43,7 +43,9 @@ fn main() {
             "--health" => cfg.health = args.next().unwrap_or_default(),
             "--values" => cfg.values = PathBuf::from(args.next().unwrap_or_default()),
             "--never-ready" => cfg.never_ready = true,
-            "--allocate-mib" => cfg.allocate_mib = args.next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            "--allocate-mib" => {
+                cfg.allocate_mib = args.next().and_then(|n| n.parse().ok()).unwrap_or(0)
+            }
             other => {
                 eprintln!("jr2-test-custodian: unknown argument {other:?}");
                 std::process::exit(2);

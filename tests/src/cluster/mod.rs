@@ -115,7 +115,7 @@ pub struct StartOptions {
     pub supervisor: PathBuf,
     /// The components' folder.
     pub bin: PathBuf,
-    /// Image archives to import besides the pause image.
+    /// Image archives to import (the pause image among them, `registry.k8s.io/pause:3.10`).
     pub images: Vec<PathBuf>,
 }
 
@@ -138,19 +138,12 @@ impl Cluster {
     pub fn start(opts: StartOptions) -> Result<Self, String> {
         let dir =
             std::env::temp_dir().join(format!("jr2-kube-{}-{}", std::process::id(), unique()));
-        let pause = opts
-            .bin
-            .parent()
-            .map(|p| p.join("images/pause.docker.tar"))
-            .ok_or("the components' folder has no parent")?;
         let mut cmd = Command::new(&opts.supervisor);
         cmd.arg("up")
             .arg("--dir")
             .arg(&dir)
             .arg("--bin")
-            .arg(&opts.bin)
-            .arg("--image")
-            .arg(&pause);
+            .arg(&opts.bin);
         for image in &opts.images {
             cmd.arg("--image").arg(image);
         }

@@ -477,7 +477,8 @@ impl Supervisor {
         if name == "kube-apiserver" {
             let admin = self.dir.join("admin.kubeconfig");
             self.wait("the API server's /readyz", |s| {
-                s.kubectl(&admin, &["get", "--raw", "/readyz"]).is_ok_and(|o| o.trim() == "ok")
+                s.kubectl(&admin, &["get", "--raw", "/readyz"])
+                    .is_ok_and(|o| o.trim() == "ok")
             })?;
         }
         Ok(())
