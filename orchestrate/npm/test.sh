@@ -10,8 +10,10 @@
 #     ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
 #     (orchestrate/examples/plan.json), whose pods must be the native binary's (run id and deadlines aside).
 #     The macOS binaries cannot run here (no macOS, no Darwin emulator): checked for format and linkage only;
-#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, no libc and no scripts, the binary at
-#     bin/ with mode 0755, nothing else but README.md; the main one pins the five exactly and has no install script.
+#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, engines, no libc and no scripts, the
+#     repository, homepage and bugs of Cargo.toml's `repository`, the binary at bin/ with mode 0755, nothing else but
+#     README.md and LICENSE (the repository's, byte for byte); the main one pins the five exactly, has no install
+#     script, and the same metadata and LICENSE.
 #
 # Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
 # installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
@@ -89,6 +91,9 @@ tarball() {
 }
 main_tarball() { grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed" || true; }
 VERSION=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$NPM_DIR/platforms/linux-x64/package.json")
+# The one repository URL (a placeholder until the project's home is decided): [workspace.package] of Cargo.toml.
+REPOSITORY=$(awk '/^\[/ { p = ($0 == "[workspace.package]") } p && $1 == "repository" { sub(/^[^=]*=[ \t]*"/, ""); sub(/".*$/, ""); print; exit }' Cargo.toml)
+[[ -n $REPOSITORY ]] || die "cannot read repository from [workspace.package] in Cargo.toml"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jr2-npm-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -113,12 +118,13 @@ check_tarball() {
   listing=$(tar -tvzf "$tgz") || fail "$tgz: not a gzip tar"
   local files
   files=$(tar -tzf "$tgz" | sort | tr '\n' ' ')
-  [[ $files == "package/README.md package/bin/$exe package/package.json " ]] ||
-    fail "$tgz: holds '$files', not exactly package.json, README.md and bin/$exe"
+  [[ $files == "package/LICENSE package/README.md package/bin/$exe package/package.json " ]] ||
+    fail "$tgz: holds '$files', not exactly package.json, README.md, LICENSE and bin/$exe"
   grep -Eq "^-rwxr-xr-x .* package/bin/$exe\$" <<<"$listing" ||
     fail "$tgz: bin/$exe is not mode 0755: $(grep "bin/$exe" <<<"$listing")"
   mkdir -p "$WORK/$p"
   tar -xzf "$tgz" -C "$WORK/$p"
+  cmp -s "$WORK/$p/package/LICENSE" "$ROOT/LICENSE" || fail "$tgz: LICENSE is not the repository's"
   case $p in
     linux-*) os=linux ;;
     darwin-*) os=darwin ;;
@@ -127,16 +133,18 @@ check_tarball() {
   cpu=${p#*-}
   local why
   why=$(node -e '
-    const [file, name, version, os, cpu] = process.argv.slice(1);
+    const [file, name, version, os, cpu, repo, platform] = process.argv.slice(1);
     const p = require(file);
     const wrong = [];
     const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
     one("name", name); one("version", version); one("os", [os]); one("cpu", [cpu]); one("preferUnplugged", true);
+    one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
+    one("repository", { type: "git", url: `git+${repo}.git`, directory: `orchestrate/npm/platforms/${platform}` });
     if ("libc" in p) wrong.push("it sets libc (the Linux binaries are static: for glibc and musl alike)");
     if ("scripts" in p) wrong.push(`it has scripts: ${JSON.stringify(p.scripts)}`);
     for (const k of ["bin", "dependencies", "optionalDependencies"]) if (k in p) wrong.push(`it has ${k}`);
     process.stdout.write(wrong.join("; "));
-  ' "$WORK/$p/package/package.json" "@jr2/preflight-$p" "$VERSION" "$os" "$cpu")
+  ' "$WORK/$p/package/package.json" "@jr2/preflight-$p" "$VERSION" "$os" "$cpu" "$REPOSITORY" "$p")
   [[ -z $why ]] || fail "$tgz: package.json: $why"
 }
 
@@ -146,10 +154,14 @@ check_main_tarball() {
   [[ -n $tgz && -f $tgz ]] || fail "@jr2/preflight: no tarball among pack.sh's output"
   mkdir -p "$WORK/main"
   tar -xzf "$tgz" -C "$WORK/main" || fail "$tgz: not a gzip tar"
+  cmp -s "$WORK/main/package/LICENSE" "$ROOT/LICENSE" || fail "$tgz: no LICENSE, or not the repository's"
   why=$(node -e '
-    const [file, version, all] = process.argv.slice(1);
+    const [file, version, all, repo] = process.argv.slice(1);
     const p = require(file);
     const wrong = [];
+    const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
+    one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
+    one("repository", { type: "git", url: `git+${repo}.git`, directory: "orchestrate/npm/preflight" });
     if (p.name !== "@jr2/preflight") wrong.push(`name is ${p.name}`);
     if (p.version !== version) wrong.push(`version is ${p.version}, not ${version}`);
     const deps = p.optionalDependencies || {};
@@ -159,7 +171,7 @@ check_main_tarball() {
     }
     for (const s of ["preinstall", "install", "postinstall", "prepare"]) if (p.scripts && s in p.scripts) wrong.push(`it has an install script (${s})`);
     process.stdout.write(wrong.join("; "));
-  ' "$WORK/main/package/package.json" "$VERSION" "$ALL")
+  ' "$WORK/main/package/package.json" "$VERSION" "$ALL" "$REPOSITORY")
   [[ -z $why ]] || fail "$tgz: package.json: $why"
   if tar -tzf "$tgz" | grep -Eq '(^|/)jr2-preflight(\.exe)?$'; then
     fail "$tgz: the main package holds a driver binary (they belong in the platform packages)"
