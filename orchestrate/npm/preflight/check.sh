@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The npm package's check (a step of tests/run.sh): the types in types/ are what the schemas generate (regenerated
-# into a temporary folder; any difference, a new or a missing file included, fails), they and a small consumer compile
-# under tsc --strict, the schemas compile under Ajv 2020 strict, and the node:test tests run against the real driver
+# into a temporary folder; any difference, a new or a missing file included, fails), they compile under tsc --strict
+# and the consumer project test/consumer/ (jr2 up's code: interface-typed pod specs, a mapped placement list,
+# exhaustive switches on the codes) compiles under strict, noUncheckedIndexedAccess and exactOptionalPropertyTypes,
+# the schemas compile under Ajv 2020 strict, and the node:test tests run against the real driver
 # and the fake cluster. Installs the pinned tools itself (npm ci from tools/package-lock.json, cached under ~/.cache)
 # and builds the three binaries the tests run.
 set -euo pipefail
@@ -23,6 +25,7 @@ if ! diff -r types "$generated" >"$generated.diff" 2>&1; then
 fi
 rm -f "$generated.diff"
 "$tsc" -p tsconfig.check.json --strict
+"$tsc" -p test/consumer/tsconfig.json
 
 # The binaries the tests run, built as the tests step and tests/netns/run.sh build them (so no-ops in tests/run.sh):
 # jr2-preflight and jr2-probe for the workspace's tests, jr2-fake-cluster with the testkit's binaries.

@@ -1,12 +1,14 @@
 // The packages' manifests: the crate's version, an exact-version optional dependency per platform, no script that
-// would run at install, ESM with its types, Node 20.19 or newer; the publish metadata of all six packages against the one repository URL (Cargo.toml's [workspace.package]
+// would run at install, ESM with its types (every generated .d.ts reachable through `exports`), Node 20.19 or newer; the publish metadata of all six packages against the one repository URL (Cargo.toml's [workspace.package]
 // `repository`), and their READMEs' links.
 
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
+
+import ts from "typescript";
 
 import { PLATFORMS } from "../dist/index.js";
 import { packageDir, repo } from "./harness.mjs";
@@ -40,6 +42,7 @@ test("no install script, ESM with its types, Node 20.19 or newer", () => {
   assert.equal(manifest.scripts, undefined);
   assert.equal(manifest.type, "module");
   assert.deepEqual(manifest.exports["."], { types: "./dist/index.d.ts", default: "./dist/index.js" });
+  assert.deepEqual(manifest.exports["./types/*"], { types: "./types/*.d.ts" });
   assert.equal(manifest.types, "./dist/index.d.ts");
   assert.equal(manifest.engines.node, ">=20.19");
   for (const part of ["dist/", "types/", "schemas/", "README.md", "LICENSE"]) assert.ok(manifest.files.includes(part), part);
@@ -51,6 +54,36 @@ test("require() of the package works on this Node (engines says >=20.19: require
   const required = createRequire(import.meta.url)(join(packageDir, "dist/index.js"));
   assert.equal(typeof required.resolveBinary, "function");
   assert.equal(typeof required.runPreflight, "function");
+});
+
+test("every generated .d.ts is reachable through exports, by TypeScript's own resolution of the package's name", () => {
+  const files = readdirSync(join(packageDir, "types")).filter((f) => f.endsWith(".d.ts"));
+  assert.ok(files.length >= 7, files.join(" "));
+  const options = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext };
+  const from = join(packageDir, "test/consumer/jr2-up.ts");
+  for (const f of files) {
+    const name = `@jr2/preflight/types/${f.replace(/\.d\.ts$/, "")}`;
+    const r = ts.resolveModuleName(name, from, options, ts.sys).resolvedModule;
+    assert.equal(r?.resolvedFileName, join(packageDir, "types", f), name);
+  }
+  const main = ts.resolveModuleName("@jr2/preflight", from, options, ts.sys).resolvedModule;
+  assert.equal(main?.resolvedFileName, join(packageDir, "dist/index.d.ts"));
+});
+
+test("each type is declared once: the shared definitions in common.v1.d.ts, no generator artifacts (Timings1, Try1)", () => {
+  const declared = new Map();
+  for (const f of readdirSync(join(packageDir, "types"))) {
+    const text = readFileSync(join(packageDir, "types", f), "utf8");
+    for (const [, name] of text.matchAll(/^export (?:type|interface) ([A-Za-z0-9_]+)/gm)) {
+      assert.doesNotMatch(name, /[A-Za-z]\d+$/, `${f}: ${name} looks like a duplicate the generator numbered`);
+      declared.set(name, [...(declared.get(name) ?? []), f]);
+    }
+  }
+  for (const shared of ["Code", "Outcome", "Cause", "ApiKind", "Route", "Try", "Timings", "Endpoint", "ModelResult", "Level", "Origin"]) {
+    assert.deepEqual(declared.get(shared), ["common.v1.d.ts"], shared);
+  }
+  // The two `Model`s are different things (a plan's model, a run spec's): exported as PlanModel and RunSpecModel.
+  for (const [name, files] of declared) if (name !== "Model") assert.equal(files.length, 1, `${name} in ${files.join(", ")}`);
 });
 
 test("publish metadata: one repository URL (Cargo.toml's) in every package.json, engines on each, no example.invalid", () => {
