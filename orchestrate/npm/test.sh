@@ -13,7 +13,7 @@
 #   - each tarball: package.json's name, version, os, cpu, preferUnplugged, engines, no libc and no scripts, the
 #     repository, homepage and bugs of Cargo.toml's `repository`, the binary at bin/ with mode 0755, nothing else but
 #     README.md and LICENSE (the repository's, byte for byte); the main one pins the five exactly, has no install
-#     script, and the same metadata and LICENSE.
+#     script, the same metadata and LICENSE, and its `jr2-preflight` bin.
 #
 # Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
 # installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
@@ -155,6 +155,7 @@ check_main_tarball() {
   mkdir -p "$WORK/main"
   tar -xzf "$tgz" -C "$WORK/main" || fail "$tgz: not a gzip tar"
   cmp -s "$WORK/main/package/LICENSE" "$ROOT/LICENSE" || fail "$tgz: no LICENSE, or not the repository's"
+  [[ -f $WORK/main/package/dist/cli.js ]] || fail "$tgz: no dist/cli.js (the jr2-preflight bin)"
   why=$(node -e '
     const [file, version, all, repo] = process.argv.slice(1);
     const p = require(file);
@@ -162,6 +163,7 @@ check_main_tarball() {
     const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
     one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
     one("repository", { type: "git", url: `git+${repo}.git`, directory: "orchestrate/npm/preflight" });
+    one("bin", { "jr2-preflight": "dist/cli.js" });
     if (p.name !== "@jr2/preflight") wrong.push(`name is ${p.name}`);
     if (p.version !== version) wrong.push(`version is ${p.version}, not ${version}`);
     const deps = p.optionalDependencies || {};
@@ -369,12 +371,13 @@ done
 
 # jr2 up's side: the tarballs installed offline (an empty npm cache: nothing can come from a registry) into a scratch
 # project, and the client run from there (preflight/test/installed.mjs): with the platform package, against the fake
-# cluster; without it (npm leaves the optional package out), the error: line naming it. Only where linux-x64 runs.
+# cluster; without it (npm leaves the optional package out, and the lockfile lacks it), the error: line naming it, the
+# lockfile and its repair. Only where linux-x64 runs.
 if [[ $(uname -sm) == "Linux x86_64" ]] && has linux-x64; then
   bins=${CARGO_TARGET_DIR:-$ROOT/target}/debug
   cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins >&2 || die "cannot build jr2-probe and jr2-fake-cluster"
   main_tgz=$(main_tarball)
-  for mode in full omitted; do
+  for mode in full lockfile-lacks; do
     proj=$WORK/project-$mode
     mkdir -p "$proj"
     echo '{ "name": "scratch", "private": true, "type": "module" }' >"$proj/package.json"

@@ -3,10 +3,18 @@
 // typed verdict. The types are generated from the JSON Schemas the package ships (schemas/); every generated file is
 // also reachable on its own as `@jr2/preflight/types/<name>` (e.g. `@jr2/preflight/types/verdict.v1`).
 
-export { BINARY_ENV, PLATFORMS, PreflightBinaryError, platformPackage, resolveBinary } from "./binary.js";
+export {
+  BINARY_ENV,
+  PLATFORMS,
+  PreflightBinaryError,
+  builtFor,
+  lockfileRepair,
+  platformPackage,
+  resolveBinary,
+} from "./binary.js";
 export type { ResolveOptions, ResolvedBinary } from "./binary.js";
-export { driverArgs, runPreflight } from "./run.js";
-export type { PreflightOptions, PreflightResult } from "./run.js";
+export { EXIT_CODES, driverArgs, runPreflight } from "./run.js";
+export type { ExitCode, PreflightOptions, PreflightResult } from "./run.js";
 export type { Model as PlanModel, Placement, Plan, PodSpec } from "../types/plan.v1.js";
 export type { DriverVerdict, PodCode, PodVerdict } from "../types/driver-verdict.v1.js";
 export type {

@@ -1,5 +1,6 @@
 // The packages' manifests: the crate's version, an exact-version optional dependency per platform, no script that
-// would run at install, ESM with its types (every generated .d.ts reachable through `exports`), Node 20.19 or newer; the publish metadata of all six packages against the one repository URL (Cargo.toml's [workspace.package]
+// would run at install, ESM with its types (every generated .d.ts reachable through `exports`), a `bin`, Node 20.19 or
+// newer; the publish metadata of all six packages against the one repository URL (Cargo.toml's [workspace.package]
 // `repository`), and their READMEs' links.
 
 import assert from "node:assert/strict";
@@ -38,12 +39,14 @@ test("the package is the crate's version, and depends on each platform package a
   assert.equal(manifest.dependencies, undefined, "nothing else is installed with it");
 });
 
-test("no install script, ESM with its types, Node 20.19 or newer", () => {
+test("no install script, ESM with its types, the jr2-preflight bin, Node 20.19 or newer", () => {
   assert.equal(manifest.scripts, undefined);
   assert.equal(manifest.type, "module");
   assert.deepEqual(manifest.exports["."], { types: "./dist/index.d.ts", default: "./dist/index.js" });
   assert.deepEqual(manifest.exports["./types/*"], { types: "./types/*.d.ts" });
   assert.equal(manifest.types, "./dist/index.d.ts");
+  assert.deepEqual(manifest.bin, { "jr2-preflight": "dist/cli.js" });
+  assert.match(readFileSync(join(packageDir, "dist/cli.js"), "utf8"), /^#!\/usr\/bin\/env node\n/);
   assert.equal(manifest.engines.node, ">=20.19");
   for (const part of ["dist/", "types/", "schemas/", "README.md", "LICENSE"]) assert.ok(manifest.files.includes(part), part);
 });

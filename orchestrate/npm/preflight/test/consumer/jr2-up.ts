@@ -1,18 +1,20 @@
 // A consumer of the package as `jr2 up` writes it, type-checked by check.sh under strict, noUncheckedIndexedAccess
 // and exactOptionalPropertyTypes (never run): pod specs typed by a Kubernetes client's interfaces (kubernetes.ts)
-// go into the plan as they are, the placements are a mapped list, the verdict's exit codes and the stable codes are
-// switched on exhaustively (a new code fails this compile), and the package's own name resolves through its `exports`.
+// go into the plan as they are, the placements are a mapped list, the exit codes and the stable codes are switched on
+// exhaustively (a new code fails this compile), and the package's own name resolves through its `exports`.
 import {
   type Cause,
   type Code,
   type DriverVerdict,
   type Endpoint,
+  type ExitCode,
   type ModelResult,
   type Origin,
   type Placement,
   type Plan,
   type PlanModel,
   type PodCode,
+  type PreflightOptions,
   type PreflightResult,
   PreflightBinaryError,
   resolveBinary,
@@ -64,16 +66,20 @@ export function preflightPlan(
   return plan;
 }
 
-/** What the verdict's exit code means to the converge: exhaustive over the codes a verdict can hold. */
-export function exitMeaning(code: DriverVerdict["exitCode"]): "go on" | "stop" | "interrupted" {
+/** What the exit code means to the converge: exhaustive over the documented codes. */
+export function exitMeaning(code: ExitCode | null): "go on" | "stop" | "bad plan" | "interrupted" | "killed" {
   switch (code) {
     case 0:
       return "go on";
     case 1:
       return "stop";
+    case 2:
+      return "bad plan";
     case 130:
     case 143:
       return "interrupted";
+    case null:
+      return "killed";
     default: {
       const never: never = code;
       return never;
@@ -181,20 +187,31 @@ export function probeSide(v: ProbeVerdict, e: ProbeEvent): string {
 
 export const here: string = where({ kind: "thisMachine" });
 
-export async function preflight(plan: Plan, kubeContext: string | undefined, signal: AbortSignal): Promise<boolean> {
+export async function preflight(
+  plan: Plan,
+  kubeContext: string | undefined,
+  signal: AbortSignal,
+  flags: { evidenceDir?: string; keepPod: boolean; dryRun: boolean },
+): Promise<boolean> {
   try {
     resolveBinary();
   } catch (e) {
     if (e instanceof PreflightBinaryError) console.error(e.message);
     return false;
   }
-  const result: PreflightResult = await runPreflight(plan, {
+  const options: PreflightOptions = {
     context: kubeContext,
     signal,
     timeout: 300_000,
+    keepPod: flags.keepPod,
+    dryRun: flags.dryRun,
+    evidence: flags.evidenceDir,
+    probeImage: "registry.example.com/jr2/jr2-probe:0.1.0",
     onLine: (line) => process.stderr.write(`${line}\n`),
-  });
-  if (result.verdict === undefined) return false;
-  console.error(exitMeaning(result.verdict.exitCode), summary(result.verdict));
-  return result.verdict.ok && result.exitCode === 0;
+  };
+  const result: PreflightResult = await runPreflight(plan, options);
+  if (result.dryRunPods !== undefined) process.stdout.write(result.dryRunPods);
+  const meaning = exitMeaning(result.exitCode);
+  if (result.verdict !== undefined) console.error(meaning, summary(result.verdict));
+  return meaning === "go on";
 }
