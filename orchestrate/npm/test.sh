@@ -13,7 +13,10 @@
 #   - each tarball: package.json's name, version, os, cpu, preferUnplugged, engines, no libc and no scripts, the
 #     repository, homepage and bugs of Cargo.toml's `repository`, the binary at bin/ with mode 0755, nothing else but
 #     README.md and LICENSE (the repository's, byte for byte); the main one pins the five exactly, has no install
-#     script, the same metadata and LICENSE, and its `jr2-preflight` bin.
+#     script, the same metadata and LICENSE, and its `jr2-preflight` bin;
+#   - installed (orchestrate/npm/install-test.sh): npm install and npm ci (here, --os darwin --cpu arm64,
+#     --omit=optional) from a registry on loopback that serves the tarballs, a tarball install's lockfile, an offline
+#     one's repair, the client against the fake cluster and npx jr2-preflight.
 #
 # Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
 # installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
@@ -369,26 +372,18 @@ done
 
 # --- installed from the tarballs ---------------------------------------------------------------------------------
 
-# jr2 up's side: the tarballs installed offline (an empty npm cache: nothing can come from a registry) into a scratch
-# project, and the client run from there (preflight/test/installed.mjs): with the platform package, against the fake
-# cluster; without it (npm leaves the optional package out, and the lockfile lacks it), the error: line naming it, the
-# lockfile and its repair. Only where linux-x64 runs.
+# jr2 up's side (orchestrate/npm/install-test.sh): the tarballs served by a registry on loopback, installed with
+# npm install and npm ci (for this platform, for darwin-arm64 with --os/--cpu, with --omit=optional), a tarball
+# install's lockfile and an offline one's repair, and the client run from each project against the fake cluster.
+# Only where linux-x64 runs; the platforms not built here are stood in for (install-test.sh says which).
 if [[ $(uname -sm) == "Linux x86_64" ]] && has linux-x64; then
-  bins=${CARGO_TARGET_DIR:-$ROOT/target}/debug
   cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins >&2 || die "cannot build jr2-probe and jr2-fake-cluster"
-  main_tgz=$(main_tarball)
-  for mode in full lockfile-lacks; do
-    proj=$WORK/project-$mode
-    mkdir -p "$proj"
-    echo '{ "name": "scratch", "private": true, "type": "module" }' >"$proj/package.json"
-    tgzs=("$main_tgz")
-    [[ $mode == full ]] && tgzs+=("$(tarball linux-x64-)")
-    (cd "$proj" && npm install --offline --no-audit --no-fund --loglevel=error --cache "$WORK/npm-cache" "${tgzs[@]}" >&2) ||
-      fail "npm install --offline of ${tgzs[*]} failed (see above)"
-    cp "$NPM_DIR/preflight/test/installed.mjs" "$proj/"
-    (cd "$proj" && JR2_TEST_BIN_DIR=$bins JR2_NPM_HARNESS=$NPM_DIR/preflight/test/harness.mjs node installed.mjs "$mode" >&2) ||
-      fail "the client installed from the tarballs ($mode): see above"
-  done
+  platform_tgzs=()
+  for p in $PLATFORMS; do platform_tgzs+=("$(tarball "$p-")"); done
+  install_start=$(date +%s)
+  JR2_TEST_BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug" "$NPM_DIR/install-test.sh" "$(main_tarball)" "${platform_tgzs[@]}" ||
+    fail "orchestrate/npm/install-test.sh: see above"
+  note "install-test.sh: $(($(date +%s) - install_start)) s"
 fi
 
 note "checked $PLATFORMS: $(tr '\n' ' ' <<<"$packed")"
