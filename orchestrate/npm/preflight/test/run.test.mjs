@@ -2,6 +2,7 @@
 // real probe against the fake provider: the verdict, the lines as they come, the exit codes, skip, and a cancel.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -245,6 +246,33 @@ describe("runPreflight", () => {
     assert.equal(r.verdict.ok, false);
     assert.equal(r.verdict.exitCode, 130);
     await assertNoPodLeft(cluster);
+  });
+
+  test("the jr2-preflight bin passes SIGTERM on: the driver deletes its pod, exits 143, and the bin exits 143", { skip: process.platform === "win32" }, async () => {
+    const s = scratch("jr2-npm-bin-");
+    try {
+      const plan = join(s.dir, "plan.json");
+      writeFileSync(plan, JSON.stringify(planFor(cluster.providerBaseUrl, ["stall"], { timeoutSeconds: 60, deadlineSeconds: 120 })));
+      const bin = spawn(process.execPath, [join(packageDir, "dist/cli.js"), "run", "--plan", plan, "--kubeconfig", cluster.kubeconfig], {
+        env: { ...process.env, JR2_PREFLIGHT_BINARY: driverBin },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let stderr = "";
+      bin.stderr.on("data", (d) => (stderr += d));
+      const exited = new Promise((r) => bin.on("close", (code, signal) => r({ code, signal })));
+      const started = await Promise.race([
+        cluster.waitProbe(),
+        exited.then((e) => assert.fail(`the bin exited ${e.code} before the probe started:\n${stderr}`)),
+      ]);
+      assert.equal(started, true);
+      bin.kill("SIGTERM");
+      const e = await exited;
+      assert.deepEqual(e, { code: 143, signal: null }, stderr);
+      assert.match(stderr, /interrupted/);
+      await assertNoPodLeft(cluster);
+    } finally {
+      s.cleanup();
+    }
   });
 });
 
