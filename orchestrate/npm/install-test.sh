@@ -3,8 +3,9 @@
 # loopback (orchestrate/npm/registry.mjs, 127.0.0.1 only) that serves the tarballs, and offline from the tarballs:
 #
 #   1. `npm install @jr2/preflight` from the registry: the lockfile holds all five platform packages, resolved at the
-#      registry; the client passes against the fake cluster (preflight/test/installed.mjs full) and
-#      `npx jr2-preflight rbac|images` runs the platform package's binary;
+#      registry; the client passes against the fake cluster (preflight/test/installed.mjs full),
+#      `npx jr2-preflight rbac|images` runs the platform package's binary, and the consumer project
+#      (preflight/test/consumer/) compiles against the installed package's types;
 #   2. `npm ci` from that lockfile: the same; `npm ci --os darwin --cpu arm64` (another platform): that package
 #      installed, and resolveBinary names it in place of this one's; `npm ci --omit=optional`: none, and the line
 #      says optional packages were omitted;
@@ -145,7 +146,19 @@ set +e
 rc=$?
 set -e
 [[ $rc == 2 ]] || fail "npx jr2-preflight check (no --model): exit $rc, not the driver's 2: $(cat "$WORK/npx.err")"
-note "npm install from the registry: the lockfile holds the five platforms; the client and npx jr2-preflight rbac|images|check ran"
+# The consumer project (preflight/test/consumer/) compiled against the installed package: its types reached through
+# the packed exports (dist/index.d.ts, types/*), under strict, noUncheckedIndexedAccess and exactOptionalPropertyTypes.
+tools=$("$NPM_DIR/preflight/tools/install.sh") || die "cannot install the pinned TypeScript (preflight/tools/install.sh)"
+mkdir -p "$A/consumer"
+cp "$NPM_DIR/preflight/test/consumer/"*.ts "$A/consumer/"
+node -e '
+  const [src, dst, types] = process.argv.slice(1);
+  const c = JSON.parse(require("fs").readFileSync(src, "utf8"));
+  c.compilerOptions.typeRoots = [types];
+  require("fs").writeFileSync(dst, JSON.stringify(c, null, 2));
+' "$NPM_DIR/preflight/test/consumer/tsconfig.json" "$A/consumer/tsconfig.json" "$tools/@types"
+"$tools/.bin/tsc" -p "$A/consumer/tsconfig.json" >&2 || fail "the consumer project does not compile against the installed package (see above)"
+note "npm install from the registry: the lockfile holds the five platforms; the client and npx jr2-preflight rbac|images|check ran; the consumer project compiled against it"
 
 # 2. npm ci from that lockfile: here, for darwin-arm64, with --omit=optional.
 cp "$A/package-lock.json" "$WORK/lock-from-registry.json"
