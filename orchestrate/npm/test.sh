@@ -10,8 +10,13 @@
 #     ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
 #     (orchestrate/examples/plan.json), whose pods must be the native binary's (run id and deadlines aside).
 #     The macOS binaries cannot run here (no macOS, no Darwin emulator): checked for format and linkage only;
-#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, no libc and no scripts, the binary at
-#     bin/ with mode 0755, nothing else but README.md; the main one pins the five exactly and has no install script.
+#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, engines, no libc and no scripts, the
+#     repository, homepage and bugs of Cargo.toml's `repository`, the binary at bin/ with mode 0755, nothing else but
+#     README.md and LICENSE (the repository's, byte for byte); the main one pins the five exactly, has no install
+#     script, the same metadata and LICENSE, and its `jr2-preflight` bin;
+#   - installed (orchestrate/npm/install-test.sh): npm install and npm ci (here, --os darwin --cpu arm64,
+#     --omit=optional) from a registry on loopback that serves the tarballs, a tarball install's lockfile, an offline
+#     one's repair, the client against the fake cluster and npx jr2-preflight.
 #
 # Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
 # installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
@@ -89,6 +94,9 @@ tarball() {
 }
 main_tarball() { grep -E "/jr2-preflight-${VERSION//./\\.}\.tgz$" <<<"$packed" || true; }
 VERSION=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$NPM_DIR/platforms/linux-x64/package.json")
+# The one repository URL (a placeholder until the project's home is decided): [workspace.package] of Cargo.toml.
+REPOSITORY=$(awk '/^\[/ { p = ($0 == "[workspace.package]") } p && $1 == "repository" { sub(/^[^=]*=[ \t]*"/, ""); sub(/".*$/, ""); print; exit }' Cargo.toml)
+[[ -n $REPOSITORY ]] || die "cannot read repository from [workspace.package] in Cargo.toml"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jr2-npm-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -113,12 +121,13 @@ check_tarball() {
   listing=$(tar -tvzf "$tgz") || fail "$tgz: not a gzip tar"
   local files
   files=$(tar -tzf "$tgz" | sort | tr '\n' ' ')
-  [[ $files == "package/README.md package/bin/$exe package/package.json " ]] ||
-    fail "$tgz: holds '$files', not exactly package.json, README.md and bin/$exe"
+  [[ $files == "package/LICENSE package/README.md package/bin/$exe package/package.json " ]] ||
+    fail "$tgz: holds '$files', not exactly package.json, README.md, LICENSE and bin/$exe"
   grep -Eq "^-rwxr-xr-x .* package/bin/$exe\$" <<<"$listing" ||
     fail "$tgz: bin/$exe is not mode 0755: $(grep "bin/$exe" <<<"$listing")"
   mkdir -p "$WORK/$p"
   tar -xzf "$tgz" -C "$WORK/$p"
+  cmp -s "$WORK/$p/package/LICENSE" "$ROOT/LICENSE" || fail "$tgz: LICENSE is not the repository's"
   case $p in
     linux-*) os=linux ;;
     darwin-*) os=darwin ;;
@@ -127,16 +136,18 @@ check_tarball() {
   cpu=${p#*-}
   local why
   why=$(node -e '
-    const [file, name, version, os, cpu] = process.argv.slice(1);
+    const [file, name, version, os, cpu, repo, platform] = process.argv.slice(1);
     const p = require(file);
     const wrong = [];
     const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
     one("name", name); one("version", version); one("os", [os]); one("cpu", [cpu]); one("preferUnplugged", true);
+    one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
+    one("repository", { type: "git", url: `git+${repo}.git`, directory: `orchestrate/npm/platforms/${platform}` });
     if ("libc" in p) wrong.push("it sets libc (the Linux binaries are static: for glibc and musl alike)");
     if ("scripts" in p) wrong.push(`it has scripts: ${JSON.stringify(p.scripts)}`);
     for (const k of ["bin", "dependencies", "optionalDependencies"]) if (k in p) wrong.push(`it has ${k}`);
     process.stdout.write(wrong.join("; "));
-  ' "$WORK/$p/package/package.json" "@jr2/preflight-$p" "$VERSION" "$os" "$cpu")
+  ' "$WORK/$p/package/package.json" "@jr2/preflight-$p" "$VERSION" "$os" "$cpu" "$REPOSITORY" "$p")
   [[ -z $why ]] || fail "$tgz: package.json: $why"
 }
 
@@ -146,10 +157,16 @@ check_main_tarball() {
   [[ -n $tgz && -f $tgz ]] || fail "@jr2/preflight: no tarball among pack.sh's output"
   mkdir -p "$WORK/main"
   tar -xzf "$tgz" -C "$WORK/main" || fail "$tgz: not a gzip tar"
+  cmp -s "$WORK/main/package/LICENSE" "$ROOT/LICENSE" || fail "$tgz: no LICENSE, or not the repository's"
+  [[ -f $WORK/main/package/dist/cli.js ]] || fail "$tgz: no dist/cli.js (the jr2-preflight bin)"
   why=$(node -e '
-    const [file, version, all] = process.argv.slice(1);
+    const [file, version, all, repo] = process.argv.slice(1);
     const p = require(file);
     const wrong = [];
+    const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
+    one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
+    one("repository", { type: "git", url: `git+${repo}.git`, directory: "orchestrate/npm/preflight" });
+    one("bin", { "jr2-preflight": "dist/cli.js" });
     if (p.name !== "@jr2/preflight") wrong.push(`name is ${p.name}`);
     if (p.version !== version) wrong.push(`version is ${p.version}, not ${version}`);
     const deps = p.optionalDependencies || {};
@@ -159,7 +176,7 @@ check_main_tarball() {
     }
     for (const s of ["preinstall", "install", "postinstall", "prepare"]) if (p.scripts && s in p.scripts) wrong.push(`it has an install script (${s})`);
     process.stdout.write(wrong.join("; "));
-  ' "$WORK/main/package/package.json" "$VERSION" "$ALL")
+  ' "$WORK/main/package/package.json" "$VERSION" "$ALL" "$REPOSITORY")
   [[ -z $why ]] || fail "$tgz: package.json: $why"
   if tar -tzf "$tgz" | grep -Eq '(^|/)jr2-preflight(\.exe)?$'; then
     fail "$tgz: the main package holds a driver binary (they belong in the platform packages)"
@@ -355,25 +372,18 @@ done
 
 # --- installed from the tarballs ---------------------------------------------------------------------------------
 
-# jr2 up's side: the tarballs installed offline (an empty npm cache: nothing can come from a registry) into a scratch
-# project, and the client run from there (preflight/test/installed.mjs): with the platform package, against the fake
-# cluster; without it (npm leaves the optional package out), the error: line naming it. Only where linux-x64 runs.
+# jr2 up's side (orchestrate/npm/install-test.sh): the tarballs served by a registry on loopback, installed with
+# npm install and npm ci (for this platform, for darwin-arm64 with --os/--cpu, with --omit=optional), a tarball
+# install's lockfile and an offline one's repair, and the client run from each project against the fake cluster.
+# Only where linux-x64 runs; the platforms not built here are stood in for (install-test.sh says which).
 if [[ $(uname -sm) == "Linux x86_64" ]] && has linux-x64; then
-  bins=${CARGO_TARGET_DIR:-$ROOT/target}/debug
   cargo build --quiet --locked -p jr2-probe -p jr2-testkit --bins >&2 || die "cannot build jr2-probe and jr2-fake-cluster"
-  main_tgz=$(main_tarball)
-  for mode in full omitted; do
-    proj=$WORK/project-$mode
-    mkdir -p "$proj"
-    echo '{ "name": "scratch", "private": true, "type": "module" }' >"$proj/package.json"
-    tgzs=("$main_tgz")
-    [[ $mode == full ]] && tgzs+=("$(tarball linux-x64-)")
-    (cd "$proj" && npm install --offline --no-audit --no-fund --loglevel=error --cache "$WORK/npm-cache" "${tgzs[@]}" >&2) ||
-      fail "npm install --offline of ${tgzs[*]} failed (see above)"
-    cp "$NPM_DIR/preflight/test/installed.mjs" "$proj/"
-    (cd "$proj" && JR2_TEST_BIN_DIR=$bins JR2_NPM_HARNESS=$NPM_DIR/preflight/test/harness.mjs node installed.mjs "$mode" >&2) ||
-      fail "the client installed from the tarballs ($mode): see above"
-  done
+  platform_tgzs=()
+  for p in $PLATFORMS; do platform_tgzs+=("$(tarball "$p-")"); done
+  install_start=$(date +%s)
+  JR2_TEST_BIN_DIR="${CARGO_TARGET_DIR:-$ROOT/target}/debug" "$NPM_DIR/install-test.sh" "$(main_tarball)" "${platform_tgzs[@]}" ||
+    fail "orchestrate/npm/install-test.sh: see above"
+  note "install-test.sh: $(($(date +%s) - install_start)) s"
 fi
 
 note "checked $PLATFORMS: $(tr '\n' ' ' <<<"$packed")"

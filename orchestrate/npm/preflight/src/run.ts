@@ -22,6 +22,20 @@ export interface PreflightOptions {
   /** `--skip-provider-preflight`: one warning line, an ok verdict with `skipped: true`; nothing contacted. */
   skip?: boolean | undefined;
   /**
+   * `--dry-run`: the check pods are printed, nothing is contacted. The result has `exitCode` 0, no verdict, and the
+   * pods (YAML, one document each) in `dryRunPods`.
+   */
+  dryRun?: boolean | undefined;
+  /** `--keep-pod`: a failed check pod is kept for inspection (the lines say how to delete it). */
+  keepPod?: boolean | undefined;
+  /** `--probe-image`: the probe's image, in place of the plan's `probeImage`. */
+  probeImage?: string | undefined;
+  /**
+   * `--evidence`: a folder (new, or empty) the driver writes a secret-safe evidence bundle to when the check fails.
+   * One that exists and is not empty is refused (exit 2) before anything reaches the cluster.
+   */
+  evidence?: string | undefined;
+  /**
    * Cancels the run: the driver is sent `cancel`, deletes its check pods and exits 130 with its interrupted line;
    * the promise then resolves with that result. A driver that has not exited `killAfterMs` later is killed.
    * Already aborted: nothing is started and the promise rejects with the signal's reason.
@@ -32,7 +46,7 @@ export interface PreflightOptions {
    * cancels the run, and the promise rejects with what it threw once the driver has exited.
    */
   onLine?: ((line: string) => void) | undefined;
-  /** The binary (default: {@link resolveBinary}'s). */
+  /** The binary (default: {@link resolveBinary}'s); its version is checked as JR2_PREFLIGHT_BINARY's is. */
   binary?: string | undefined;
   /** The driver's environment (default: process.env). */
   env?: NodeJS.ProcessEnv | undefined;
@@ -40,14 +54,26 @@ export interface PreflightOptions {
   killAfterMs?: number | undefined;
 }
 
+/**
+ * The driver's documented exit codes: 0 no error (warnings allowed), 1 an error, 2 bad input or usage (nothing
+ * created, no verdict), 130 interrupted (SIGINT, or a cancel), 143 terminated (SIGTERM); after 130 and 143 the check
+ * pods were deleted.
+ */
+export type ExitCode = 0 | 1 | 2 | 130 | 143;
+
+/** The documented exit codes, for a runtime check. */
+export const EXIT_CODES: readonly ExitCode[] = [0, 1, 2, 130, 143];
+
 export interface PreflightResult {
   /**
-   * The driver's exit code: 0 no error (warnings allowed), 1 an error, 2 bad input or usage (nothing created, no
-   * verdict), 130 / 143 interrupted (the pods deleted). `null` only when it was killed (see `killed`).
+   * The driver's exit code, one of the documented ones ({@link ExitCode}); `null` only when it was killed after a
+   * cancel it did not answer (see `killed`). Any other exit (a crash) rejects the promise.
    */
-  exitCode: number | null;
-  /** The verdict it printed (`--output json`); absent when it printed none (exit 2, or killed). */
+  exitCode: ExitCode | null;
+  /** The verdict it printed (`--output json`); absent when it printed none (exit 2, a dry run, or killed). */
   verdict?: DriverVerdict | undefined;
+  /** With `dryRun`: the check pods it would create, as it printed them (YAML). */
+  dryRunPods?: string | undefined;
   /** Every line it wrote on stderr, in order: the contract's lines, the last one an `error:` line on a failure. */
   lines: string[];
   /** Whether it was killed after a cancel that it did not answer within `killAfterMs`. */
@@ -64,6 +90,10 @@ export function driverArgs(options: PreflightOptions = {}): string[] {
     args.push("--timeout", typeof options.timeout === "number" ? `${Math.ceil(options.timeout)}ms` : options.timeout);
   }
   if (options.skip === true) args.push("--skip-provider-preflight");
+  if (options.dryRun === true) args.push("--dry-run");
+  if (options.keepPod === true) args.push("--keep-pod");
+  if (options.probeImage !== undefined) args.push("--probe-image", options.probeImage);
+  if (options.evidence !== undefined) args.push("--evidence", options.evidence);
   return args;
 }
 
@@ -80,7 +110,7 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
   if (signal?.aborted) return Promise.reject(signal.reason);
   let binary: string;
   try {
-    binary = options.binary ?? resolveBinary({ env: options.env }).path;
+    binary = resolveBinary({ env: options.env, binary: options.binary }).path;
   } catch (e) {
     return Promise.reject(e);
   }
@@ -96,7 +126,7 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
     let killed = false;
     let killTimer: NodeJS.Timeout | undefined;
     let settled = false;
-    let exit: { code: number | null } | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let stderrDone = false;
     let lineError: unknown;
 
@@ -120,8 +150,22 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
         return;
       }
       const text = Buffer.concat(stdout).toString("utf8");
-      const result: PreflightResult = { exitCode: exit.code, lines, killed };
-      if (text.trim() !== "") {
+      const code = exit.code;
+      if (code === null ? !killed : !(EXIT_CODES as readonly number[]).includes(code)) {
+        const how = code === null ? `was ended by ${exit.signal ?? "a signal"}` : `exited ${code}`;
+        const last = lines.at(-1);
+        reject(
+          new Error(
+            `error: jr2-preflight ${how}, which is none of its documented exits (${EXIT_CODES.join(", ")})` +
+              (last !== undefined ? `; its last line: ${last}` : ""),
+          ),
+        );
+        return;
+      }
+      const result: PreflightResult = { exitCode: code as ExitCode | null, lines, killed };
+      if (options.dryRun === true && code === 0) {
+        result.dryRunPods = text;
+      } else if (text.trim() !== "") {
         try {
           result.verdict = JSON.parse(text) as DriverVerdict;
         } catch (e) {
@@ -160,8 +204,8 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
       stderrDone = true;
       finish();
     });
-    child.on("close", (code) => {
-      exit = { code };
+    child.on("close", (code, exitSignal) => {
+      exit = { code, signal: exitSignal };
       child.stdin.destroy();
       finish();
     });

@@ -4,8 +4,12 @@
 //
 //   node installed.mjs full      both tarballs installed: resolveBinary finds the platform package's binary, the
 //                                shipped schemas resolve, and runPreflight passes against the fake cluster, no pod left
-//   node installed.mjs omitted   only the main tarball installed (offline, npm leaves the optional platform package
-//                                out): resolveBinary throws the one error: line naming the missing package
+//   node installed.mjs lockfile-lacks   only the main tarball installed offline: npm leaves the optional platform
+//                                package out and the lockfile lacks every platform; resolveBinary throws the one error:
+//                                line naming the package, the lockfile and the repair (npm install @jr2/preflight@<v>
+//                                --package-lock-only && npm install)
+//   node installed.mjs other-platform   `npm ci --os/--cpu` of another platform: the line names the package there
+//   node installed.mjs omit-optional    `npm ci --omit=optional`: the lockfile has the platform, the line says omitted
 //
 // JR2_NPM_HARNESS is the absolute path of test/harness.mjs (the fake cluster and the schemas' validators); the binaries
 // it starts are the workspace's debug ones, as in check.sh.
@@ -16,7 +20,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { PreflightBinaryError, platformPackage, resolveBinary, runPreflight } from "@jr2/preflight";
+import { PLATFORMS, PreflightBinaryError, lockfileRepair, platformPackage, resolveBinary, runPreflight } from "@jr2/preflight";
 
 const mode = process.argv[2];
 const project = process.cwd();
@@ -24,7 +28,9 @@ const env = { ...process.env };
 delete env.JR2_PREFLIGHT_BINARY;
 const pkg = platformPackage();
 
-if (mode === "omitted") {
+/** resolveBinary throws one error: line naming the missing package, with `includes` in it and never the advice to
+ * install the platform package directly (a Mac's npm ci would then install it too). */
+function assertMissing(includes, excludes = []) {
   assert.equal(existsSync(join(project, "node_modules", pkg)), false, `${pkg} was not installed`);
   assert.throws(
     () => resolveBinary({ env }),
@@ -32,11 +38,24 @@ if (mode === "omitted") {
       assert.ok(e instanceof PreflightBinaryError);
       assert.match(e.message, new RegExp(`^error: ${pkg.replace("/", "\\/")} is not installed: `));
       assert.ok(!e.message.includes("\n"), "one line");
-      for (const cause of ["--omit=optional", "lockfile", "copied from another OS"]) assert.ok(e.message.includes(cause), cause);
+      for (const part of includes) assert.ok(e.message.includes(part), `${JSON.stringify(part)} in: ${e.message}`);
+      for (const part of [`npm install ${pkg}`, ...excludes]) assert.ok(!e.message.includes(part), `no ${JSON.stringify(part)} in: ${e.message}`);
       return true;
     },
   );
-  console.log(`installed (omitted): resolveBinary names ${pkg}`);
+}
+
+if (mode === "lockfile-lacks") {
+  assertMissing([`the lockfile ${join(realpathSync(project), "package-lock.json")} lacks it`, `repair the lockfile: ${lockfileRepair()}`]);
+  console.log(`installed (${mode}): resolveBinary names ${pkg} and the repair`);
+} else if (mode === "other-platform") {
+  const others = PLATFORMS.filter((p) => existsSync(join(project, "node_modules", `@jr2/preflight-${p}`)));
+  assert.equal(others.length, 1, `one other platform's package installed: ${others}`);
+  assertMissing([`@jr2/preflight-${others[0]} (for ${others[0]}) is installed in its place`, "run npm ci where it runs"]);
+  console.log(`installed (${mode}): resolveBinary names ${pkg} and @jr2/preflight-${others[0]} in its place`);
+} else if (mode === "omit-optional") {
+  assertMissing(["--omit=optional"], ["npm ci cannot install it"]);
+  console.log(`installed (${mode}): resolveBinary names ${pkg}, omitted`);
 } else if (mode === "full") {
   const { assertValid, planFor, startFakeCluster } = await import(pathToFileURL(process.env.JR2_NPM_HARNESS).href);
   const bin = resolveBinary({ env });
@@ -70,5 +89,5 @@ if (mode === "omitted") {
   }
   console.log(`installed (full): ${bin.path} ${bin.version} passed against the fake cluster`);
 } else {
-  throw new Error(`usage: node installed.mjs full|omitted (not ${mode})`);
+  throw new Error(`usage: node installed.mjs full|lockfile-lacks|other-platform|omit-optional (not ${mode})`);
 }

@@ -2,10 +2,15 @@
 // real probe against the fake provider: the verdict, the lines as they come, the exit codes, skip, and a cancel.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { driverArgs, runPreflight } from "../dist/index.js";
-import { INTERRUPTED, assertValid, driverBin, planFor, startFakeCluster, testDriver } from "./harness.mjs";
+import { INTERRUPTED, assertValid, driverBin, packageDir, planFor, scratch, startFakeCluster, testDriver } from "./harness.mjs";
+
+const { version } = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8"));
 
 /** Every check pod the run created was deleted, and the fake holds none. */
 async function assertNoPodLeft(cluster) {
@@ -85,6 +90,16 @@ describe("runPreflight", () => {
     assert.equal((await cluster.state()).created.length, before, "nothing was created");
   });
 
+  test("placements is a plain list: an empty one is the driver's exit 2 and its one error: line, nothing created", async () => {
+    const plan = { ...planFor(cluster.providerBaseUrl, []), placements: [] };
+    const before = (await cluster.state()).created.length;
+    const r = await runPreflight(plan, { kubeconfig: cluster.kubeconfig, ...testDriver() });
+    assert.equal(r.exitCode, 2);
+    assert.equal(r.verdict, undefined);
+    assert.deepEqual(r.lines, ["error: plan.placements: empty: name the placement of the Harness pods"]);
+    assert.equal((await cluster.state()).created.length, before);
+  });
+
   test("skip: exit 0, a skipped verdict and one warning line naming each model; the cluster is not contacted", async () => {
     const plan = planFor(cluster.providerBaseUrl, ["ok", "missing"]);
     const before = (await cluster.state()).created.length;
@@ -107,6 +122,71 @@ describe("runPreflight", () => {
       ["--kubeconfig", "k", "--context", "c", "--namespace", "n", "--timeout", "1500ms", "--skip-provider-preflight"],
     );
     assert.deepEqual(driverArgs({ timeout: "5m", skip: false }).slice(6), ["--timeout", "5m"]);
+    assert.deepEqual(
+      driverArgs({ dryRun: true, keepPod: true, probeImage: "mirror.example/jr2-probe:1", evidence: "ev" }).slice(6),
+      ["--dry-run", "--keep-pod", "--probe-image", "mirror.example/jr2-probe:1", "--evidence", "ev"],
+    );
+    assert.deepEqual(driverArgs({ dryRun: false, keepPod: false }).slice(6), []);
+  });
+
+  test("dryRun and probeImage: the driver's pods in dryRunPods, the image given, exit 0, no verdict, nothing created", async () => {
+    const plan = planFor(cluster.providerBaseUrl, ["ok"]);
+    const before = (await cluster.state()).created.length;
+    const r = await runPreflight(plan, {
+      kubeconfig: cluster.kubeconfig,
+      dryRun: true,
+      probeImage: "mirror.example/jr2/jr2-probe:test",
+      ...testDriver(),
+    });
+    assert.equal(r.exitCode, 0, r.lines.join("\n"));
+    assert.equal(r.verdict, undefined);
+    assert.match(r.dryRunPods ?? "", /^kind: Pod$/m);
+    assert.match(r.dryRunPods ?? "", /image: mirror\.example\/jr2\/jr2-probe:test$/m);
+    assert.equal((await cluster.state()).created.length, before, "nothing was created");
+  });
+
+  test("evidence: the folder reaches the driver, which refuses one that is not empty (exit 2) before the cluster", async () => {
+    const s = scratch("jr2-npm-evidence-");
+    try {
+      writeFileSync(join(s.dir, "already"), "x");
+      const before = (await cluster.state()).created.length;
+      const r = await runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), {
+        kubeconfig: cluster.kubeconfig,
+        evidence: s.dir,
+        keepPod: true,
+        ...testDriver(),
+      });
+      assert.equal(r.exitCode, 2, r.lines.join("\n"));
+      assert.match(r.lines.at(-1) ?? "", /^error: --evidence: /);
+      assert.equal((await cluster.state()).created.length, before, "nothing was created");
+    } finally {
+      s.cleanup();
+    }
+  });
+
+  test("an exit none of the documented ones (a crash) rejects, naming the code and the last line", async () => {
+    const s = scratch("jr2-npm-crash-");
+    try {
+      const bin = join(s.dir, "jr2-preflight");
+      writeFileSync(
+        bin,
+        `#!/bin/sh\nif [ "$1" = --version ]; then echo 'jr2-preflight ${version}'; exit 0; fi\n` +
+          `echo "thread 'main' panicked at src/main.rs" >&2\nexit 101\n`,
+      );
+      chmodSync(bin, 0o755);
+      await assert.rejects(
+        runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), { binary: bin }),
+        (e) => {
+          assert.equal(
+            e.message,
+            "error: jr2-preflight exited 101, which is none of its documented exits (0, 1, 2, 130, 143); its last line: thread 'main' panicked at src/main.rs",
+          );
+          return true;
+        },
+      );
+    } finally {
+      s.cleanup();
+    }
   });
 
   test("an already aborted signal: rejects with its reason and starts nothing", async () => {
@@ -121,11 +201,28 @@ describe("runPreflight", () => {
     assert.equal((await cluster.state()).created.length, before);
   });
 
-  test("a driver that cannot be started rejects with one error: line", async () => {
+  test("a driver that cannot be found rejects with one error: line", async () => {
     await assert.rejects(
       runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), { binary: "/nonexistent/jr2-preflight" }),
-      /^Error: error: cannot run \/nonexistent\/jr2-preflight: .*ENOENT/,
+      /^PreflightBinaryError: error: the binary option names \/nonexistent\/jr2-preflight, and there is no file there$/,
     );
+  });
+
+  test("the binary option is version-checked: another release's binary starts nothing", async () => {
+    const s = scratch("jr2-npm-old-");
+    try {
+      const bin = join(s.dir, "jr2-preflight");
+      writeFileSync(bin, "#!/bin/sh\necho 'jr2-preflight 0.0.1'\n");
+      chmodSync(bin, 0o755);
+      const before = (await cluster.state()).created.length;
+      await assert.rejects(
+        runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), { kubeconfig: cluster.kubeconfig, binary: bin }),
+        /says "jr2-preflight 0\.0\.1" to --version, and @jr2\/preflight is /,
+      );
+      assert.equal((await cluster.state()).created.length, before);
+    } finally {
+      s.cleanup();
+    }
   });
 
   test("an abort mid-run: the driver is sent cancel, deletes its pod, exits 130 with the interrupted line", async () => {
@@ -149,6 +246,33 @@ describe("runPreflight", () => {
     assert.equal(r.verdict.ok, false);
     assert.equal(r.verdict.exitCode, 130);
     await assertNoPodLeft(cluster);
+  });
+
+  test("the jr2-preflight bin passes SIGTERM on: the driver deletes its pod, exits 143, and the bin exits 143", { skip: process.platform === "win32" }, async () => {
+    const s = scratch("jr2-npm-bin-");
+    try {
+      const plan = join(s.dir, "plan.json");
+      writeFileSync(plan, JSON.stringify(planFor(cluster.providerBaseUrl, ["stall"], { timeoutSeconds: 60, deadlineSeconds: 120 })));
+      const bin = spawn(process.execPath, [join(packageDir, "dist/cli.js"), "run", "--plan", plan, "--kubeconfig", cluster.kubeconfig], {
+        env: { ...process.env, JR2_PREFLIGHT_BINARY: driverBin },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let stderr = "";
+      bin.stderr.on("data", (d) => (stderr += d));
+      const exited = new Promise((r) => bin.on("close", (code, signal) => r({ code, signal })));
+      const started = await Promise.race([
+        cluster.waitProbe(),
+        exited.then((e) => assert.fail(`the bin exited ${e.code} before the probe started:\n${stderr}`)),
+      ]);
+      assert.equal(started, true);
+      bin.kill("SIGTERM");
+      const e = await exited;
+      assert.deepEqual(e, { code: 143, signal: null }, stderr);
+      assert.match(stderr, /interrupted/);
+      await assertNoPodLeft(cluster);
+    } finally {
+      s.cleanup();
+    }
   });
 });
 

@@ -1,8 +1,21 @@
-// Writes one .d.ts per JSON Schema of the driver and the probe into OUT_DIR, with the pinned json-schema-to-typescript
-// (it keeps the tagged unions and literal enums). check.sh runs it into a temporary folder and fails when the result
-// differs from types/ (a new file counts); `tools/generate-types.mjs types` rewrites types/.
+// Writes the package's .d.ts files from the JSON Schemas of the driver and the probe into OUT_DIR, with the pinned
+// json-schema-to-typescript (it keeps the tagged unions and literal enums). check.sh runs it into a temporary folder
+// and fails when the result differs from types/ (a new file counts); `tools/generate-types.mjs types` rewrites types/.
 //   node tools/generate-types.mjs OUT_DIR      (from the package folder, node_modules linked by check.sh)
+//
+// One file per schema, plus common.v1.d.ts: the definitions several schemas hold (Outcome, Code, Cause, ModelResult...)
+// are generated once there, and each schema's file imports and re-exports them. A shared definition must be the same
+// JSON in every schema that holds it (the Rust schema tests keep the copies equal); the generator fails otherwise.
+// Every `$ref` becomes a reference by name and every definition is compiled on its own, so json-schema-to-typescript
+// never meets the same definition twice (its `Timings1`, `Try1`, `ModelResult1`).
+//
+// Two shapes are the generator's, not the schema's, because the schema's own would reject ordinary TypeScript:
+//   - plan.v1 `podSpec` (a Kubernetes core/v1 PodSpec, an open object): the `PodSpec` interface below, which takes an
+//     interface-typed pod spec (@kubernetes/client-node's V1PodSpec) as well as an object literal;
+//   - plan.v1 `placements` (`minItems: 1`): a plain `Placement[]`, so that a `.map()` result is one (the driver
+//     refuses an empty list: exit 2 and its one `error: plan.placements: empty` line, as any bad input).
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { isDeepStrictEqual } from "node:util";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
@@ -20,25 +33,151 @@ export const SCHEMAS = [
   ["probe/schemas/run-spec.v1.schema.json", "RunSpec"],
 ];
 
+/** The file of the definitions that more than one schema holds. */
+export const COMMON = "common.v1";
+
 /** `orchestrate/schemas/plan.v1.schema.json` → `plan.v1` */
 export const stem = (path) => path.split("/").pop().replace(/\.schema\.json$/, "");
+
+/** A definition's type name: `dnsLabel` → `DnsLabel` (as json-schema-to-typescript names them). */
+const typeName = (key) => key.charAt(0).toUpperCase() + key.slice(1);
+
+const PRETTIER = { printWidth: 120 };
+const banner = (what) =>
+  `// Generated from ${what} by json-schema-to-typescript (pinned in tools/package.json).\n` +
+  `// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schemas generate.`;
+
+/** The plan's pod spec, as TypeScript (see the header). */
+const POD_SPEC = `
+/**
+ * A Kubernetes core/v1 PodSpec (plan.v1 \`podSpec\`): an open object whose \`containers\` are required. Its index
+ * signature is \`any\`, not \`unknown\`, because only an \`any\` index signature takes an interface-typed value (a
+ * \`V1PodSpec\` of @kubernetes/client-node, which has none) as well as an object literal.
+ */
+export interface PodSpec {
+  /**
+   * The pod's containers: the Harness container and the Custodian container among them (by the names harnessContainer and custodianContainer give).
+   */
+  containers: readonly object[];
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  [field: string]: any;
+}
+`;
+
+/** Replaces each `$ref` to a definition by a reference to its type's name; collects the names. */
+function byName(node, used) {
+  if (Array.isArray(node)) return node.map((n) => byName(n, used));
+  if (node === null || typeof node !== "object") return node;
+  const out = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === "$ref") {
+      const m = /^#\/\$defs\/([A-Za-z0-9_]+)$/.exec(v);
+      if (!m) throw new Error(`generate-types: a $ref this generator cannot name: ${v}`);
+      used.add(typeName(m[1]));
+      out.tsType = typeName(m[1]);
+    } else {
+      out[k] = byName(v, used);
+    }
+  }
+  return out;
+}
+
+async function compileOne(schema, name, options = {}) {
+  const ts = await compile(schema, name, {
+    bannerComment: "",
+    additionalProperties: true,
+    declareExternallyReferenced: true,
+    unreachableDefinitions: false,
+    style: PRETTIER,
+    ...options,
+  });
+  return ts.trim();
+}
 
 const out = process.argv[2];
 if (!out) {
   console.error("error: generate-types: name the output folder");
   process.exit(2);
 }
-await mkdir(out, { recursive: true });
+
+// The schemas, and which definitions more than one holds (those must be equal).
+const loaded = [];
+const seen = new Map(); // definition key → [{ path, def }]
 for (const [path, name] of SCHEMAS) {
   const schema = JSON.parse(await readFile(join(repo, path), "utf8"));
   delete schema.title;
   delete schema.$id;
-  const ts = await compile(schema, name, {
-    bannerComment: `// Generated from ${path} by json-schema-to-typescript (pinned in tools/package.json).\n// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.`,
-    unreachableDefinitions: true,
-    cwd: join(repo, dirname(path)),
-    style: { printWidth: 120 },
-  });
-  const file = join(out, `${stem(path)}.d.ts`);
-  await writeFile(file, ts);
+  delete schema.$schema;
+  loaded.push({ path, name, schema });
+  for (const [key, def] of Object.entries(schema.$defs ?? {})) {
+    if (!seen.has(key)) seen.set(key, []);
+    seen.get(key).push({ path, def });
+  }
+}
+const common = new Map(); // key → def
+const reaches = new Map(); // a shared type's name → the shared type names it refers to
+for (const [key, copies] of seen) {
+  if (copies.length < 2) continue;
+  const differing = copies.filter((c) => !isDeepStrictEqual(c.def, copies[0].def));
+  if (differing.length === 0) {
+    common.set(key, copies[0].def);
+  } else if (key !== "model") {
+    // The plan's and the run spec's `model` are two different things; any other definition shared by name but not
+    // by content is an edit to one copy that missed the others.
+    throw new Error(`generate-types: $defs.${key} differs between ${copies[0].path} and ${differing[0].path}`);
+  }
+}
+
+await mkdir(out, { recursive: true });
+
+// common.v1.d.ts: each shared definition once.
+{
+  const parts = [banner(`the $defs that ${SCHEMAS.length} schemas share`)];
+  for (const [key, def] of common) {
+    const used = new Set();
+    const body = byName(structuredClone(def), used);
+    for (const u of used) {
+      if (!common.has(u.charAt(0).toLowerCase() + u.slice(1)) && !common.has(u)) {
+        throw new Error(`generate-types: the shared $defs.${key} refers to ${u}, which is not shared`);
+      }
+    }
+    reaches.set(typeName(key), used);
+    parts.push(await compileOne(body, typeName(key)));
+  }
+  await writeFile(join(out, `${COMMON}.d.ts`), `${parts.join("\n\n")}\n`);
+}
+
+for (const { path, name, schema } of loaded) {
+  const used = new Set();
+  const defs = schema.$defs ?? {};
+  delete schema.$defs;
+  const isPlan = stem(path) === "plan.v1";
+  if (isPlan) {
+    const placements = schema.properties.placements;
+    delete placements.minItems;
+    placements.description += " At least one: the driver refuses an empty list (exit 2, as any bad input).";
+    const podSpec = defs.placement.properties.podSpec;
+    defs.placement.properties.podSpec = { description: podSpec.description, tsType: "PodSpec" };
+  }
+  const parts = [];
+  parts.push(await compileOne(byName(schema, used), name));
+  for (const [key, def] of Object.entries(defs)) {
+    if (common.has(key)) continue;
+    parts.push(await compileOne(byName(def, used), typeName(key)));
+  }
+  if (isPlan) parts.push(POD_SPEC.trim());
+  // The shared types this file refers to, and those they reach: all re-exported, so that one file's types are whole.
+  const shared = new Set();
+  const visit = (u) => {
+    if (shared.has(u) || !reaches.has(u)) return;
+    shared.add(u);
+    for (const v of reaches.get(u)) visit(v);
+  };
+  for (const u of used) visit(u);
+  const head = [banner(path)];
+  if (shared.size > 0) {
+    const names = [...shared].sort().join(", ");
+    head.push(`import type { ${names} } from "./${COMMON}.js";\nexport type { ${names} } from "./${COMMON}.js";`);
+  }
+  await writeFile(join(out, `${stem(path)}.d.ts`), `${[...head, ...parts].join("\n\n")}\n`);
 }

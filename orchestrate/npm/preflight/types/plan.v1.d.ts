@@ -1,11 +1,5 @@
 // Generated from orchestrate/schemas/plan.v1.schema.json by json-schema-to-typescript (pinned in tools/package.json).
-// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.
-
-/**
- * This interface was referenced by `Plan`'s JSON-Schema
- * via the `definition` "dnsLabel".
- */
-export type DnsLabel = string;
+// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schemas generate.
 
 /**
  * What `jr2 up` hands `jr2-preflight run --plan <file|->`: the namespace and Instance, the probe's image, the deadline, the placements of the Harness pods (each with the pod spec jr2 up renders for them, Custodian container and volumes included) and the models to check. One check pod runs per placement that has a model. A plan never holds a secret value: the Harness env carries Stand-ins (`jr2-held-<NAME>`) and valueFrom references, and a model names the env var of its key. Every object is closed (`additionalProperties: false`) except `podSpec`, which is a Kubernetes core/v1 PodSpec; incompatible changes bump `schema`. Bad input gets one `error:` line naming the field and exit code 2.
@@ -18,11 +12,11 @@ export interface Plan {
   /**
    * The Instance's namespace: the check pods are created there.
    */
-  namespace: string;
+  namespace: DnsLabel;
   /**
    * The Instance's name: in the check pods' names and their `jr2.dev/instance` label, which the sweep of stale check pods selects on.
    */
-  instance: string;
+  instance: DnsLabel;
   /**
    * The probe's image (jr2-probe), as the cluster pulls it: re-homed to the kit registry where there is one. The check pod pulls it with the Harness pods' imagePullSecrets. Default: ghcr.io/jr2/jr2-probe:<driver version>; --probe-image overrides it.
    */
@@ -40,11 +34,9 @@ export interface Plan {
    */
   timeoutSeconds?: number;
   /**
-   * Where the Harness pods run: a Sandbox placement, the Instance Harness. Names are unique.
-   *
-   * @minItems 1
+   * Where the Harness pods run: a Sandbox placement, the Instance Harness. Names are unique. At least one: the driver refuses an empty list (exit 2, as any bad input).
    */
-  placements: [Placement, ...Placement[]];
+  placements: Placement[];
   /**
    * The models to check, in the order their lines are printed. A model runs on the placement of the Harness pods that run it (an Agent with `workspace: "none"`: the Instance Harness; any other: a Sandbox). The same model may appear once per placement. An empty list is nothing to check: no pod, no line, an ok verdict.
    */
@@ -63,29 +55,21 @@ export interface Plan {
     };
   };
 }
+
+export type DnsLabel = string;
+
 /**
  * One placement of Harness pods, with the pod spec jr2 up renders for them.
- *
- * This interface was referenced by `Plan`'s JSON-Schema
- * via the `definition` "placement".
  */
 export interface Placement {
   /**
    * The placement's name: in the check pod's name and its `jr2.dev/placement` label; models name it.
    */
-  name: string;
+  name: DnsLabel;
   /**
    * A Kubernetes core/v1 PodSpec, as jr2 up renders it for these Harness pods: the Harness container, the Custodian container and their volumes. The check pod copies from it nodeSelector, affinity, tolerations, priorityClassName, runtimeClassName, imagePullSecrets, dnsPolicy, dnsConfig, hostAliases and the pod securityContext; the Custodian container (as a native sidecar) and the volumes it mounts; the Harness container's env, envFrom and CA mounts (under /etc/jr2/ca, or where a CA env var points). Not copied: labels, resources, the service account, other containers and volumes.
    */
-  podSpec: {
-    /**
-     * The pod's containers: the Harness container and the Custodian container among them (by the names harnessContainer and custodianContainer give).
-     */
-    containers: {
-      [k: string]: unknown;
-    }[];
-    [k: string]: unknown;
-  };
+  podSpec: PodSpec;
   /**
    * The Harness container's name in podSpec.containers.
    */
@@ -95,11 +79,9 @@ export interface Placement {
    */
   custodianContainer?: string;
 }
+
 /**
  * One model to check: the probe's run-spec model (probe/schemas/run-spec.v1.schema.json) plus its placement. `viaCustodian` is not written: it is derived from the placement (it has a Custodian).
- *
- * This interface was referenced by `Plan`'s JSON-Schema
- * via the `definition` "model".
  */
 export interface Model {
   /**
@@ -109,7 +91,7 @@ export interface Model {
   /**
    * The name of the placement whose Harness pods run this model.
    */
-  placement: string;
+  placement: DnsLabel;
   /**
    * catalog: a model of pi's catalog at the catalog's base URL; gateway: a catalog model behind a harness.catalog gateway (baseUrl required); custom: the custom provider, harness.provider (baseUrl required).
    */
@@ -151,4 +133,18 @@ export interface Model {
    * The tool_choice to send; unset (the default) sends none, as a Turn does.
    */
   toolChoice?: "unset" | "auto" | "none" | "required" | "named";
+}
+
+/**
+ * A Kubernetes core/v1 PodSpec (plan.v1 `podSpec`): an open object whose `containers` are required. Its index
+ * signature is `any`, not `unknown`, because only an `any` index signature takes an interface-typed value (a
+ * `V1PodSpec` of @kubernetes/client-node, which has none) as well as an object literal.
+ */
+export interface PodSpec {
+  /**
+   * The pod's containers: the Harness container and the Custodian container among them (by the names harnessContainer and custodianContainer give).
+   */
+  containers: readonly object[];
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  [field: string]: any;
 }

@@ -1,5 +1,5 @@
 // Generated from probe/schemas/run-spec.v1.schema.json by json-schema-to-typescript (pinned in tools/package.json).
-// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.
+// Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schemas generate.
 
 /**
  * What `jr2-probe run` checks in the check pod (`--spec FILE|-` or `--spec-json JSON`). The driver writes it from the plan; it carries env var NAMES, never a key's value. Models are checked in the order given and reported in that order.
@@ -34,10 +34,7 @@ export interface RunSpec {
    */
   models: Model[];
 }
-/**
- * This interface was referenced by `RunSpec`'s JSON-Schema
- * via the `definition` "model".
- */
+
 export interface Model {
   /**
    * `<provider>/<id>` as the Agent names it; split at the first `/`.
