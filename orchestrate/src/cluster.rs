@@ -65,12 +65,11 @@ pub async fn client(
         .map_err(kube_error)?;
     // kube fills `proxy_url` from the kubeconfig, else from `HTTPS_PROXY` whatever the server and `NO_PROXY`;
     // the choice is made again here as kubectl makes it (src/kube_proxy.rs).
-    config.proxy_url = crate::kube_proxy::choose(
-        &config.cluster_url,
-        kubeconfig_proxy.as_deref(),
-        &|name| std::env::var(name).ok(),
-    )?
-    .map(|p| p.url);
+    config.proxy_url =
+        crate::kube_proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), &|name| {
+            std::env::var(name).ok()
+        })?
+        .map(|p| p.url);
     client_of(config)
 }
 
@@ -99,7 +98,10 @@ fn cluster_proxy_url(file: &kube::config::Kubeconfig, context: Option<&str>) -> 
 
 /// The kubeconfig's context (`context`, else the current one) and its cluster's server as `host[:port]`, read from
 /// the file alone (nothing contacted): the troubleshooting envelope of the verdict. `None` for what cannot be read.
-pub fn describe(kubeconfig: Option<&Path>, context: Option<&str>) -> (Option<String>, Option<String>) {
+pub fn describe(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> (Option<String>, Option<String>) {
     let file = match kubeconfig {
         Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
         None => kube::config::Kubeconfig::read().ok(),
@@ -107,9 +109,7 @@ pub fn describe(kubeconfig: Option<&Path>, context: Option<&str>) -> (Option<Str
     let Some(file) = file else {
         return (context.map(str::to_owned), None);
     };
-    let name = context
-        .map(str::to_owned)
-        .or(file.current_context.clone());
+    let name = context.map(str::to_owned).or(file.current_context.clone());
     let server = name.as_deref().and_then(|name| {
         let cluster = file
             .contexts

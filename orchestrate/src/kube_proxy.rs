@@ -78,9 +78,7 @@ pub fn choose(
     let Some(host) = server.host() else {
         return Ok(None);
     };
-    let port = server
-        .port_u16()
-        .unwrap_or(if https { 443 } else { 80 });
+    let port = server.port_u16().unwrap_or(if https { 443 } else { 80 });
     if !NoProxy::parse(&no_proxy).use_proxy(host, port) {
         return Ok(None);
     }
@@ -184,7 +182,11 @@ impl NoProxy {
                 continue;
             }
             // `*.example.com` is `.example.com`.
-            let host = if host.starts_with("*.") { &host[1..] } else { host };
+            let host = if host.starts_with("*.") {
+                &host[1..]
+            } else {
+                host
+            };
             let (suffix, itself) = match host.strip_prefix('.') {
                 Some(_) => (host.to_owned(), false),
                 None => (format!(".{host}"), true),
@@ -417,7 +419,11 @@ mod tests {
         }
     }
 
-    fn via(server: &str, kubeconfig: Option<&str>, vars: &'static [(&'static str, &'static str)]) -> Option<String> {
+    fn via(
+        server: &str,
+        kubeconfig: Option<&str>,
+        vars: &'static [(&'static str, &'static str)],
+    ) -> Option<String> {
         choose(&server.parse().unwrap(), kubeconfig, &env(vars))
             .unwrap()
             .map(|p| format!("{} ({})", p.url, p.source))
@@ -460,13 +466,25 @@ mod tests {
             .as_deref(),
             Some("http://l:3/ (https_proxy)")
         );
-        assert_eq!(via("https://kube.example.com", None, &[("HTTP_PROXY", "http://p:1")]), None);
+        assert_eq!(
+            via(
+                "https://kube.example.com",
+                None,
+                &[("HTTP_PROXY", "http://p:1")]
+            ),
+            None
+        );
     }
 
     #[test]
     fn loopback_and_localhost_are_never_proxied_from_the_environment() {
         const VARS: &[(&str, &str)] = &[("HTTPS_PROXY", "http://p:1")];
-        for server in ["https://127.0.0.1:6443", "https://127.9.9.9", "https://[::1]:6443", "https://localhost:6443"] {
+        for server in [
+            "https://127.0.0.1:6443",
+            "https://127.9.9.9",
+            "https://[::1]:6443",
+            "https://localhost:6443",
+        ] {
             assert_eq!(via(server, None, VARS), None, "{server}");
         }
         // localhost.example is a name like any other.
@@ -522,7 +540,11 @@ mod tests {
             via(
                 "https://kube.example.com",
                 None,
-                &[("HTTPS_PROXY", "http://p:1"), ("NO_PROXY", "other.example"), ("no_proxy", "example.com")]
+                &[
+                    ("HTTPS_PROXY", "http://p:1"),
+                    ("NO_PROXY", "other.example"),
+                    ("no_proxy", "example.com")
+                ]
             )
             .as_deref(),
             Some("http://p:1/ (HTTPS_PROXY)")
@@ -549,7 +571,12 @@ mod tests {
             e.to_string(),
             "HTTPS_PROXY: a socks5 proxy is not supported (an http proxy is)"
         );
-        let e = choose(&"https://k".parse().unwrap(), Some("https://p:1"), &env(&[])).unwrap_err();
+        let e = choose(
+            &"https://k".parse().unwrap(),
+            Some("https://p:1"),
+            &env(&[]),
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "kubeconfig proxy-url: a https proxy is not supported (an http proxy is)"

@@ -42,7 +42,9 @@ impl ConnectProxy {
     }
 
     async fn start_with(upstream: SocketAddr, tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
         let addr = listener.local_addr().expect("the proxy's address");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let recorded = seen.clone();
@@ -133,5 +135,7 @@ async fn pipe(
     b: impl AsyncRead + AsyncWrite + Unpin,
 ) -> std::io::Result<()> {
     let (mut a, mut b) = (a, b);
-    tokio::io::copy_bidirectional(&mut a, &mut b).await.map(|_| ())
+    tokio::io::copy_bidirectional(&mut a, &mut b)
+        .await
+        .map(|_| ())
 }
