@@ -439,6 +439,8 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         } else {
             verdict::nothing_to_check(&plan, &run_id)
         };
+        let mut verdict = verdict;
+        envelope(&mut verdict, common, None);
         for line in &verdict.lines {
             jr2_probe::say!("{line}");
         }
@@ -484,6 +486,21 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
             None
         }
     };
+    // The API server's version, for the verdict's envelope: asked beside the run, never delaying it; not when the
+    // run lacks a permission it needs (then nothing but the reviews is sent).
+    let kube_version = connected
+        .as_ref()
+        .filter(|c| c.access.missing.is_empty())
+        .map(|c| {
+            let client = c.client.clone();
+            tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(5), client.apiserver_version())
+                    .await
+                    .ok()?
+                    .ok()
+                    .map(|v| v.git_version)
+            })
+        });
     let checks = pod::check_pods(&plan, &run_id, now);
     let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
@@ -557,6 +574,16 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
     let before = lines.0.len();
     let mut verdict =
         verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
+    let kube_version = match kube_version {
+        // Finished by now, or given at most a moment: the run does not wait on it.
+        Some(task) => tokio::time::timeout(Duration::from_millis(500), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        None => None,
+    };
+    envelope(&mut verdict, common, kube_version);
     if let Some(exit) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
@@ -592,6 +619,18 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         Ok(()) => Exit::of_run(verdict.ok).into(),
         Err(e) => stdout_failed(e),
     }
+}
+
+/// The verdict's troubleshooting envelope: the kube context and the cluster's server from the kubeconfig (read
+/// again, contacting nothing), and the Kubernetes version when the API server gave it.
+fn envelope(verdict: &mut DriverVerdict, common: &Common, kubernetes_version: Option<String>) {
+    let (context, server) =
+        jr2_preflight::cluster::describe(common.kubeconfig.as_deref(), common.context.as_deref());
+    verdict.kube_context = context;
+    verdict.cluster = server.map(|server| verdict::ClusterInfo {
+        server,
+        kubernetes_version,
+    });
 }
 
 /// The run's result in `to_run`'s order: the pods not created with their failure, the others as the run gave them

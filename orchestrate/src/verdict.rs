@@ -42,6 +42,30 @@ pub struct PodVerdict {
     pub kept: bool,
 }
 
+/// The release that ran: the troubleshooting page asks for the exact release identity on every report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    /// The driver's version (`jr2-preflight`).
+    pub driver: String,
+    /// The probe's version as the probe reported it (its verdict's `probeVersion`); null when no probe reported
+    /// one (skipped, nothing to check, no pod finished).
+    pub probe: Option<String>,
+    /// The probe image the check pods ran (or would have run).
+    pub probe_image: String,
+}
+
+/// The cluster the run talked to, for the troubleshooting envelope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    /// The API server's host, with `:port` when the kubeconfig names one (no path, no credentials).
+    pub server: String,
+    /// The API server's `gitVersion` (`GET /version`); null when it was not asked (nothing contacted) or did not
+    /// answer.
+    pub kubernetes_version: Option<String>,
+}
+
 /// What `jr2-preflight run --output json` prints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,6 +92,12 @@ pub struct DriverVerdict {
     pub pods: Vec<PodVerdict>,
     /// Every line written on stderr, in order.
     pub lines: Vec<String>,
+    /// The release that ran (driver, probe, probe image).
+    pub release: Release,
+    /// The kubeconfig context (`--context`, else the current one); null when the kubeconfig could not be read.
+    pub kube_context: Option<String>,
+    /// The cluster; null when the kubeconfig could not be read.
+    pub cluster: Option<ClusterInfo>,
 }
 
 /// The skip: one warning line that names each model once (a model on two placements is one model to the user),
@@ -84,9 +114,24 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
     } else {
         vec![render::skipped_warning(&models)]
     };
+    // Each model is in `models` too, marked skipped, so that a typed reader sees which went unchecked without
+    // parsing the line (issue 27, item 14).
+    let results = plan
+        .models
+        .iter()
+        .map(|m| {
+            let mut r = base(m);
+            r.outcome = Outcome::Skipped;
+            r.level = Outcome::Skipped.level(r.api);
+            r.code = Code::Skipped;
+            r.next_action = render::next_action(&r);
+            r
+        })
+        .collect();
     DriverVerdict {
         skipped: true,
         lines,
+        models: results,
         ..nothing_to_check(plan, run_id)
     }
 }
@@ -106,6 +151,18 @@ pub fn nothing_to_check(plan: &Plan, run_id: &str) -> DriverVerdict {
         models: Vec::new(),
         pods: Vec::new(),
         lines: Vec::new(),
+        release: release(plan, None),
+        kube_context: None,
+        cluster: None,
+    }
+}
+
+/// The release of a run: this driver's version, the probe's as it reported it, the plan's probe image.
+fn release(plan: &Plan, probe: Option<String>) -> Release {
+    Release {
+        driver: env!("CARGO_PKG_VERSION").to_owned(),
+        probe,
+        probe_image: plan.probe_image.clone(),
     }
 }
 
@@ -229,6 +286,17 @@ pub fn assemble(
             })
             .collect(),
         lines,
+        release: release(
+            plan,
+            run.pods.iter().find_map(|p| match &p.outcome {
+                PodOutcome::Finished(report) => {
+                    report.verdict.as_ref().map(|v| v.probe_version.clone())
+                }
+                PodOutcome::Failed(_) => None,
+            }),
+        ),
+        kube_context: None,
+        cluster: None,
     }
 }
 
@@ -335,7 +403,8 @@ fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
     r.outcome = entry.outcome;
     r.code = entry.code;
     r.level = entry.outcome.level(r.api);
-    r.next_action = entry.code.next_action().to_owned();
+    r.error = entry.error.clone();
+    r.next_action = render::next_action(&r);
     r.error = entry.error.clone();
     r.http_status = entry.status;
     r.elapsed_ms = entry.elapsed_ms;

@@ -47,12 +47,25 @@ async fn https_proxy_tunnels_to_an_https_server() {
     let run = s
         .run_with(
             s.args(&plan, &[]),
-            env(&[("HTTPS_PROXY", &proxy.url()), ("NO_PROXY", "127.0.0.1,localhost")]),
+            env(&[
+                ("HTTPS_PROXY", &proxy.url()),
+                ("NO_PROXY", "127.0.0.1,localhost"),
+            ]),
             None,
         )
         .await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_passes(&run.lines(), &["ok"]);
+    // The troubleshooting envelope (issue 27, item 15): the context, the server as the kubeconfig names it, and the
+    // Kubernetes version the API server gave through the proxy.
+    let v = run.verdict();
+    assert_eq!(v["kubeContext"], "fake");
+    assert_eq!(
+        v["cluster"],
+        serde_json::json!({"server": "kube.test", "kubernetesVersion": "v1.35.0"})
+    );
+    assert_eq!(v["release"]["driver"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["release"]["probe"], env!("CARGO_PKG_VERSION"));
     let seen = proxy.requests();
     assert!(!seen.is_empty(), "the proxy saw nothing: {}", run.stderr);
     for r in &seen {
@@ -71,8 +84,14 @@ async fn https_proxy_leaves_loopback_and_no_proxy_direct() {
     let proxy = ConnectProxy::start(s.kube.addr()).await;
     let plan = s.plan(&[("sandbox", &["ok"])]);
     for vars in [
-        vec![("HTTPS_PROXY", proxy.url()), ("NO_PROXY", "127.0.0.1".into())],
-        vec![("https_proxy", proxy.url()), ("HTTP_PROXY", "http://127.0.0.1:9".into())],
+        vec![
+            ("HTTPS_PROXY", proxy.url()),
+            ("NO_PROXY", "127.0.0.1".into()),
+        ],
+        vec![
+            ("https_proxy", proxy.url()),
+            ("HTTP_PROXY", "http://127.0.0.1:9".into()),
+        ],
     ] {
         let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let run = s.run_with(s.args(&plan, &[]), env(&vars), None).await;
@@ -141,9 +160,8 @@ async fn an_unusable_proxy_is_named() {
         .await;
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
-        run.stderr.contains(
-            "HTTPS_PROXY: a socks5 proxy is not supported (an http proxy is)"
-        ),
+        run.stderr
+            .contains("HTTPS_PROXY: a socks5 proxy is not supported (an http proxy is)"),
         "{}",
         run.stderr
     );

@@ -253,6 +253,13 @@ async fn busy_after_the_retries_is_an_error_for_gemini() {
         "{r:#?}"
     );
     assert_eq!(statuses(&r), [Some(429); 3]);
+    // The JSON says what the error line says: not "none required" (issue 27, item 12).
+    assert!(
+        r.next_action
+            .starts_with("wait until the provider takes requests from this key again"),
+        "{}",
+        r.next_action
+    );
     assert!(
         r.tries.iter().all(|t| t.wait_asked_ms.is_none()),
         "no RetryInfo: backoff"
@@ -293,6 +300,7 @@ async fn a_429_then_a_retry_with_no_answer_is_busy_and_an_error_for_gemini() {
         "{r:#?}"
     );
     assert_eq!(statuses(&r), [Some(429), None]);
+    assert!(!r.next_action.starts_with("none"), "{}", r.next_action);
     assert_eq!(r.tries[1].outcome, Outcome::Timeout);
     assert_eq!(r.http_status, Some(429));
     let error = r.error.as_deref().unwrap_or_default();

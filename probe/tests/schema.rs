@@ -37,6 +37,7 @@ fn all_outcomes() -> Vec<Outcome> {
         Outcome::Protocol,
         Outcome::NotChecked,
         Outcome::Unsupported,
+        Outcome::Skipped,
     ];
     for o in &all {
         match o {
@@ -53,7 +54,8 @@ fn all_outcomes() -> Vec<Outcome> {
             | Outcome::Http
             | Outcome::Protocol
             | Outcome::NotChecked
-            | Outcome::Unsupported => {}
+            | Outcome::Unsupported
+            | Outcome::Skipped => {}
         }
     }
     all
@@ -109,7 +111,10 @@ fn full_timings() -> Timings {
 /// A result for `code` with the given route; `i` varies the API kind and which optional fields are set.
 fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
     let api = ApiKind::ALL[i % ApiKind::ALL.len()];
-    let sent = !matches!(outcome, Outcome::NotChecked | Outcome::Unsupported);
+    let sent = !matches!(
+        outcome,
+        Outcome::NotChecked | Outcome::Unsupported | Outcome::Skipped
+    );
     let passed = outcome == Outcome::Ok;
     let status = match outcome {
         Outcome::Ok | Outcome::Text | Outcome::Length | Outcome::Protocol => Some(200),

@@ -86,10 +86,7 @@ impl Trusted<'_> {
         if let Some(Cause::GatewayBackendFailed { error }) = &mut r.findings.cause {
             *error = c(error, 40);
         }
-        r.next_action = match &r.findings.cause {
-            Some(cause) => render::cause_next_action(cause),
-            None => r.code.next_action().to_owned(),
-        };
+        r.next_action = render::next_action(&r);
         if let Some(e) = &mut r.findings.endpoint {
             e.version = e.version.as_deref().map(|v| c(v, 40));
         }

@@ -482,9 +482,9 @@ impl Checker {
                 r.code = Code::ContextTooSmall;
                 r.error = Some(render::context_too_small_error(served, needed));
             }
-            r.next_action = render::cause_next_action(&cause);
             r.findings.cause = Some(cause);
         }
+        r.next_action = render::next_action(&r);
         // Nothing learned is no endpoint in the JSON.
         r.findings.endpoint = known.filter(|e| {
             *e != crate::contract::endpoint::Endpoint::of(
@@ -697,7 +697,7 @@ impl Checker {
         error: Option<String>,
         answer: Option<String>,
     ) -> ModelResult {
-        ModelResult {
+        let mut r = ModelResult {
             findings: Default::default(),
             model: target.model.clone(),
             id: target.id.clone(),
@@ -717,7 +717,9 @@ impl Checker {
             max_tokens: target.max_tokens,
             elapsed_ms: start.elapsed().as_millis() as u64,
             tries,
-        }
+        };
+        r.next_action = render::next_action(&r);
+        r
     }
 
     async fn attempt(&self, client: &reqwest::Client, target: &Target, start: Instant) -> Attempt {

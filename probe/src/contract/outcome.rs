@@ -39,6 +39,9 @@ pub enum Outcome {
     NotChecked,
     /// The preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
     Unsupported,
+    /// The preflight was skipped (`--skip-provider-preflight`): nothing was sent, and the skip's one warning line
+    /// names the model.
+    Skipped,
 }
 
 /// How an outcome weighs on the converge.
@@ -54,12 +57,31 @@ pub enum Level {
 }
 
 impl Outcome {
+    /// Every outcome, in the contract's order.
+    pub const ALL: [Outcome; 15] = [
+        Outcome::Ok,
+        Outcome::Text,
+        Outcome::Busy,
+        Outcome::Unavailable,
+        Outcome::Length,
+        Outcome::KeyRefused,
+        Outcome::CustodianRefused,
+        Outcome::Timeout,
+        Outcome::Unreachable,
+        Outcome::Tls,
+        Outcome::Http,
+        Outcome::Protocol,
+        Outcome::NotChecked,
+        Outcome::Unsupported,
+        Outcome::Skipped,
+    ];
+
     /// The level of this outcome for a model of `api`. Busy is a warning (not confirmed either way) except for
     /// Gemini and Vertex, whose tries are not seen.
     pub fn level(self, api: ApiKind) -> Level {
         match self {
             Outcome::Ok => Level::Pass,
-            Outcome::Text => Level::Warning,
+            Outcome::Text | Outcome::Skipped => Level::Warning,
             Outcome::Busy if api.is_google() => Level::Error,
             Outcome::Busy => Level::Warning,
             _ => Level::Error,
@@ -83,6 +105,7 @@ impl Outcome {
             Outcome::Protocol => "protocol",
             Outcome::NotChecked => "not_checked",
             Outcome::Unsupported => "unsupported",
+            Outcome::Skipped => "skipped",
         }
     }
 
@@ -103,6 +126,7 @@ impl Outcome {
             Outcome::Protocol => Code::ProtocolError,
             Outcome::NotChecked => Code::NotChecked,
             Outcome::Unsupported => Code::Unsupported,
+            Outcome::Skipped => Code::Skipped,
         }
     }
 }
@@ -152,11 +176,13 @@ pub enum Code {
     Unsupported,
     #[serde(rename = "PROVIDER_CONTEXT_TOO_SMALL")]
     ContextTooSmall,
+    #[serde(rename = "PROVIDER_SKIPPED")]
+    Skipped,
 }
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: [Code; 20] = [
+    pub const ALL: [Code; 21] = [
         Code::Ok,
         Code::TextAnswer,
         Code::Busy,
@@ -177,6 +203,7 @@ impl Code {
         Code::NotChecked,
         Code::Unsupported,
         Code::ContextTooSmall,
+        Code::Skipped,
     ];
 
     /// The code as it appears in the JSON.
@@ -202,6 +229,7 @@ impl Code {
             Code::NotChecked => "PROVIDER_NOT_CHECKED",
             Code::Unsupported => "PROVIDER_UNSUPPORTED",
             Code::ContextTooSmall => "PROVIDER_CONTEXT_TOO_SMALL",
+            Code::Skipped => "PROVIDER_SKIPPED",
         }
     }
 
@@ -267,6 +295,10 @@ impl Code {
             Code::ContextTooSmall => {
                 "serve the model with a context of at least the model's contextWindow (llama.cpp: -c; vLLM: \
                  --max-model-len), or set contextWindow in jr2.config.ts to what the server serves"
+            }
+            Code::Skipped => {
+                "none required: the preflight was skipped (--skip-provider-preflight), so the first Turn is this \
+                 model's first check; run jr2 up without that flag to check it"
             }
             Code::Unsupported => {
                 "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \

@@ -4,8 +4,9 @@
 //! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
+use crate::contract::api_kind::ApiKind;
 use crate::contract::endpoint::{Cause, EndpointKind};
-use crate::contract::outcome::{Level, Outcome};
+use crate::contract::outcome::{Code, Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
 /// The hint lines of the custom provider, in the contract's order.
@@ -54,6 +55,9 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
         _ if r.outcome == Outcome::NotChecked => return not_checked_lines(&[r]),
         Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
         Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
+        Level::Warning if r.outcome == Outcome::Skipped => {
+            vec![skipped_warning(std::slice::from_ref(&r.model))]
+        }
         Level::Warning => vec![busy_line(r)],
         Level::Error => failure_lines(r, origin),
     };
@@ -228,8 +232,9 @@ fn busy_line(r: &ModelResult) -> String {
             r.tries.len(),
             r.http_status,
             &seconds(waited),
+            r.api,
         ),
-        None => busy_warning(&r.model, &r.host, r.tries.len(), r.http_status),
+        None => busy_warning(&r.model, &r.host, r.tries.len(), r.http_status, r.api),
     }
 }
 
@@ -255,12 +260,20 @@ pub fn text_warning(model: &str) -> String {
 /// `warning: provider: <model> is busy toward <host> after <n> tries (HTTP <status>) — not confirmed; ...`
 ///
 /// One try reads `after 1 try`. An overload that came inside a 200's stream (the try's status is 200) reads
-/// `(an overload in the stream)`, since no HTTP status said busy.
-pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) -> String {
+/// `(an overload in the stream)`, since no HTTP status said busy. The tail says how many tries a Turn of `api` makes
+/// ([`turn_tries`]).
+pub fn busy_warning(
+    model: &str,
+    host: &str,
+    tries: usize,
+    status: Option<u16>,
+    api: ApiKind,
+) -> String {
     format!(
-        "warning: provider: {model} is busy toward {host} after {} ({}) — {BUSY_TAIL}",
+        "warning: provider: {model} is busy toward {host} after {} ({}) — not confirmed; {}",
         tries_phrase(tries),
-        busy_sign(status)
+        busy_sign(status),
+        turn_tries(api)
     )
 }
 
@@ -273,12 +286,14 @@ pub fn busy_then_no_answer_warning(
     tries: usize,
     status: Option<u16>,
     seconds: &str,
+    api: ApiKind,
 ) -> String {
     format!(
-        "warning: provider: {model} is busy toward {host} after {} ({}) and {} — {BUSY_TAIL}",
+        "warning: provider: {model} is busy toward {host} after {} ({}) and {} — not confirmed; {}",
         tries_phrase(tries),
         busy_sign(status),
-        retry_got_no_answer(tries, seconds)
+        retry_got_no_answer(tries, seconds),
+        turn_tries(api)
     )
 }
 
@@ -291,7 +306,55 @@ pub fn busy_then_no_answer_error(tries: usize, seconds: &str, busy_error: &str) 
     )
 }
 
-const BUSY_TAIL: &str = "not confirmed; a Turn makes one try, so it can fail the same way";
+/// How many tries a Turn of `api` makes on a busy answer, as pi-ai 0.82.1 sends it (research/pi-requests.md, section
+/// 10): one for every API but Bedrock, whose AWS SDK makes 3 attempts in all. The busy line and its next action say
+/// it, so neither promises a Turn fewer tries than it makes.
+pub fn turn_tries(api: ApiKind) -> &'static str {
+    match api {
+        ApiKind::BedrockConverseStream => {
+            "a Turn makes 3 tries (the AWS SDK's retries), so it can fail the same way"
+        }
+        _ => "a Turn makes one try, so it can fail the same way",
+    }
+}
+
+/// The next action of a result, as its lines say it: the endpoint's cause when it named one; for a busy result the
+/// one of its level (an error for Gemini and Vertex) and its API's tries; for a key refused where no key is held,
+/// setting one (the line says `the endpoint wants a key` or `no Harness pod holds a key`); else the code's own.
+pub fn next_action(r: &ModelResult) -> String {
+    if let Some(cause) = &r.findings.cause {
+        return cause_next_action(cause);
+    }
+    match (r.outcome, &r.route) {
+        (Outcome::Busy, _) if r.code == Code::Busy && r.level == Level::Error => {
+            "wait until the provider takes requests from this key again (its rate limit or quota), then run jr2 up \
+             again: for Gemini and Vertex a busy answer after the retries fails the check, since a Turn's own tries \
+             are not seen"
+                .to_owned()
+        }
+        (Outcome::Busy, _) if r.code == Code::Busy => format!(
+            "none required: {}; run jr2 up again later to confirm the model",
+            turn_tries(r.api)
+        ),
+        (Outcome::KeyRefused, Route::Custom { api_key_set: false, .. }) => {
+            "the endpoint wants a key: set harness.provider.apiKey in jr2.config.ts, then run jr2 up again"
+                .to_owned()
+        }
+        (
+            Outcome::KeyRefused,
+            Route::Catalog {
+                key_held: false,
+                provider,
+                key_env,
+                ..
+            },
+        ) => format!(
+            "no Harness pod holds a key of {provider}: add {key_env} to `secrets` in jr2.config.ts, then run jr2 up \
+             again"
+        ),
+        _ => r.code.next_action().to_owned(),
+    }
+}
 
 fn retry_got_no_answer(tries: usize, seconds: &str) -> String {
     let which = if tries > 2 {
@@ -1498,5 +1561,99 @@ mod tests {
             Duration::from_millis(2500),
         ));
         insta::assert_snapshot!(text);
+    }
+
+    /// Every outcome, on each API whose lines differ (OpenAI-compatible, Gemini, Bedrock) and each route whose
+    /// hints differ (a custom endpoint with and without `apiKey`, a catalog model with and without a held key): its
+    /// level, code and `nextAction` held against the lines it prints (issue 27, items 12, 13, 19). `jr2 up` switches
+    /// on the JSON, a user reads the lines: they must say the same thing.
+    #[test]
+    fn every_outcome_s_json_agrees_with_its_lines() {
+        let apis = [
+            ("openai", ApiKind::OpenAiCompletions),
+            ("google", ApiKind::GoogleGenerativeAi),
+            ("bedrock", ApiKind::BedrockConverseStream),
+        ];
+        let routes = [
+            ("custom, apiKey set", custom(true)),
+            ("custom, no apiKey", custom(false)),
+            ("catalog, key held", catalog(true, true, false)),
+            ("catalog, no key held", catalog(false, false, false)),
+        ];
+        let mut table = String::new();
+        for outcome in Outcome::ALL {
+            for (api_name, api) in apis {
+                for (route_name, route) in &routes {
+                    let status = match outcome {
+                        Outcome::Busy => Some(429),
+                        Outcome::Unavailable => Some(503),
+                        Outcome::KeyRefused => Some(401),
+                        Outcome::Http => Some(500),
+                        _ => None,
+                    };
+                    let mut r = result("m/x", route.clone(), outcome, "the error", status);
+                    r.api = api;
+                    r.level = outcome.level(api);
+                    r.next_action = next_action(&r);
+                    let lines = model_lines(&r, &pod());
+                    let first = &lines[0];
+                    // The level is the first line's word.
+                    match r.level {
+                        Level::Pass => assert!(first.starts_with("provider: "), "{first}"),
+                        Level::Warning => assert!(first.starts_with("warning: "), "{first}"),
+                        Level::Error => assert!(first.starts_with("error: "), "{first}"),
+                    }
+                    // An error never says there is nothing to do; a busy warning's action says what its line says
+                    // of a Turn's tries.
+                    if r.level == Level::Error {
+                        assert!(
+                            !r.next_action.starts_with("none"),
+                            "{outcome:?} {api_name}: {}",
+                            r.next_action
+                        );
+                    }
+                    if outcome == Outcome::Busy && r.level == Level::Warning {
+                        assert!(first.contains(turn_tries(api)), "{first}");
+                        assert!(r.next_action.contains(turn_tries(api)), "{}", r.next_action);
+                    }
+                    // The key hint the lines give is the action the JSON gives.
+                    if lines.iter().any(|l| l == hint::CUSTOM_KEY_WANTED) {
+                        assert!(
+                            r.next_action.contains("set harness.provider.apiKey"),
+                            "{}",
+                            r.next_action
+                        );
+                    }
+                    if lines
+                        .iter()
+                        .any(|l| l.starts_with("  - no Harness pod holds a key of"))
+                        && outcome == Outcome::KeyRefused
+                    {
+                        assert!(
+                            r.next_action.contains("add ANTHROPIC_API_KEY to `secrets`"),
+                            "{}",
+                            r.next_action
+                        );
+                    }
+                    if outcome == Outcome::KeyRefused
+                        && !lines.iter().any(|l| {
+                            l == hint::CUSTOM_KEY_WANTED || l.starts_with("  - no Harness pod")
+                        })
+                    {
+                        assert_eq!(r.next_action, Code::KeyRefused.next_action());
+                    }
+                    assert_eq!(r.code, outcome.default_code());
+                    table.push_str(&format!(
+                        "# {} / {api_name} / {route_name}\nlevel: {:?}, code: {}\nnextAction: {}\n{}\n\n",
+                        outcome.as_str(),
+                        r.level,
+                        r.code,
+                        r.next_action,
+                        lines.join("\n")
+                    ));
+                }
+            }
+        }
+        insta::assert_snapshot!("outcome_table", table);
     }
 }

@@ -75,7 +75,7 @@ export type PodCode =
   | "PROVIDER_PERMISSION_MISSING"
   | "PROVIDER_POD_SECURITY";
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model.
  *
  * This interface was referenced by `DriverVerdict`'s JSON-Schema
  * via the `definition` "Outcome".
@@ -94,7 +94,8 @@ export type Outcome =
   | "http"
   | "protocol"
   | "not_checked"
-  | "unsupported";
+  | "unsupported"
+  | "skipped";
 /**
  * How a result weighs on the converge. `pass`: the model can call tools. `warning`: printed, but the converge goes on. `error`: the converge stops (the probe exits 1).
  *
@@ -128,7 +129,8 @@ export type Code =
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
   | "PROVIDER_UNSUPPORTED"
-  | "PROVIDER_CONTEXT_TOO_SMALL";
+  | "PROVIDER_CONTEXT_TOO_SMALL"
+  | "PROVIDER_SKIPPED";
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
  *
@@ -241,11 +243,45 @@ export interface DriverVerdict {
    */
   namespace: string;
   /**
-   * --skip-provider-preflight: nothing was checked, one warning line was written.
+   * --skip-provider-preflight: nothing was checked, one warning line was written, and each model of the plan is in `models` with outcome `skipped`.
    */
   skipped: boolean;
   /**
-   * UTC start, RFC 3339 with milliseconds.
+   * The release that ran, for the troubleshooting envelope.
+   */
+  release: {
+    /**
+     * The driver's version (jr2-preflight).
+     */
+    driver: string;
+    /**
+     * The probe's version as the probe reported it; null when no probe reported one (skipped, nothing to check, no pod finished).
+     */
+    probe: string | null;
+    /**
+     * The probe image the check pods ran (or would have run).
+     */
+    probeImage: string;
+  };
+  /**
+   * The kubeconfig context of the run (--context, else the current one); null when the kubeconfig could not be read.
+   */
+  kubeContext: string | null;
+  /**
+   * The cluster the run talked to (or would have); null when the kubeconfig could not be read.
+   */
+  cluster: null | {
+    /**
+     * The API server's host, with :port when the kubeconfig names one (no scheme, path or credentials).
+     */
+    server: string;
+    /**
+     * The API server's gitVersion (GET /version); null when it was not asked (nothing contacted) or did not answer.
+     */
+    kubernetesVersion: string | null;
+  };
+  /**
+   * UTC start, RFC 3339 with milliseconds (ends in Z).
    */
   startedAt: string;
   /**
@@ -362,7 +398,8 @@ export interface ModelResult {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -390,7 +427,8 @@ export interface ModelResult {
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
-    | "PROVIDER_CONTEXT_TOO_SMALL";
+    | "PROVIDER_CONTEXT_TOO_SMALL"
+    | "PROVIDER_SKIPPED";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -500,7 +538,8 @@ export interface Try {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */

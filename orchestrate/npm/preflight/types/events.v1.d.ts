@@ -204,7 +204,8 @@ export interface Try {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */
@@ -338,7 +339,8 @@ export interface ModelResult {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -366,7 +368,8 @@ export interface ModelResult {
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
-    | "PROVIDER_CONTEXT_TOO_SMALL";
+    | "PROVIDER_CONTEXT_TOO_SMALL"
+    | "PROVIDER_SKIPPED";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -470,7 +473,8 @@ export interface Try1 {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */
@@ -640,7 +644,8 @@ export interface ModelResult1 {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -668,7 +673,8 @@ export interface ModelResult1 {
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
-    | "PROVIDER_CONTEXT_TOO_SMALL";
+    | "PROVIDER_CONTEXT_TOO_SMALL"
+    | "PROVIDER_SKIPPED";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */

@@ -53,7 +53,7 @@ export type Cause =
       server: "llamaCpp" | "vllm" | "litellm" | "unknown";
     };
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model.
  *
  * This interface was referenced by `ProbeVerdict`'s JSON-Schema
  * via the `definition` "Outcome".
@@ -72,7 +72,8 @@ export type Outcome =
   | "http"
   | "protocol"
   | "not_checked"
-  | "unsupported";
+  | "unsupported"
+  | "skipped";
 /**
  * How a result weighs on the converge. `pass`: the model can call tools. `warning`: printed, but the converge goes on. `error`: the converge stops (the probe exits 1).
  *
@@ -106,7 +107,8 @@ export type Code =
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
   | "PROVIDER_UNSUPPORTED"
-  | "PROVIDER_CONTEXT_TOO_SMALL";
+  | "PROVIDER_CONTEXT_TOO_SMALL"
+  | "PROVIDER_SKIPPED";
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
  *
@@ -356,7 +358,8 @@ export interface ModelResult {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -384,7 +387,8 @@ export interface ModelResult {
     | "PROVIDER_PROTOCOL_ERROR"
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
-    | "PROVIDER_CONTEXT_TOO_SMALL";
+    | "PROVIDER_CONTEXT_TOO_SMALL"
+    | "PROVIDER_SKIPPED";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -494,7 +498,8 @@ export interface Try {
     | "http"
     | "protocol"
     | "not_checked"
-    | "unsupported";
+    | "unsupported"
+    | "skipped";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */
