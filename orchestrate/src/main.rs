@@ -21,7 +21,7 @@ use jr2_preflight::one_off::{self, OneOff, SecretKey};
 use jr2_preflight::plan::{Plan, PlanError};
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
-    RunResult, run_pods, sweep_stale,
+    RunResult, RunUpdate, run_pods, sweep_stale,
 };
 use jr2_preflight::signals::Signals;
 use jr2_preflight::verdict::{self, DriverVerdict};
@@ -555,6 +555,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
     if stopped.is_none() {
         stopped = signals.received();
     }
+    let mut live = verdict::LiveOrder::new(&plan, &checks);
     let runnable: Vec<PodToRun> = to_run
         .iter()
         .zip(&not_created)
@@ -564,16 +565,32 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
     let (ran, cleanup, interrupted_by) = match (connected, stopped) {
         (Some(_), None) if runnable.is_empty() => (RunResult::default(), None, None),
         (Some(c), None) => {
-            let (result, cleanup, exit) =
-                run_checks(c, common, &plan, &runnable, &mut signals, &mut lines).await;
+            let (result, cleanup, exit) = run_checks(
+                c,
+                common,
+                &plan,
+                &runnable,
+                &mut signals,
+                &mut lines,
+                &mut live,
+            )
+            .await;
             (result, Some(cleanup), exit)
         }
         (_, exit) => (not_run(&runnable), None, exit),
     };
     let result = merge(&to_run, not_created, ran);
     let before = lines.0.len();
-    let mut verdict =
-        verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
+    let mut verdict = verdict::assemble(
+        &plan,
+        &checks,
+        &result,
+        &run_id,
+        started_at,
+        start,
+        lines.0,
+        live.written(),
+    );
     let kube_version = match kube_version {
         // Finished by now, or given at most a moment: the run does not wait on it.
         Some(task) => tokio::time::timeout(Duration::from_millis(500), task)
@@ -828,6 +845,7 @@ async fn run_checks(
     to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
+    live: &mut verdict::LiveOrder,
 ) -> (RunResult, Cleanup, Option<Exit>) {
     let client = connected.client;
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
@@ -852,11 +870,7 @@ async fn run_checks(
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
-            Some(p) = rx.recv() => {
-                if let Some(line) = p.line() {
-                    lines.emit(line);
-                }
-            }
+            Some(p) = rx.recv() => progress(p, lines, live),
             exit = signals.recv(), if interrupted.is_none() => {
                 interrupted = Some(exit);
                 cancel.cancel();
@@ -864,11 +878,25 @@ async fn run_checks(
         }
     };
     while let Ok(p) = rx.try_recv() {
-        if let Some(line) = p.line() {
-            lines.emit(line);
-        }
+        progress(p, lines, live);
     }
     (result, cleanup, interrupted)
+}
+
+/// A progress update's lines: a result's in plan order ([`verdict::LiveOrder`]), any other's at once.
+fn progress(p: RunUpdate, lines: &mut Lines, live: &mut verdict::LiveOrder) {
+    match &p {
+        RunUpdate::Result { pod, index, result } => {
+            for line in live.result(pod, *index, result) {
+                lines.emit(line);
+            }
+        }
+        _ => {
+            if let Some(line) = p.line() {
+                lines.emit(line);
+            }
+        }
+    }
 }
 
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run

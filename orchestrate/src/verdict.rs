@@ -166,8 +166,62 @@ fn release(plan: &Plan, probe: Option<String>) -> Release {
     }
 }
 
-/// Puts a run's results back in plan order and writes the final lines (warnings and errors; passes were written as
-/// they came). `checks` are the pods the run was given, in its order.
+/// The pass lines that may be written as they come without breaking plan order (issue 27, item 16): a model's
+/// `completed a tool call` line is written at once only when every model before it in the plan has passed and had
+/// its line written; any other is left to [`assemble`], which writes every line from the first model not written
+/// on, in plan order.
+#[derive(Debug)]
+pub struct LiveOrder {
+    /// Per plan model: `None` until its result came; then its pass line, or `None` for another level.
+    slots: Vec<Option<Option<String>>>,
+    /// Per pod name: its models' plan indices, in its run spec's order.
+    by_pod: std::collections::HashMap<String, Vec<usize>>,
+    /// The models whose lines were written, a prefix of the plan.
+    written: usize,
+}
+
+impl LiveOrder {
+    /// For the pods of `checks` running `plan`.
+    pub fn new(plan: &Plan, checks: &[CheckPod]) -> Self {
+        LiveOrder {
+            slots: vec![None; plan.models.len()],
+            by_pod: checks
+                .iter()
+                .filter_map(|c| Some((c.pod.metadata.name.clone()?, c.models.clone())))
+                .collect(),
+            written: 0,
+        }
+    }
+
+    /// A result came for model `index` of `pod`: the lines to write now, in plan order (none, or the pass lines
+    /// it releases).
+    pub fn result(&mut self, pod: &str, index: usize, r: &ModelResult) -> Vec<String> {
+        let Some(&p) = self.by_pod.get(pod).and_then(|m| m.get(index)) else {
+            return Vec::new();
+        };
+        if let Some(slot) = self.slots.get_mut(p) {
+            *slot =
+                Some((r.level == Level::Pass).then(|| render::completed(&r.model, r.elapsed_ms)));
+        }
+        let mut out = Vec::new();
+        while let Some(Some(Some(line))) = self.slots.get(self.written) {
+            out.push(line.clone());
+            self.written += 1;
+        }
+        out
+    }
+
+    /// How many models of the plan (from the first) had their lines written.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+}
+
+/// Puts a run's results back in plan order and writes the final lines: every model's from the `written`-th of the
+/// plan on (the first `written` passed, and their lines were written as they came: [`LiveOrder`]), a pass's
+/// included, whether its result came from the log or from the termination message. `checks` are the pods the run
+/// was given, in its order.
+#[allow(clippy::too_many_arguments)]
 pub fn assemble(
     plan: &Plan,
     checks: &[CheckPod],
@@ -176,6 +230,7 @@ pub fn assemble(
     started_at: SystemTime,
     start: Instant,
     mut lines: Vec<String>,
+    written: usize,
 ) -> DriverVerdict {
     let mut models = Vec::with_capacity(plan.models.len());
     let mut final_lines = Vec::new();
@@ -211,7 +266,7 @@ pub fn assemble(
         match &pod_run.outcome {
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
-                Some(r) if r.level != Level::Pass => {
+                Some(r) if plan_index >= written => {
                     final_lines.extend(render::model_lines(r, &origin));
                 }
                 _ => {}
@@ -228,9 +283,9 @@ pub fn assemble(
                         .collect();
                     mine.sort_unstable();
                     // (A failed pod has no verdict of its own: only what its log gave.)
-                    for (_, index) in mine {
+                    for (p, index) in mine {
                         if let Some(Some(r)) = pod_run.results.get(index)
-                            && r.level != Level::Pass
+                            && p >= written
                         {
                             final_lines.extend(render::model_lines(r, &origin));
                         }
@@ -487,6 +542,7 @@ mod tests {
             SystemTime::now(),
             Instant::now(),
             Vec::new(),
+            0,
         );
         let headers: Vec<&String> = v
             .lines

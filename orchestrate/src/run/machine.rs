@@ -190,14 +190,16 @@ impl Run {
             FailureKind::CannotStart(f) => vec![f.line(&self.opts.redactor)],
             FailureKind::Stopped {
                 reason,
-                on_model,
+                on_models,
                 not_checked,
                 probe_error,
                 ..
             } => {
-                let line = match on_model {
-                    Some(m) => render::pod_stopped(&c(reason), st.model(*m)),
-                    None => render::pod_stopped_before_any_model(&c(reason)),
+                let line = if on_models.is_empty() {
+                    render::pod_stopped_before_any_model(&c(reason))
+                } else {
+                    let models: Vec<&str> = on_models.iter().map(|m| st.model(*m)).collect();
+                    render::pod_stopped(&c(reason), &models)
                 };
                 // Cleaned where it was read.
                 let line = match probe_error {
@@ -255,24 +257,31 @@ impl Run {
         // error says so. A probe that ran and whose log gave nothing leaves it unknown: the first model not done.
         let none_started =
             !st.began() && (!st.ran || !st.probe.lines.is_empty() || probe_error.is_some());
-        let on_model = if none_started {
-            None
+        // Every model the probe had started and not concluded was in flight (its request may have been sent); when
+        // the log named none, the first model not done.
+        let on_models: Vec<usize> = if none_started {
+            Vec::new()
         } else {
-            missing
+            let started: Vec<usize> = missing
                 .iter()
                 .copied()
-                .find(|m| st.probe.started.contains(m))
-                .or_else(|| missing.first().copied())
+                .filter(|m| st.probe.started.contains(m))
+                .collect();
+            if started.is_empty() {
+                missing.first().copied().into_iter().collect()
+            } else {
+                started
+            }
         };
         let not_checked = missing
             .into_iter()
-            .filter(|m| Some(*m) != on_model)
+            .filter(|m| !on_models.contains(m))
             .collect();
         self.fail(
             i,
             FailureKind::Stopped {
                 reason,
-                on_model,
+                on_models,
                 not_checked,
                 probe_error,
                 code,

@@ -82,16 +82,16 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.host, r.id
         ),
         Cause::LengthWhileThinking => format!(
-            "  - the model streamed reasoning until the cap of {} tokens: raise maxTokens, or turn thinking off",
-            r.max_tokens
+            "  - the model streamed reasoning until the cap of {}: raise maxTokens, or turn thinking off",
+            tokens(r.max_tokens)
         ),
         Cause::TextUntilCap => format!(
-            "  - no reasoning was streamed: the model wrote text until the cap of {} tokens instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
-            r.max_tokens
+            "  - no reasoning was streamed: the model wrote text until the cap of {} instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
+            tokens(r.max_tokens)
         ),
         Cause::ToolCallCut => format!(
-            "  - the tool call began, and the cap of {} tokens cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
-            r.max_tokens
+            "  - the tool call began, and the cap of {} cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
+            tokens(r.max_tokens)
         ),
         Cause::ContextTooSmall { served, needed, from_window, server } => {
             let what = if *from_window {
@@ -109,6 +109,15 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             )
         }
     })
+}
+
+/// `1 token`, `<n> tokens`.
+fn tokens(n: u64) -> String {
+    if n == 1 {
+        "1 token".to_owned()
+    } else {
+        format!("{n} tokens")
+    }
 }
 
 /// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
@@ -527,10 +536,15 @@ pub fn pod_cannot_start_other(reason: &str, message: &str) -> String {
     format!("{CANNOT_START} {reason}: {message}")
 }
 
-/// `error: provider preflight: the check pod stopped (<reason>) while the check was on model "<model>"`
-pub fn pod_stopped(reason: &str, model: &str) -> String {
+/// `error: provider preflight: the check pod stopped (<reason>) while the check was on model "<model>"`; with more
+/// than one model in flight (the probe checks several at once), each is named: `... while the check was on models
+/// "<a>", "<b>"`, since each request may have been sent.
+pub fn pod_stopped(reason: &str, models: &[&str]) -> String {
+    let named: Vec<String> = models.iter().map(|m| format!("\"{m}\"")).collect();
+    let which = if models.len() == 1 { "model" } else { "models" };
     format!(
-        "error: provider preflight: the check pod stopped ({reason}) while the check was on model \"{model}\""
+        "error: provider preflight: the check pod stopped ({reason}) while the check was on {which} {}",
+        named.join(", ")
     )
 }
 
@@ -1248,11 +1262,16 @@ mod tests {
         let stopped = vec![
             pod_stopped(
                 "probe ran out of memory, limit 64Mi",
-                "anthropic/claude-haiku-4-5",
+                &["anthropic/claude-haiku-4-5"],
             ),
             not_checked("vllm/Qwen/Qwen3-32B"),
             not_checked("google/gemini-2.5-flash"),
         ];
+        // Two models in flight: both named (issue 27, item 17).
+        assert_eq!(
+            pod_stopped("Evicted", &["vllm/delay-s1", "vllm/delay-s2"]),
+            "error: provider preflight: the check pod stopped (Evicted) while the check was on models \"vllm/delay-s1\", \"vllm/delay-s2\""
+        );
         insta::assert_snapshot!(block(&[
             (
                 "image",
@@ -1655,5 +1674,30 @@ mod tests {
             }
         }
         insta::assert_snapshot!("outcome_table", table);
+    }
+
+    /// `the cap of 1 token`, not `1 tokens` (issue 27, item 19); larger caps keep the plural.
+    #[test]
+    fn a_cap_of_one_token_is_singular() {
+        let mut r = result("vllm/m", custom(true), Outcome::Length, "stop", None);
+        r.max_tokens = 1;
+        for (cause, want) in [
+            (
+                Cause::ToolCallCut,
+                "  - the tool call began, and the cap of 1 token cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
+            ),
+            (
+                Cause::LengthWhileThinking,
+                "  - the model streamed reasoning until the cap of 1 token: raise maxTokens, or turn thinking off",
+            ),
+        ] {
+            assert_eq!(cause_line(&cause, &r).as_deref(), Some(want));
+        }
+        r.max_tokens = 2;
+        assert!(
+            cause_line(&Cause::TextUntilCap, &r)
+                .unwrap()
+                .contains("until the cap of 2 tokens instead")
+        );
     }
 }
