@@ -305,4 +305,13 @@ async fn a_model_that_takes_long_gets_progress_lines() {
     // None when the verdict comes first.
     let run = check(&fake, "ok", &["--waiting-note", "30s"]).await;
     assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
+    // `0s: none`, as --help says (issue 27, item 11: it was refused as "must be more than 0").
+    let run = check(
+        &fake,
+        "ok-slow-1200",
+        &["--waiting-note", "0s", "--timeout", "10s"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
 }

@@ -968,6 +968,9 @@ pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Co
     match status {
         401 | 403 => (Outcome::KeyRefused, Code::KeyRefused),
         400 if code_is("API_KEY_INVALID") => (Outcome::KeyRefused, Code::KeyRefused),
+        // LiteLLM with a master key and no database answers a wrong or missing key with this 400: it cannot look
+        // the key up, so the key is what to fix, not the request (issue 27, item 11).
+        400 if message.trim() == "No connected db." => (Outcome::KeyRefused, Code::KeyRefused),
         429 if err.is_some_and(ProviderError::is_quota_exhausted) => {
             (Outcome::Http, Code::QuotaExhausted)
         }
@@ -1009,6 +1012,26 @@ mod tests {
 
     fn err(body: &str) -> ProviderError {
         api::error_body::parse(body).unwrap()
+    }
+
+    /// LiteLLM (a master key, no database) refuses a wrong or missing key with a 400 `No connected db.`: a key
+    /// problem, with the key's lines, not an HTTP error with vLLM's hints.
+    #[test]
+    fn litellm_without_a_database_refuses_a_key_with_a_400() {
+        let body = r#"{"error":{"message":"No connected db.","type":"no_db_connection","param":null,"code":"400"}}"#;
+        assert_eq!(
+            classify_status(400, Some(&err(body))),
+            (Outcome::KeyRefused, Code::KeyRefused)
+        );
+        assert_eq!(
+            classify_status(
+                400,
+                Some(&err(
+                    r#"{"error":{"message":"No connected db. for model x"}}"#
+                ))
+            ),
+            (Outcome::Http, Code::HttpError)
+        );
     }
 
     #[test]
