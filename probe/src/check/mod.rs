@@ -522,6 +522,9 @@ impl Checker {
                 Some(Cause::LlamaCppWithoutJinja)
             }
             (_, Code::ToolsNotEnabled) => Some(Cause::VllmToolsNotEnabled),
+            (Outcome::Unreachable, _) if render::hop_cause(error).is_some() => {
+                render::hop_cause(error)
+            }
             _ if kind == Some(EndpointKind::Litellm) => {
                 let message = error.split_once(": ").map_or(error, |(_, m)| m);
                 endpoint::gateway_backend_error(message)
@@ -738,6 +741,7 @@ impl Checker {
                 return Attempt::fail(None, e.outcome, e.code, self.redactor.clean(&e.message));
             }
         };
+        let url = request.url.clone();
         let sent = client
             .post(request.url)
             .headers(request.headers)
@@ -750,7 +754,18 @@ impl Checker {
                 // Through the redactor: a server can put the key in a URL (a redirect's Location), which the
                 // error's Debug form shows; the URL itself without userinfo or query.
                 tracing::debug!(error = %self.redactor.redact(&crate::transport::log_text(&e)), "the request failed");
-                let failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                let mut failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                if failure.outcome == Outcome::Unreachable
+                    && e.is_connect()
+                    && let Some(proxy) = self.factory.proxy().proxy_for_api(target.api, &url)
+                {
+                    // The connection that failed is the proxy's: the provider was never reached.
+                    failure.text = render::hop_unreachable(
+                        is_custodian(target, proxy),
+                        &proxy_addr(proxy),
+                        &failure.text,
+                    );
+                }
                 return Attempt::fail(
                     failure.status,
                     failure.outcome,
@@ -955,6 +970,28 @@ impl Checker {
             reasoned: false,
             call_arguments: None,
         }
+    }
+}
+
+/// The proxy is the check pod's Custodian: the model's route goes through one, or the proxy is the loopback
+/// listener the contract gives the Custodian (`127.0.0.1:15001`).
+fn is_custodian(target: &Target, proxy: &url::Url) -> bool {
+    matches!(
+        target.route,
+        crate::contract::verdict::Route::Catalog {
+            via_custodian: true,
+            ..
+        }
+    ) || (matches!(proxy.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+        && proxy.port_or_known_default() == Some(15001))
+}
+
+/// A proxy's `host:port`, without its credentials.
+fn proxy_addr(proxy: &url::Url) -> String {
+    let host = proxy.host_str().unwrap_or("");
+    match proxy.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
     }
 }
 

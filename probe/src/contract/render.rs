@@ -93,6 +93,8 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             "  - the tool call began, and the cap of {} cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
             tokens(r.max_tokens)
         ),
+        Cause::ProxyUnreachable => "  - the proxy failed, not the provider: check that the proxy the Harness env names (HTTPS_PROXY, HTTP_PROXY) runs and that the pods can reach it".to_owned(),
+        Cause::CustodianUnreachable => "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)".to_owned(),
         Cause::ContextTooSmall { served, needed, from_window, server } => {
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
@@ -151,9 +153,34 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::LengthWhileThinking => crate::contract::outcome::Code::Length.next_action().to_owned(),
         Cause::TextUntilCap => "choose a model (or a chat template) that calls tools: it wrote text until the cap, with no reasoning, so a larger maxTokens gives a longer text".to_owned(),
         Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
+        Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
+        Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
         Cause::ContextTooSmall { served, needed, server, .. } => {
             format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server))
         }
+    }
+}
+
+/// `<error>` of a request whose proxy could not be reached (refused, not answered): the hop that failed is named,
+/// not the provider (issue 27, item 1). `words` is the transport failure (`connection refused`...).
+pub fn hop_unreachable(custodian: bool, addr: &str, words: &str) -> String {
+    if custodian {
+        format!(
+            "cannot reach the Custodian at {addr} (the check pod's proxy to the provider): {words}"
+        )
+    } else {
+        format!("cannot reach the proxy {addr} (the provider was not reached): {words}")
+    }
+}
+
+/// The cause a [`hop_unreachable`] error names.
+pub fn hop_cause(error: &str) -> Option<Cause> {
+    if error.starts_with("cannot reach the Custodian at ") {
+        Some(Cause::CustodianUnreachable)
+    } else if error.starts_with("cannot reach the proxy ") {
+        Some(Cause::ProxyUnreachable)
+    } else {
+        None
     }
 }
 
@@ -747,7 +774,13 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
                     "  - no Harness pod holds a key of {provider}: add {key_env} to `secrets` in jr2.config.ts"
                 )
             };
-            if key_refused {
+            let hop_failed = matches!(
+                r.findings.cause,
+                Some(Cause::ProxyUnreachable | Cause::CustodianUnreachable)
+            );
+            if key_refused || hop_failed {
+                // A refused key: the endpoint answered. A proxy or Custodian that failed: the pods' egress to the
+                // provider was never tried; the cause's line says which hop to fix.
                 lines.push(key);
             } else {
                 lines.push(egress);
@@ -1699,5 +1732,31 @@ mod tests {
                 .unwrap()
                 .contains("until the cap of 2 tokens instead")
         );
+    }
+
+    /// A Custodian that refuses connections is named, with its hint in place of the egress line (issue 27, item 1).
+    #[test]
+    fn a_custodian_that_refuses_is_the_hop_named() {
+        let error = hop_unreachable(true, "127.0.0.1:15001", "connection refused");
+        let mut r = result(
+            "anthropic/claude-haiku-4-5",
+            catalog(true, true, false),
+            Outcome::Unreachable,
+            &error,
+            None,
+        );
+        r.findings.cause = hop_cause(&error);
+        assert_eq!(r.findings.cause, Some(Cause::CustodianUnreachable));
+        assert_eq!(
+            model_lines(&r, &pod()),
+            [
+                "error: provider preflight failed for model \"anthropic/claude-haiku-4-5\" toward api.anthropic.com (from a pod on node worker-2, through a Custodian, as a Turn calls it): cannot reach the Custodian at 127.0.0.1:15001 (the check pod's proxy to the provider): connection refused",
+                "  - the held secret ANTHROPIC_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)",
+                "  - a private CA on that path must be in harness.caBundle",
+                "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)",
+            ]
+        );
+        assert!(next_action(&r).starts_with("read the Custodian's log"));
+        assert_eq!(hop_cause("connection refused"), None);
     }
 }

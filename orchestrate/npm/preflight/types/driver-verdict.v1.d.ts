@@ -18,7 +18,9 @@ export type Cause =
         | "vllmToolsNotEnabled"
         | "lengthWhileThinking"
         | "textUntilCap"
-        | "toolCallCut";
+        | "toolCallCut"
+        | "proxyUnreachable"
+        | "custodianUnreachable";
     }
   | {
       /**

@@ -140,7 +140,9 @@ export type Cause =
         | "vllmToolsNotEnabled"
         | "lengthWhileThinking"
         | "textUntilCap"
-        | "toolCallCut";
+        | "toolCallCut"
+        | "proxyUnreachable"
+        | "custodianUnreachable";
     }
   | {
       /**
