@@ -71,3 +71,32 @@ async fn a_proxy_that_refuses_is_named_not_the_provider() {
     // Nothing reached the provider.
     assert!(fake.requests().is_empty());
 }
+
+/// openai-codex cannot be checked by design (its OAuth login file is a Turn's alone): by hand, a warning line with its
+/// own code, exit 0, nothing sent (issue 27, item 3: before, exit 1 with `add the key of openai-codex to secrets`).
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_codex_is_a_warning_not_an_error() {
+    let run = probe(
+        &["check", "--model", "openai-codex/gpt-5.4", "-o", "json"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.verdict();
+    let r = &v.models[0];
+    assert_eq!(
+        (r.outcome, r.level, r.code),
+        (
+            Outcome::NotCheckable,
+            Level::Warning,
+            Code::NotCheckableOauth
+        )
+    );
+    assert_eq!(
+        run.lines(),
+        [
+            "warning: provider: openai-codex/gpt-5.4 was not checked — openai-codex-responses needs the OAuth login file of a ChatGPT account, which a check pod does not hold; a Turn uses credentials the check pod does not hold, so its first call is the check"
+        ]
+    );
+    assert!(r.tries.is_empty());
+}

@@ -38,6 +38,7 @@ fn all_outcomes() -> Vec<Outcome> {
         Outcome::NotChecked,
         Outcome::Unsupported,
         Outcome::Skipped,
+        Outcome::NotCheckable,
     ];
     for o in &all {
         match o {
@@ -55,7 +56,8 @@ fn all_outcomes() -> Vec<Outcome> {
             | Outcome::Protocol
             | Outcome::NotChecked
             | Outcome::Unsupported
-            | Outcome::Skipped => {}
+            | Outcome::Skipped
+            | Outcome::NotCheckable => {}
         }
     }
     all
@@ -113,7 +115,7 @@ fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
     let api = ApiKind::ALL[i % ApiKind::ALL.len()];
     let sent = !matches!(
         outcome,
-        Outcome::NotChecked | Outcome::Unsupported | Outcome::Skipped
+        Outcome::NotChecked | Outcome::Unsupported | Outcome::Skipped | Outcome::NotCheckable
     );
     let passed = outcome == Outcome::Ok;
     let status = match outcome {

@@ -303,14 +303,15 @@ impl Checker {
         let start = Instant::now();
         let deadline = tokio::time::Instant::from_std(start + self.settings.timeout);
         if let Some(why) = target.api.unsupported_because() {
+            // openai-codex: its OAuth login is a Turn's alone; not checked, a warning (issue 27, item 3).
             return self.finish(
                 target,
                 start,
                 Vec::new(),
                 None,
-                Outcome::Unsupported,
-                Code::Unsupported,
-                Some(render::unsupported_error(why)),
+                Outcome::NotCheckable,
+                Code::NotCheckableOauth,
+                Some(why.to_owned()),
                 None,
             );
         }

@@ -42,6 +42,9 @@ pub enum Outcome {
     /// The preflight was skipped (`--skip-provider-preflight`): nothing was sent, and the skip's one warning line
     /// names the model.
     Skipped,
+    /// The preflight cannot check this model, by design (credentials only a Turn holds: Vertex's Application
+    /// Default Credentials, openai-codex's OAuth login): a warning, and the run goes on (issue 27, item 3).
+    NotCheckable,
 }
 
 /// How an outcome weighs on the converge.
@@ -58,7 +61,7 @@ pub enum Level {
 
 impl Outcome {
     /// Every outcome, in the contract's order.
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::Ok,
         Outcome::Text,
         Outcome::Busy,
@@ -74,6 +77,7 @@ impl Outcome {
         Outcome::NotChecked,
         Outcome::Unsupported,
         Outcome::Skipped,
+        Outcome::NotCheckable,
     ];
 
     /// The level of this outcome for a model of `api`. Busy is a warning (not confirmed either way) except for
@@ -81,7 +85,7 @@ impl Outcome {
     pub fn level(self, api: ApiKind) -> Level {
         match self {
             Outcome::Ok => Level::Pass,
-            Outcome::Text | Outcome::Skipped => Level::Warning,
+            Outcome::Text | Outcome::Skipped | Outcome::NotCheckable => Level::Warning,
             Outcome::Busy if api.is_google() => Level::Error,
             Outcome::Busy => Level::Warning,
             _ => Level::Error,
@@ -106,6 +110,7 @@ impl Outcome {
             Outcome::NotChecked => "not_checked",
             Outcome::Unsupported => "unsupported",
             Outcome::Skipped => "skipped",
+            Outcome::NotCheckable => "not_checkable",
         }
     }
 
@@ -127,6 +132,7 @@ impl Outcome {
             Outcome::NotChecked => Code::NotChecked,
             Outcome::Unsupported => Code::Unsupported,
             Outcome::Skipped => Code::Skipped,
+            Outcome::NotCheckable => Code::NotCheckableAdc,
         }
     }
 }
@@ -178,11 +184,15 @@ pub enum Code {
     ContextTooSmall,
     #[serde(rename = "PROVIDER_SKIPPED")]
     Skipped,
+    #[serde(rename = "PROVIDER_NOT_CHECKABLE_ADC")]
+    NotCheckableAdc,
+    #[serde(rename = "PROVIDER_NOT_CHECKABLE_OAUTH")]
+    NotCheckableOauth,
 }
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: [Code; 21] = [
+    pub const ALL: [Code; 23] = [
         Code::Ok,
         Code::TextAnswer,
         Code::Busy,
@@ -204,6 +214,8 @@ impl Code {
         Code::Unsupported,
         Code::ContextTooSmall,
         Code::Skipped,
+        Code::NotCheckableAdc,
+        Code::NotCheckableOauth,
     ];
 
     /// The code as it appears in the JSON.
@@ -230,6 +242,8 @@ impl Code {
             Code::Unsupported => "PROVIDER_UNSUPPORTED",
             Code::ContextTooSmall => "PROVIDER_CONTEXT_TOO_SMALL",
             Code::Skipped => "PROVIDER_SKIPPED",
+            Code::NotCheckableAdc => "PROVIDER_NOT_CHECKABLE_ADC",
+            Code::NotCheckableOauth => "PROVIDER_NOT_CHECKABLE_OAUTH",
         }
     }
 
@@ -299,6 +313,15 @@ impl Code {
             Code::Skipped => {
                 "none required: the preflight was skipped (--skip-provider-preflight), so the first Turn is this \
                  model's first check; run jr2 up without that flag to check it"
+            }
+            Code::NotCheckableAdc => {
+                "none required: a Turn authenticates to Vertex with the pod's Application Default Credentials, which \
+                 the preflight does not mint, so the first Turn is this model's first check; to have it checked, give \
+                 the Harness GOOGLE_CLOUD_API_KEY (Vertex express mode)"
+            }
+            Code::NotCheckableOauth => {
+                "none required: a Turn of openai-codex uses the ChatGPT login file in the Harness, which a check pod \
+                 does not hold, so the first Turn is this model's first check"
             }
             Code::Unsupported => {
                 "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \

@@ -55,6 +55,12 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
         _ if r.outcome == Outcome::NotChecked => return not_checked_lines(&[r]),
         Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
         Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
+        Level::Warning if r.outcome == Outcome::NotCheckable => vec![not_checkable_warning(
+            &r.model,
+            r.error
+                .as_deref()
+                .unwrap_or("the preflight cannot send its request"),
+        )],
         Level::Warning if r.outcome == Outcome::Skipped => {
             vec![skipped_warning(std::slice::from_ref(&r.model))]
         }
@@ -415,6 +421,14 @@ fn busy_sign(status: Option<u16>) -> String {
         Some(s) => format!("HTTP {s}"),
         None => "HTTP no status".to_owned(),
     }
+}
+
+/// A model the preflight cannot check by design (issue 27, item 3): `warning: provider: <model> was not checked —
+/// <why>; a Turn uses credentials the check pod does not hold, so its first call is the check`.
+pub fn not_checkable_warning(model: &str, why: &str) -> String {
+    format!(
+        "warning: provider: {model} was not checked — {why}; a Turn uses credentials the check pod does not hold, so its first call is the check"
+    )
 }
 
 /// `warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: ...`

@@ -77,7 +77,7 @@ export type PodCode =
   | "PROVIDER_PERMISSION_MISSING"
   | "PROVIDER_POD_SECURITY";
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model.
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model. `not_checkable`: the preflight cannot check this model by design (Vertex with Application Default Credentials, openai-codex's OAuth login: credentials only a Turn holds); a warning line says why, and the run goes on.
  *
  * This interface was referenced by `DriverVerdict`'s JSON-Schema
  * via the `definition` "Outcome".
@@ -97,7 +97,8 @@ export type Outcome =
   | "protocol"
   | "not_checked"
   | "unsupported"
-  | "skipped";
+  | "skipped"
+  | "not_checkable";
 /**
  * How a result weighs on the converge. `pass`: the model can call tools. `warning`: printed, but the converge goes on. `error`: the converge stops (the probe exits 1).
  *
@@ -132,7 +133,9 @@ export type Code =
   | "PROVIDER_NOT_CHECKED"
   | "PROVIDER_UNSUPPORTED"
   | "PROVIDER_CONTEXT_TOO_SMALL"
-  | "PROVIDER_SKIPPED";
+  | "PROVIDER_SKIPPED"
+  | "PROVIDER_NOT_CHECKABLE_ADC"
+  | "PROVIDER_NOT_CHECKABLE_OAUTH";
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
  *
@@ -401,7 +404,8 @@ export interface ModelResult {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -430,7 +434,9 @@ export interface ModelResult {
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
     | "PROVIDER_CONTEXT_TOO_SMALL"
-    | "PROVIDER_SKIPPED";
+    | "PROVIDER_SKIPPED"
+    | "PROVIDER_NOT_CHECKABLE_ADC"
+    | "PROVIDER_NOT_CHECKABLE_OAUTH";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -541,7 +547,8 @@ export interface Try {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */

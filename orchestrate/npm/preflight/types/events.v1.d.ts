@@ -207,7 +207,8 @@ export interface Try {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */
@@ -342,7 +343,8 @@ export interface ModelResult {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -371,7 +373,9 @@ export interface ModelResult {
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
     | "PROVIDER_CONTEXT_TOO_SMALL"
-    | "PROVIDER_SKIPPED";
+    | "PROVIDER_SKIPPED"
+    | "PROVIDER_NOT_CHECKABLE_ADC"
+    | "PROVIDER_NOT_CHECKABLE_OAUTH";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */
@@ -476,7 +480,8 @@ export interface Try1 {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * The wait the server asked for before the next try (`Retry-After` or the provider's own hint), in milliseconds; `null` when it asked for none.
    */
@@ -647,7 +652,8 @@ export interface ModelResult1 {
     | "protocol"
     | "not_checked"
     | "unsupported"
-    | "skipped";
+    | "skipped"
+    | "not_checkable";
   /**
    * Pass, warning or error: whether this model stops the converge.
    */
@@ -676,7 +682,9 @@ export interface ModelResult1 {
     | "PROVIDER_NOT_CHECKED"
     | "PROVIDER_UNSUPPORTED"
     | "PROVIDER_CONTEXT_TOO_SMALL"
-    | "PROVIDER_SKIPPED";
+    | "PROVIDER_SKIPPED"
+    | "PROVIDER_NOT_CHECKABLE_ADC"
+    | "PROVIDER_NOT_CHECKABLE_OAUTH";
   /**
    * The one next action for a person, in English, fixed per `code`.
    */

@@ -2,7 +2,7 @@
 // Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schema generates.
 
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model.
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model. `not_checkable`: the preflight cannot check this model by design (Vertex with Application Default Credentials, openai-codex's OAuth login: credentials only a Turn holds); a warning line says why, and the run goes on.
  *
  * This interface was referenced by `ProbeSummary`'s JSON-Schema
  * via the `definition` "Outcome".
@@ -22,7 +22,8 @@ export type Outcome =
   | "protocol"
   | "not_checked"
   | "unsupported"
-  | "skipped";
+  | "skipped"
+  | "not_checkable";
 /**
  * The stable code of the result, one per documented cause; never renamed, so `jr2 up` and support tooling may switch on it. It refines `outcome` (e.g. `PROVIDER_MODEL_NOT_FOUND`, `PROVIDER_QUOTA_EXHAUSTED` and `PROVIDER_CROSS_ORIGIN_REDIRECT` come with outcome `http`). The troubleshooting page documents each code.
  *
@@ -50,7 +51,9 @@ export type Code =
   | "PROVIDER_NOT_CHECKED"
   | "PROVIDER_UNSUPPORTED"
   | "PROVIDER_CONTEXT_TOO_SMALL"
-  | "PROVIDER_SKIPPED";
+  | "PROVIDER_SKIPPED"
+  | "PROVIDER_NOT_CHECKABLE_ADC"
+  | "PROVIDER_NOT_CHECKABLE_OAUTH";
 
 /**
  * The compact summary `jr2-probe run` writes to the termination-message path (`/dev/termination-log`). The kubelet keeps at most 4096 bytes of it, so keys are short and detail is dropped to fit (`truncated`): first the errors are cut shorter, then left out, then the model names, then the entries themselves. The driver falls back on it when the pod's log was lost. `Outcome` and `Code` are verdict.v1.schema.json's (a test keeps them equal).
@@ -96,7 +99,8 @@ export interface ProbeSummary {
       | "protocol"
       | "not_checked"
       | "unsupported"
-      | "skipped";
+      | "skipped"
+      | "not_checkable";
     /**
      * The model's stable code (`code` of the verdict).
      */
@@ -121,7 +125,9 @@ export interface ProbeSummary {
       | "PROVIDER_NOT_CHECKED"
       | "PROVIDER_UNSUPPORTED"
       | "PROVIDER_CONTEXT_TOO_SMALL"
-      | "PROVIDER_SKIPPED";
+      | "PROVIDER_SKIPPED"
+      | "PROVIDER_NOT_CHECKABLE_ADC"
+      | "PROVIDER_NOT_CHECKABLE_OAUTH";
     /**
      * The last HTTP status; left out when none came back.
      */
