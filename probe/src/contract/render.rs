@@ -458,6 +458,16 @@ pub fn network_policy_warning(name: &str) -> String {
     )
 }
 
+/// The other way round (issue 27, item 2): policies add up, and one that opens egress for the Harness pods leaves the
+/// check pod under the others alone (a default-deny, say): `warning: provider: NetworkPolicy "<name>" allows egress of
+/// the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same
+/// egress for the check pod's labels (<labels>)`.
+pub fn network_policy_opens_warning(name: &str, check_labels: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels ({check_labels})"
+    )
+}
+
 /// The `<error>` of a timeout: a custom-provider or gateway model may be one that loads on first use.
 pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
     with_first_use_tail(format!("no answer in {seconds} s"), may_load_on_first_use)
@@ -1148,6 +1158,13 @@ mod tests {
             (
                 "network policy",
                 vec![network_policy_warning("deny-egress")]
+            ),
+            (
+                "network policy, the other way",
+                vec![network_policy_opens_warning(
+                    "allow-harness",
+                    "app.kubernetes.io/name=jr2-provider-preflight"
+                )]
             ),
             (
                 "loopback, by hand",
