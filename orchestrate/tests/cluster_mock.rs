@@ -981,7 +981,7 @@ impl ApiServerVerifier {
                     log.event(&v);
                 }
                 log.break_off();
-                let summary = Summary::fitting(&verdict(), TERMINATION_LIMIT);
+                let summary = Summary::fitting(&verdict(), &[], TERMINATION_LIMIT);
                 let obj = self.object(
                     POD,
                     &Stage::Scheduled {
@@ -1030,6 +1030,7 @@ impl ApiServerVerifier {
                         })
                         .collect(),
                     truncated: false,
+                    warnings: Vec::new(),
                 };
                 let message = serde_json::to_string(&summary).unwrap();
                 let obj = self.object(

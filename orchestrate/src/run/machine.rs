@@ -513,18 +513,7 @@ impl Run {
             Some(ProbeEvent::Summary { verdict }) => self.on_summary(i, verdict),
             // The probe's warning about its run (a CA file it cannot read): once, however many pods say it. Only a
             // `warning:` line: a pod cannot make the driver print another kind.
-            Some(ProbeEvent::Warning { line }) => {
-                // At most MAX_PROBE_WARNINGS of them in a run: a probe (of another release, or broken) that writes
-                // warning after warning cannot flood `jr2 up`'s output.
-                let from_probes = self.warnings.len();
-                if line.starts_with("warning: ")
-                    && from_probes < MAX_PROBE_WARNINGS
-                    && !self.warnings.contains(&line)
-                {
-                    self.warnings.push(line.clone());
-                    self.emit(RunUpdate::Warning { line });
-                }
-            }
+            Some(ProbeEvent::Warning { line }) => self.probe_warning(line),
             // A model still waiting: its line names the plan's model, never the pod's text; one whose index the
             // plan does not know makes none.
             Some(ProbeEvent::Waiting {
@@ -549,6 +538,19 @@ impl Run {
 
     /// The probe's whole verdict: done, unless its Custodian refused a held value (then the probe's calls went
     /// through no Custodian, and its verdict says nothing).
+    /// The probe's warning about its run (a CA file it cannot read), from its log or its termination message: once,
+    /// however many pods say it, and only a `warning:` line (a pod cannot make the driver print another kind); at
+    /// most MAX_PROBE_WARNINGS in a run, so a probe (of another release, or broken) cannot flood `jr2 up`'s output.
+    fn probe_warning(&mut self, line: String) {
+        if line.starts_with("warning: ")
+            && self.warnings.len() < MAX_PROBE_WARNINGS
+            && !self.warnings.contains(&line)
+        {
+            self.warnings.push(line.clone());
+            self.emit(RunUpdate::Warning { line });
+        }
+    }
+
     fn on_summary(&mut self, i: usize, v: Box<Verdict>) {
         let st = &mut self.pods[i];
         if let Some((name, reason)) = st
@@ -684,6 +686,11 @@ impl Run {
                 match termination {
                     Some(Termination::Verdict(v)) => self.on_summary(i, v),
                     Some(Termination::Summary(summary)) => {
+                        // A lost log loses no warning: the termination message keeps them (issue 27, item 18).
+                        // (Cleaned as the termination message was read.)
+                        for line in summary.warnings.clone() {
+                            self.probe_warning(line);
+                        }
                         self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {
                             verdict: None,
                             summary: Some(summary),

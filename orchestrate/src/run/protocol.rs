@@ -127,6 +127,11 @@ impl Trusted<'_> {
                 .as_deref()
                 .map(|e| self.redactor.clean_to(e, MAX_ERROR_CHARS));
         }
+        s.warnings = s
+            .warnings
+            .iter()
+            .map(|w| self.redactor.clean_to(w, MAX_ERROR_CHARS))
+            .collect();
         s
     }
 
@@ -254,6 +259,7 @@ mod tests {
             n: 0,
             models: Vec::new(),
             truncated: false,
+            warnings: Vec::new(),
         };
         let text = serde_json::to_string(&summary).unwrap();
         assert_eq!(
