@@ -152,6 +152,8 @@ async fn length_with_and_without_reasoning_says_which() {
     for (model, cause) in [
         ("length-thinking", Cause::LengthWhileThinking),
         ("length-text", Cause::TextUntilCap),
+        // Thinking text in `content`, ending in `</think>`: it was thinking, not a text answer (issue 27, item 11).
+        ("length-think-in-content", Cause::LengthWhileThinking),
     ] {
         let run = check(&fake, model, &[]).await;
         let r = &run.verdict().models[0];

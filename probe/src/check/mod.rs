@@ -646,7 +646,7 @@ impl Checker {
                 use crate::contract::endpoint::Cause;
                 let cause = if attempt.call_arguments.is_some() {
                     Some(Cause::ToolCallCut)
-                } else if attempt.reasoned {
+                } else if attempt.reasoned || thought_in_content(&attempt.answer) {
                     Some(Cause::LengthWhileThinking)
                 } else if answer.is_some() && target.max_tokens > 1 {
                     Some(Cause::TextUntilCap)
@@ -972,6 +972,13 @@ impl Checker {
             call_arguments: None,
         }
     }
+}
+
+/// Text that is a model's thinking, written in `content` by a server without a reasoning parser: it opens with
+/// `<think>` or holds its closing `</think>` (the chat template opened it). Cut by the cap, it was thinking, not a
+/// text answer (issue 27, item 11).
+fn thought_in_content(answer: &str) -> bool {
+    answer.trim_start().starts_with("<think>") || answer.contains("</think>")
 }
 
 /// The proxy is the check pod's Custodian: the model's route goes through one, or the proxy is the loopback
