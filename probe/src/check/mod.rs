@@ -644,8 +644,14 @@ impl Checker {
                     ),
                 };
                 use crate::contract::endpoint::Cause;
+                let clamped = target.facts.context_window.filter(|w| {
+                    *w > 0 && target.max_tokens >= crate::prompt::token_cap(u64::MAX, *w)
+                });
                 let cause = if attempt.call_arguments.is_some() {
                     Some(Cause::ToolCallCut)
+                } else if let Some(context_window) = clamped {
+                    // The window set the cap: that is what to change, whatever filled it.
+                    Some(Cause::CapClamped { context_window })
                 } else if attempt.reasoned || thought_in_content(&attempt.answer) {
                     Some(Cause::LengthWhileThinking)
                 } else if answer.is_some() && target.max_tokens > 1 {

@@ -99,6 +99,11 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             "  - the tool call began, and the cap of {} cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
             tokens(r.max_tokens)
         ),
+        Cause::CapClamped { context_window } => format!(
+            "  - pi clamps the cap to the contextWindow of {context_window} less its estimate of the prompt and a {}-token reserve, so every Turn asks for {}: raising maxTokens changes nothing; set contextWindow in jr2.config.ts to the context the server really serves, or serve a larger one",
+            crate::prompt::PROMPT_RESERVE,
+            tokens(r.max_tokens)
+        ),
         Cause::ProxyUnreachable => "  - the proxy failed, not the provider: check that the proxy the Harness env names (HTTPS_PROXY, HTTP_PROXY) runs and that the pods can reach it".to_owned(),
         Cause::CustodianUnreachable => "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)".to_owned(),
         Cause::ContextTooSmall { served, needed, from_window, server } => {
@@ -159,6 +164,10 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::LengthWhileThinking => crate::contract::outcome::Code::Length.next_action().to_owned(),
         Cause::TextUntilCap => "choose a model (or a chat template) that calls tools: it wrote text until the cap, with no reasoning, so a larger maxTokens gives a longer text".to_owned(),
         Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
+        Cause::CapClamped { .. } => format!(
+            "set contextWindow in jr2.config.ts to the context the server serves (it must exceed the cap a Turn needs by pi's {}-token reserve and the prompt), or serve a larger context: while the window clamps the cap, raising maxTokens changes nothing",
+            crate::prompt::PROMPT_RESERVE
+        ),
         Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
         Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
         Cause::ContextTooSmall { served, needed, server, .. } => {

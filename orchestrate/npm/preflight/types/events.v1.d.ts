@@ -156,6 +156,16 @@ export type Cause =
     }
   | {
       /**
+       * `length` with a cap pi's clamp set from the model's contextWindow (less the prompt estimate and a 4096-token reserve): raising maxTokens changes nothing.
+       */
+      kind: "capClamped";
+      /**
+       * The contextWindow the cap was clamped to.
+       */
+      contextWindow: number;
+    }
+  | {
+      /**
        * The served context is smaller than a Turn needs.
        */
       kind: "contextTooSmall";
