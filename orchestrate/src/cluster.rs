@@ -36,11 +36,9 @@ pub enum ClusterError {
         /// Why.
         why: String,
     },
-    /// The kubeconfig's `proxy-url`: the driver connects directly.
-    #[error(
-        "kubeconfig: proxy-url is not supported (the driver connects to the API server directly)"
-    )]
-    Proxy,
+    /// The proxy (the kubeconfig's `proxy-url`, else `HTTPS_PROXY`...) cannot be used.
+    #[error("{0}")]
+    Proxy(#[from] crate::kube_proxy::ProxyError),
     /// The auth (token, exec plugin) or the headers of the kubeconfig.
     #[error("{0}")]
     Auth(String),
@@ -57,18 +55,86 @@ pub async fn client(
         context,
         ..Default::default()
     };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path).map_err(kube_error)?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(kube_error)?
-        }
-        None => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(kube_error)?,
+    let file = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path).map_err(kube_error)?,
+        None => kube::config::Kubeconfig::read().map_err(kube_error)?,
     };
+    let kubeconfig_proxy = cluster_proxy_url(&file, options.context.as_deref());
+    let mut config = kube::Config::from_custom_kubeconfig(file, &options)
+        .await
+        .map_err(kube_error)?;
+    // kube fills `proxy_url` from the kubeconfig, else from `HTTPS_PROXY` whatever the server and `NO_PROXY`;
+    // the choice is made again here as kubectl makes it (src/kube_proxy.rs).
+    config.proxy_url =
+        crate::kube_proxy::choose(&config.cluster_url, kubeconfig_proxy.as_deref(), &|name| {
+            std::env::var(name).ok()
+        })?
+        .map(|p| p.url);
     client_of(config)
+}
+
+/// The `proxy-url` of the cluster of the context `context` (else the current one), if it has one.
+fn cluster_proxy_url(file: &kube::config::Kubeconfig, context: Option<&str>) -> Option<String> {
+    let name = context
+        .map(str::to_owned)
+        .or(file.current_context.clone())?;
+    let cluster = file
+        .contexts
+        .iter()
+        .find(|c| c.name == name)?
+        .context
+        .as_ref()?
+        .cluster
+        .clone();
+    file.clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .proxy_url
+        .clone()
+        .filter(|p| !p.is_empty())
+}
+
+/// The kubeconfig's context (`context`, else the current one) and its cluster's server as `host[:port]`, read from
+/// the file alone (nothing contacted): the troubleshooting envelope of the verdict. `None` for what cannot be read.
+pub fn describe(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> (Option<String>, Option<String>) {
+    let file = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    let Some(file) = file else {
+        return (context.map(str::to_owned), None);
+    };
+    let name = context.map(str::to_owned).or(file.current_context.clone());
+    let server = name.as_deref().and_then(|name| {
+        let cluster = file
+            .contexts
+            .iter()
+            .find(|c| c.name == name)?
+            .context
+            .as_ref()?
+            .cluster
+            .clone();
+        let server = file
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster)?
+            .cluster
+            .as_ref()?
+            .server
+            .clone()?;
+        let uri = server.parse::<http::Uri>().ok()?;
+        let host = uri.host()?;
+        Some(match uri.port_u16() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        })
+    });
+    (name, server)
 }
 
 /// The namespace of the kubeconfig's context (`context`, else the current one), read from the file alone (no exec
@@ -93,13 +159,27 @@ pub fn context_namespace(kubeconfig: Option<&Path>, context: Option<&str>) -> Op
 }
 
 /// A client for `config`: kube's layers (base URI, auth, extra headers, its retry of server errors) over hyper, with
-/// the TLS of [`tls_config`] and the kubeconfig's timeouts.
+/// the TLS of [`tls_config`] and the kubeconfig's timeouts; through `config.proxy_url` when it is set (an http
+/// proxy: `CONNECT` for an https server, absolute-form requests for an http one).
 pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
-    if config.proxy_url.is_some() {
-        return Err(ClusterError::Proxy);
-    }
+    let proxy = match &config.proxy_url {
+        Some(url) => Some(crate::kube_proxy::choose(
+            &config.cluster_url,
+            Some(&url.to_string()),
+            &|_| None,
+        )?)
+        .flatten(),
+        None => None,
+    };
+    let server_https = config.cluster_url.scheme_str() == Some("https");
+    // The credentials of a forwarding proxy go on every request; a tunnel's go on its CONNECT.
+    let forward_auth = proxy
+        .as_ref()
+        .filter(|_| !server_https)
+        .and_then(|p| crate::kube_proxy::basic_auth(&p.url));
     let mut http = HttpConnector::new();
     http.enforce_http(false);
+    let http = crate::kube_proxy::Hop::new(http, proxy.as_ref(), server_https);
     let mut https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config(&config)?)
         .https_or_http();
@@ -127,6 +207,13 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
         .map_err(|e| ClusterError::Auth(e.to_string()))?;
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
+        .map_request(move |mut req: http::Request<kube::client::Body>| {
+            if let Some(auth) = &forward_auth {
+                req.headers_mut()
+                    .insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+            }
+            req
+        })
         .option_layer(config.default_retry.then(|| {
             tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
         }))

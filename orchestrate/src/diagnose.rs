@@ -835,6 +835,9 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         && e.type_.as_deref() == Some("Warning")
         && let Some(message) = e.message.clone().filter(|m| !m.is_empty())
     {
+        // The Event's own reason with its message: a container state beside another Event's message
+        // (`ContainerCreating: Failed to pull image...`) reads as one cause where there are two (issue 27, item 19).
+        let reason = e.reason.clone().filter(|r| !r.is_empty()).unwrap_or(reason);
         return Diagnosis::Pending { reason, message };
     }
     let message = events
@@ -1044,7 +1047,7 @@ mod tests {
         assert_eq!(
             diagnose(&p, &events, None),
             pending(
-                "ContainerCreating",
+                "NetworkNotReady",
                 "network is not ready: container runtime network not ready: NetworkReady=false"
             )
         );

@@ -145,6 +145,13 @@ mod tests {
             models: Vec::new(),
             pods: Vec::new(),
             lines: Vec::new(),
+            release: crate::verdict::Release {
+                driver: "0.1.0".to_owned(),
+                probe: None,
+                probe_image: "registry.example.com/jr2/jr2-probe:0.1.0".to_owned(),
+            },
+            kube_context: None,
+            cluster: None,
         }
     }
 

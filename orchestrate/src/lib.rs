@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod diagnose;
 pub mod evidence;
 pub mod host_access;
+pub mod kube_proxy;
 pub mod network_policy;
 pub mod one_off;
 pub mod plan;

@@ -21,7 +21,7 @@ use jr2_preflight::one_off::{self, OneOff, SecretKey};
 use jr2_preflight::plan::{Plan, PlanError};
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
-    RunResult, run_pods, sweep_stale,
+    RunResult, RunUpdate, run_pods, sweep_stale,
 };
 use jr2_preflight::signals::Signals;
 use jr2_preflight::verdict::{self, DriverVerdict};
@@ -439,6 +439,8 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         } else {
             verdict::nothing_to_check(&plan, &run_id)
         };
+        let mut verdict = verdict;
+        envelope(&mut verdict, common, None);
         for line in &verdict.lines {
             jr2_probe::say!("{line}");
         }
@@ -484,6 +486,21 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
             None
         }
     };
+    // The API server's version, for the verdict's envelope: asked beside the run, never delaying it; not when the
+    // run lacks a permission it needs (then nothing but the reviews is sent).
+    let kube_version = connected
+        .as_ref()
+        .filter(|c| c.access.missing.is_empty())
+        .map(|c| {
+            let client = c.client.clone();
+            tokio::spawn(async move {
+                tokio::time::timeout(Duration::from_secs(5), client.apiserver_version())
+                    .await
+                    .ok()?
+                    .ok()
+                    .map(|v| v.git_version)
+            })
+        });
     let checks = pod::check_pods(&plan, &run_id, now);
     let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
@@ -538,6 +555,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
     if stopped.is_none() {
         stopped = signals.received();
     }
+    let mut live = verdict::LiveOrder::new(&plan, &checks);
     let runnable: Vec<PodToRun> = to_run
         .iter()
         .zip(&not_created)
@@ -547,16 +565,42 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
     let (ran, cleanup, interrupted_by) = match (connected, stopped) {
         (Some(_), None) if runnable.is_empty() => (RunResult::default(), None, None),
         (Some(c), None) => {
-            let (result, cleanup, exit) =
-                run_checks(c, common, &plan, &runnable, &mut signals, &mut lines).await;
+            let (result, cleanup, exit) = run_checks(
+                c,
+                common,
+                &plan,
+                &runnable,
+                &mut signals,
+                &mut lines,
+                &mut live,
+            )
+            .await;
             (result, Some(cleanup), exit)
         }
         (_, exit) => (not_run(&runnable), None, exit),
     };
     let result = merge(&to_run, not_created, ran);
     let before = lines.0.len();
-    let mut verdict =
-        verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
+    let mut verdict = verdict::assemble(
+        &plan,
+        &checks,
+        &result,
+        &run_id,
+        started_at,
+        start,
+        lines.0,
+        live.written(),
+    );
+    let kube_version = match kube_version {
+        // Finished by now, or given at most a moment: the run does not wait on it.
+        Some(task) => tokio::time::timeout(Duration::from_millis(500), task)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten(),
+        None => None,
+    };
+    envelope(&mut verdict, common, kube_version);
     if let Some(exit) = interrupted_by {
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
@@ -592,6 +636,18 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         Ok(()) => Exit::of_run(verdict.ok).into(),
         Err(e) => stdout_failed(e),
     }
+}
+
+/// The verdict's troubleshooting envelope: the kube context and the cluster's server from the kubeconfig (read
+/// again, contacting nothing), and the Kubernetes version when the API server gave it.
+fn envelope(verdict: &mut DriverVerdict, common: &Common, kubernetes_version: Option<String>) {
+    let (context, server) =
+        jr2_preflight::cluster::describe(common.kubeconfig.as_deref(), common.context.as_deref());
+    verdict.kube_context = context;
+    verdict.cluster = server.map(|server| verdict::ClusterInfo {
+        server,
+        kubernetes_version,
+    });
 }
 
 /// The run's result in `to_run`'s order: the pods not created with their failure, the others as the run gave them
@@ -789,6 +845,7 @@ async fn run_checks(
     to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
+    live: &mut verdict::LiveOrder,
 ) -> (RunResult, Cleanup, Option<Exit>) {
     let client = connected.client;
     let cleanup = Cleanup::new(client.clone(), &plan.namespace);
@@ -813,11 +870,7 @@ async fn run_checks(
     let result = loop {
         tokio::select! {
             result = &mut running => break result,
-            Some(p) = rx.recv() => {
-                if let Some(line) = p.line() {
-                    lines.emit(line);
-                }
-            }
+            Some(p) = rx.recv() => progress(p, lines, live),
             exit = signals.recv(), if interrupted.is_none() => {
                 interrupted = Some(exit);
                 cancel.cancel();
@@ -825,11 +878,25 @@ async fn run_checks(
         }
     };
     while let Ok(p) = rx.try_recv() {
-        if let Some(line) = p.line() {
-            lines.emit(line);
-        }
+        progress(p, lines, live);
     }
     (result, cleanup, interrupted)
+}
+
+/// A progress update's lines: a result's in plan order ([`verdict::LiveOrder`]), any other's at once.
+fn progress(p: RunUpdate, lines: &mut Lines, live: &mut verdict::LiveOrder) {
+    match &p {
+        RunUpdate::Result { pod, index, result } => {
+            for line in live.result(pod, *index, result) {
+                lines.emit(line);
+            }
+        }
+        _ => {
+            if let Some(line) = p.line() {
+                lines.emit(line);
+            }
+        }
+    }
 }
 
 /// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run

@@ -1,9 +1,15 @@
-//! The NetworkPolicy check: the policies of the namespace that limit the egress of a placement's Harness pods and do
-//! not select its check pod. The check pod carries labels of its own, so such a policy leaves it free where a Harness
-//! pod is held, and a check that passes may not say what a Turn would see: each such policy is a warning line before
-//! the run. A policy that selects the check pod too (an empty `podSelector`, or one on `jr2.dev/instance`, which both
-//! carry) or that allows all egress (`egress: [{}]`) is not a difference, so it is not named; and since policies add
-//! up, none is named for a placement whose Harness pods another policy opens to all egress.
+//! The NetworkPolicy check: what the namespace's policies allow the egress of a placement's Harness pods and of its
+//! check pod, compared. The check pod carries labels of its own, so a policy may select one and not the other.
+//!
+//! Policies add up, as Kubernetes reads them: a pod no Egress policy selects has all egress; a pod that one selects has
+//! the union of the egress rules of every Egress policy that selects it (none: no egress at all). So per placement:
+//! - the check pod allows more than the Harness pods: a check can pass where a Turn fails; each policy that limits the
+//!   Harness pods' egress and does not select the check pod is named (the contract's line);
+//! - the check pod allows less (a `default-deny` selecting both, and an allowlist that selects only the Harness pods):
+//!   a check can fail where a Turn passes; each policy that gives the Harness pods egress and does not select the check
+//!   pod is named, with the check pod's labels to allow the same for (issue 27, item 2; before, such an allowlist was
+//!   named as if it held the Harness pods back);
+//! - the same: nothing is said. Rules are compared whole (a rule in one set and not the other is a difference).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -32,13 +38,72 @@ pub async fn warnings(client: Client, plan: &Plan, checks: &[CheckPod]) -> Vec<S
         return Vec::new();
     };
     differences(plan, checks, &list.items)
-        .iter()
-        .map(|n| render::network_policy_warning(n))
+        .into_iter()
+        .map(|(name, d)| match d {
+            Difference::CheckFreer => render::network_policy_warning(&name),
+            Difference::CheckHeld { labels } => {
+                render::network_policy_opens_warning(&name, &labels)
+            }
+        })
         .collect()
 }
 
-/// The names of the policies that hold a placement's Harness pods and not its check pod, sorted and once each.
-fn differences(plan: &Plan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> BTreeSet<String> {
+/// How a policy makes the check pod's egress differ from the Harness pods'.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Difference {
+    /// It limits the Harness pods and not the check pod: the check can pass where a Turn fails.
+    CheckFreer,
+    /// It gives the Harness pods egress the check pod lacks: the check can fail where a Turn passes. `labels`: the
+    /// check pod's `app.kubernetes.io/name` label, to allow the same egress for.
+    CheckHeld {
+        /// `app.kubernetes.io/name=jr2-provider-preflight`.
+        labels: String,
+    },
+}
+
+/// What the Egress policies that select a pod allow it: all egress, or the union of their rules.
+#[derive(Debug, PartialEq, Eq)]
+enum Allowed {
+    All,
+    Rules(BTreeSet<String>),
+}
+
+impl Allowed {
+    fn of<'a>(selecting: impl Iterator<Item = &'a NetworkPolicySpec>) -> Self {
+        let mut rules = BTreeSet::new();
+        let mut isolated = false;
+        for spec in selecting.filter(|s| of_type_egress(s)) {
+            isolated = true;
+            for rule in spec.egress.iter().flatten() {
+                if allows_all(rule) {
+                    return Allowed::All;
+                }
+                rules.insert(serde_json::to_string(rule).unwrap_or_default());
+            }
+        }
+        if isolated {
+            Allowed::Rules(rules)
+        } else {
+            Allowed::All
+        }
+    }
+
+    /// Strictly less than `other`.
+    fn less_than(&self, other: &Allowed) -> bool {
+        match (self, other) {
+            (Allowed::All, _) => false,
+            (Allowed::Rules(_), Allowed::All) => true,
+            (Allowed::Rules(a), Allowed::Rules(b)) => a.is_subset(b) && a != b,
+        }
+    }
+}
+
+/// The policies that make a placement's check pod's egress differ from its Harness pods', sorted and once each.
+fn differences(
+    plan: &Plan,
+    checks: &[CheckPod],
+    policies: &[NetworkPolicy],
+) -> BTreeSet<(String, Difference)> {
     let mut names = BTreeSet::new();
     for check in checks {
         let Some(harness) = plan.harness_pod_labels(&check.placement) else {
@@ -46,23 +111,44 @@ fn differences(plan: &Plan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> 
         };
         let empty = BTreeMap::new();
         let check_labels = check.pod.metadata.labels.as_ref().unwrap_or(&empty);
-        // Policies add up: one that selects the Harness pods and allows all egress leaves their egress open,
-        // whatever the others say.
-        let open = policies.iter().filter_map(|p| p.spec.as_ref()).any(|spec| {
-            of_type_egress(spec)
-                && selects(&spec.pod_selector, harness)
-                && spec.egress.iter().flatten().any(allows_all)
-        });
-        if open {
+        let specs = || policies.iter().filter_map(|p| p.spec.as_ref());
+        let for_harness = Allowed::of(specs().filter(|s| selects(&s.pod_selector, harness)));
+        let for_check = Allowed::of(specs().filter(|s| selects(&s.pod_selector, check_labels)));
+        if for_harness == for_check {
             continue;
         }
-        for policy in policies {
-            let Some(spec) = &policy.spec else { continue };
-            if limits_egress(spec)
-                && selects(&spec.pod_selector, harness)
-                && !selects(&spec.pod_selector, check_labels)
-            {
-                names.insert(policy.metadata.name.clone().unwrap_or_default());
+        // The policies that select the Harness pods and not the check pod make the difference.
+        let only_harness = policies.iter().filter(|p| {
+            p.spec.as_ref().is_some_and(|s| {
+                of_type_egress(s)
+                    && selects(&s.pod_selector, harness)
+                    && !selects(&s.pod_selector, check_labels)
+            })
+        });
+        let name = |p: &NetworkPolicy| p.metadata.name.clone().unwrap_or_default();
+        if for_check.less_than(&for_harness) {
+            let labels = check_labels
+                .get("app.kubernetes.io/name")
+                .map(|v| format!("app.kubernetes.io/name={v}"))
+                .unwrap_or_default();
+            for p in only_harness {
+                if p.spec
+                    .as_ref()
+                    .is_some_and(|s| s.egress.iter().flatten().next().is_some())
+                {
+                    names.insert((
+                        name(p),
+                        Difference::CheckHeld {
+                            labels: labels.clone(),
+                        },
+                    ));
+                }
+            }
+        } else {
+            for p in only_harness {
+                if p.spec.as_ref().is_some_and(limits_egress) {
+                    names.insert((name(p), Difference::CheckFreer));
+                }
             }
         }
     }
@@ -187,5 +273,64 @@ mod tests {
         assert!(limits_egress(&spec(
             serde_json::json!({"policyTypes": ["Egress"], "egress": [{"ports": [{"port": 443}]}]})
         )));
+    }
+
+    fn policy(name: &str, spec: serde_json::Value) -> NetworkPolicy {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "spec": spec}))
+            .unwrap()
+    }
+
+    fn example() -> (Plan, Vec<CheckPod>) {
+        let mut plan = Plan::parse(include_str!("../examples/plan.json")).unwrap();
+        plan.validate().unwrap();
+        let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
+        (plan, checks)
+    }
+
+    /// Policies add up (issue 27, item 2): a default-deny over every pod and an allowlist for the Harness pods leave
+    /// the check pod with no egress, so the check can fail where a Turn passes; the allowlist is named that way, not
+    /// as a limit the check pod escapes.
+    #[test]
+    fn a_default_deny_and_an_allowlist_hold_the_check_pod_back() {
+        let (plan, checks) = example();
+        let deny = policy(
+            "default-deny",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),
+        );
+        let allow = policy(
+            "allow-harness",
+            serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-sandbox"}},
+                "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}),
+        );
+        let held = Difference::CheckHeld {
+            labels: "app.kubernetes.io/name=jr2-provider-preflight".to_owned(),
+        };
+        assert_eq!(
+            differences(&plan, &checks, &[deny.clone(), allow.clone()]),
+            BTreeSet::from([("allow-harness".to_owned(), held)])
+        );
+        // The allowlist alone limits the Harness pods, and the check pod is under nothing: the contract's case.
+        assert_eq!(
+            differences(&plan, &checks, std::slice::from_ref(&allow)),
+            BTreeSet::from([("allow-harness".to_owned(), Difference::CheckFreer)])
+        );
+        // The same allowlist for every pod: the same egress, nothing to say.
+        let for_all = policy(
+            "allow-all-pods",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, &[deny, for_all]),
+            BTreeSet::new()
+        );
+        // The line names the labels to allow the same egress for.
+        assert_eq!(
+            render::network_policy_opens_warning(
+                "allow-harness",
+                "app.kubernetes.io/name=jr2-provider-preflight"
+            ),
+            "warning: provider: NetworkPolicy \"allow-harness\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight)"
+        );
     }
 }

@@ -42,6 +42,30 @@ pub struct PodVerdict {
     pub kept: bool,
 }
 
+/// The release that ran: the troubleshooting page asks for the exact release identity on every report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Release {
+    /// The driver's version (`jr2-preflight`).
+    pub driver: String,
+    /// The probe's version as the probe reported it (its verdict's `probeVersion`); null when no probe reported
+    /// one (skipped, nothing to check, no pod finished).
+    pub probe: Option<String>,
+    /// The probe image the check pods ran (or would have run).
+    pub probe_image: String,
+}
+
+/// The cluster the run talked to, for the troubleshooting envelope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    /// The API server's host, with `:port` when the kubeconfig names one (no path, no credentials).
+    pub server: String,
+    /// The API server's `gitVersion` (`GET /version`); null when it was not asked (nothing contacted) or did not
+    /// answer.
+    pub kubernetes_version: Option<String>,
+}
+
 /// What `jr2-preflight run --output json` prints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -68,6 +92,12 @@ pub struct DriverVerdict {
     pub pods: Vec<PodVerdict>,
     /// Every line written on stderr, in order.
     pub lines: Vec<String>,
+    /// The release that ran (driver, probe, probe image).
+    pub release: Release,
+    /// The kubeconfig context (`--context`, else the current one); null when the kubeconfig could not be read.
+    pub kube_context: Option<String>,
+    /// The cluster; null when the kubeconfig could not be read.
+    pub cluster: Option<ClusterInfo>,
 }
 
 /// The skip: one warning line that names each model once (a model on two placements is one model to the user),
@@ -84,9 +114,24 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
     } else {
         vec![render::skipped_warning(&models)]
     };
+    // Each model is in `models` too, marked skipped, so that a typed reader sees which went unchecked without
+    // parsing the line (issue 27, item 14).
+    let results = plan
+        .models
+        .iter()
+        .map(|m| {
+            let mut r = base(m);
+            r.outcome = Outcome::Skipped;
+            r.level = Outcome::Skipped.level(r.api);
+            r.code = Code::Skipped;
+            r.next_action = render::next_action(&r);
+            r
+        })
+        .collect();
     DriverVerdict {
         skipped: true,
         lines,
+        models: results,
         ..nothing_to_check(plan, run_id)
     }
 }
@@ -106,11 +151,77 @@ pub fn nothing_to_check(plan: &Plan, run_id: &str) -> DriverVerdict {
         models: Vec::new(),
         pods: Vec::new(),
         lines: Vec::new(),
+        release: release(plan, None),
+        kube_context: None,
+        cluster: None,
     }
 }
 
-/// Puts a run's results back in plan order and writes the final lines (warnings and errors; passes were written as
-/// they came). `checks` are the pods the run was given, in its order.
+/// The release of a run: this driver's version, the probe's as it reported it, the plan's probe image.
+fn release(plan: &Plan, probe: Option<String>) -> Release {
+    Release {
+        driver: env!("CARGO_PKG_VERSION").to_owned(),
+        probe,
+        probe_image: plan.probe_image.clone(),
+    }
+}
+
+/// The pass lines that may be written as they come without breaking plan order (issue 27, item 16): a model's
+/// `completed a tool call` line is written at once only when every model before it in the plan has passed and had
+/// its line written; any other is left to [`assemble`], which writes every line from the first model not written
+/// on, in plan order.
+#[derive(Debug)]
+pub struct LiveOrder {
+    /// Per plan model: `None` until its result came; then its pass line, or `None` for another level.
+    slots: Vec<Option<Option<String>>>,
+    /// Per pod name: its models' plan indices, in its run spec's order.
+    by_pod: std::collections::HashMap<String, Vec<usize>>,
+    /// The models whose lines were written, a prefix of the plan.
+    written: usize,
+}
+
+impl LiveOrder {
+    /// For the pods of `checks` running `plan`.
+    pub fn new(plan: &Plan, checks: &[CheckPod]) -> Self {
+        LiveOrder {
+            slots: vec![None; plan.models.len()],
+            by_pod: checks
+                .iter()
+                .filter_map(|c| Some((c.pod.metadata.name.clone()?, c.models.clone())))
+                .collect(),
+            written: 0,
+        }
+    }
+
+    /// A result came for model `index` of `pod`: the lines to write now, in plan order (none, or the pass lines
+    /// it releases).
+    pub fn result(&mut self, pod: &str, index: usize, r: &ModelResult) -> Vec<String> {
+        let Some(&p) = self.by_pod.get(pod).and_then(|m| m.get(index)) else {
+            return Vec::new();
+        };
+        if let Some(slot) = self.slots.get_mut(p) {
+            *slot =
+                Some((r.level == Level::Pass).then(|| render::completed(&r.model, r.elapsed_ms)));
+        }
+        let mut out = Vec::new();
+        while let Some(Some(Some(line))) = self.slots.get(self.written) {
+            out.push(line.clone());
+            self.written += 1;
+        }
+        out
+    }
+
+    /// How many models of the plan (from the first) had their lines written.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+}
+
+/// Puts a run's results back in plan order and writes the final lines: every model's from the `written`-th of the
+/// plan on (the first `written` passed, and their lines were written as they came: [`LiveOrder`]), a pass's
+/// included, whether its result came from the log or from the termination message. `checks` are the pods the run
+/// was given, in its order.
+#[allow(clippy::too_many_arguments)]
 pub fn assemble(
     plan: &Plan,
     checks: &[CheckPod],
@@ -119,6 +230,7 @@ pub fn assemble(
     started_at: SystemTime,
     start: Instant,
     mut lines: Vec<String>,
+    written: usize,
 ) -> DriverVerdict {
     let mut models = Vec::with_capacity(plan.models.len());
     let mut final_lines = Vec::new();
@@ -154,7 +266,7 @@ pub fn assemble(
         match &pod_run.outcome {
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
-                Some(r) if r.level != Level::Pass => {
+                Some(r) if plan_index >= written => {
                     final_lines.extend(render::model_lines(r, &origin));
                 }
                 _ => {}
@@ -171,9 +283,9 @@ pub fn assemble(
                         .collect();
                     mine.sort_unstable();
                     // (A failed pod has no verdict of its own: only what its log gave.)
-                    for (_, index) in mine {
+                    for (p, index) in mine {
                         if let Some(Some(r)) = pod_run.results.get(index)
-                            && r.level != Level::Pass
+                            && p >= written
                         {
                             final_lines.extend(render::model_lines(r, &origin));
                         }
@@ -229,6 +341,17 @@ pub fn assemble(
             })
             .collect(),
         lines,
+        release: release(
+            plan,
+            run.pods.iter().find_map(|p| match &p.outcome {
+                PodOutcome::Finished(report) => {
+                    report.verdict.as_ref().map(|v| v.probe_version.clone())
+                }
+                PodOutcome::Failed(_) => None,
+            }),
+        ),
+        kube_context: None,
+        cluster: None,
     }
 }
 
@@ -335,7 +458,8 @@ fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
     r.outcome = entry.outcome;
     r.code = entry.code;
     r.level = entry.outcome.level(r.api);
-    r.next_action = entry.code.next_action().to_owned();
+    r.error = entry.error.clone();
+    r.next_action = render::next_action(&r);
     r.error = entry.error.clone();
     r.http_status = entry.status;
     r.elapsed_ms = entry.elapsed_ms;
@@ -418,6 +542,7 @@ mod tests {
             SystemTime::now(),
             Instant::now(),
             Vec::new(),
+            0,
         );
         let headers: Vec<&String> = v
             .lines

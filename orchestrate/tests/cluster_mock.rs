@@ -437,6 +437,8 @@ enum Scenario {
     CustodianRefused,
     /// The probe is OOM-killed on its second model.
     OomMidRun,
+    /// The probe is OOM-killed with its first two models both started (in flight at once), neither concluded.
+    OomTwoInFlight,
     /// The create is refused: the status code, reason and message.
     CreateRefused(u16, &'static str, &'static str),
     /// A 500 on create, then the retry is created.
@@ -905,12 +907,17 @@ impl ApiServerVerifier {
                 ));
                 self.delete(POD, Some("uid-1"), 200).await;
             }
-            Scenario::OomMidRun => {
+            Scenario::OomMidRun | Scenario::OomTwoInFlight => {
                 let (pods, _events) = self.begin().await;
                 let obj = self.object(POD, &running());
                 pods.watch("MODIFIED", obj);
                 let log = self.probe_log(POD).await;
-                for v in [ev_start(), ev_started(0), ev_result(0), ev_started(1)] {
+                let lines = if matches!(scenario, Scenario::OomTwoInFlight) {
+                    vec![ev_start(), ev_started(0), ev_started(1)]
+                } else {
+                    vec![ev_start(), ev_started(0), ev_result(0), ev_started(1)]
+                };
+                for v in lines {
                     log.event(&v);
                 }
                 drop(log); // the container died: its log ends
@@ -974,7 +981,7 @@ impl ApiServerVerifier {
                     log.event(&v);
                 }
                 log.break_off();
-                let summary = Summary::fitting(&verdict(), TERMINATION_LIMIT);
+                let summary = Summary::fitting(&verdict(), &[], TERMINATION_LIMIT);
                 let obj = self.object(
                     POD,
                     &Stage::Scheduled {
@@ -1023,6 +1030,7 @@ impl ApiServerVerifier {
                         })
                         .collect(),
                     truncated: false,
+                    warnings: Vec::new(),
                 };
                 let message = serde_json::to_string(&summary).unwrap();
                 let obj = self.object(
@@ -1429,13 +1437,44 @@ async fn oom_mid_run_names_the_model_and_the_rest_not_checked() {
         f.kind,
         FailureKind::Stopped {
             reason: "probe ran out of memory, limit 64Mi".into(),
-            on_model: Some(1),
+            on_models: vec![1],
             not_checked: vec![2],
             probe_error: None,
             code: PodCode::OutOfMemory,
         }
     );
     assert_eq!(deletes(&o.conversation), 1);
+}
+
+/// Two models in flight when the pod stops: both are named as what the check was on, since each request may have
+/// been sent; only the model never started is `not checked` (issue 27, item 17).
+#[tokio::test]
+async fn every_model_in_flight_is_named_when_the_pod_stops() {
+    let o = drive(Scenario::OomTwoInFlight, vec![check_pod(POD)], options()).await;
+    let PodOutcome::Failed(f) = &o.result.pods[0].outcome else {
+        panic!()
+    };
+    let FailureKind::Stopped {
+        on_models,
+        not_checked,
+        ..
+    } = &f.kind
+    else {
+        panic!("{:?}", f.kind)
+    };
+    assert_eq!(on_models, &vec![0, 1]);
+    assert_eq!(not_checked, &vec![2]);
+    let models = &o.result.pods[0].models;
+    assert_eq!(
+        failure_lines(&o),
+        [
+            format!(
+                "error: provider preflight: the check pod stopped (probe ran out of memory, limit 64Mi) while the check was on models \"{}\", \"{}\"",
+                models[0], models[1]
+            ),
+            format!("  not checked: {}", models[2]),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -1661,6 +1700,7 @@ async fn the_pods_text_is_cleaned_and_the_plan_names_the_model_and_host() {
         now(),
         std::time::Instant::now(),
         Vec::new(),
+        0,
     );
     let errors: Vec<&String> = verdict
         .lines

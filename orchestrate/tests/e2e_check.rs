@@ -429,3 +429,28 @@ async fn bad_flags_are_one_line_and_exit_2() {
         "bad input contacted the cluster"
     );
 }
+
+/// A 401 from an endpoint given no key: the line says the endpoint wants a key, and so does the JSON's
+/// `nextAction` that `jr2 up` switches on (issue 27, item 13; before, it said to check the held key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_without_a_key_says_to_set_one_in_the_json_too() {
+    let s = setup(Scenario::AllOk).await;
+    let base = s.provider.base_url();
+    let run = s
+        .run(check_args(&s, &["--base-url", &base, "--model", "auth"]))
+        .await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        run.lines()
+            .contains(&"  - the endpoint wants a key: set harness.provider.apiKey"),
+        "{}",
+        run.stderr
+    );
+    let v = run.verdict();
+    assert_eq!(v["models"][0]["outcome"], "key_refused");
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        "the endpoint wants a key: set harness.provider.apiKey in jr2.config.ts, then run jr2 up again"
+    );
+    s.assert_cleaned_up();
+}

@@ -71,3 +71,67 @@ fn the_pod_codes_are_the_contracts() {
         .collect();
     assert_eq!(driver["$defs"]["PodCode"]["enum"], Value::Array(codes));
 }
+
+/// The skip lists its models, each marked skipped (issue 27, item 14), and every verdict carries the troubleshooting
+/// envelope (item 15): the release, the kube context, the cluster's server from the kubeconfig (read, not
+/// contacted: no Kubernetes version then) and a UTC start.
+#[test]
+fn the_skip_verdict_lists_its_models_with_the_envelope() {
+    let dir = std::env::temp_dir().join(format!("jr2-skip-envelope-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://kube.example.com:6443/prefix\n- name: other\n  cluster:\n    server: https://other.example.com\ncontexts:\n- name: mine\n  context:\n    cluster: c\n    user: u\n- name: theirs\n  context:\n    cluster: other\n    user: u\ncurrent-context: theirs\nusers:\n- name: u\n  user:\n    token: not-a-secret\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+        .args([
+            "run",
+            "--plan",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plan.json"),
+            "--skip-provider-preflight",
+            "--context",
+            "mine",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schema = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
+    let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
+    assert!(validator.is_valid(&v), "{v}");
+    let plan = jr2_preflight::plan::Plan::parse(include_str!("../examples/plan.json")).unwrap();
+    let models = v["models"].as_array().unwrap();
+    assert_eq!(models.len(), plan.models.len(), "{v}");
+    for (m, p) in models.iter().zip(&plan.models) {
+        assert_eq!(m["model"], p.model.as_str());
+        assert_eq!(m["outcome"], "skipped", "{m}");
+        assert_eq!(m["level"], "warning", "{m}");
+        assert_eq!(m["code"], "PROVIDER_SKIPPED", "{m}");
+        assert!(
+            m["nextAction"]
+                .as_str()
+                .unwrap()
+                .starts_with("none required"),
+            "{m}"
+        );
+        assert_eq!(m["tries"], serde_json::json!([]));
+        // The line names it.
+        assert!(v["lines"][0].as_str().unwrap().contains(p.model.as_str()));
+    }
+    assert_eq!(v["release"]["driver"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["release"]["probe"], Value::Null);
+    assert_eq!(v["release"]["probeImage"], plan.probe_image.as_str());
+    assert_eq!(v["kubeContext"], "mine");
+    assert_eq!(
+        v["cluster"],
+        serde_json::json!({"server": "kube.example.com:6443", "kubernetesVersion": null})
+    );
+    assert!(v["startedAt"].as_str().unwrap().ends_with('Z'), "{v}");
+}

@@ -30,6 +30,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// [`parse_duration`], or zero (`0`, `0s`, `0ms`...) for a setting whose `--help` says `0s: none` (`--waiting-note`):
+/// before, `--waiting-note 0s` was refused while the help offered it (issue 27, item 11).
+pub fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
+    let number = text
+        .trim()
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if !number.is_empty() && number.parse::<f64>().is_ok_and(|v| v == 0.0) {
+        // The unit must still be one of ours: `0d` is as wrong as `5d`.
+        return parse_duration(&text.trim().replacen(number, "1", 1)).map(|_| Duration::ZERO);
+    }
+    parse_duration(text)
+}
+
 /// Clap's rendered error as one line, without its `error: ` prefix, its usage block and its "for more
 /// information" tail, escaped for a terminal.
 pub fn usage_line(e: &clap::Error) -> String {
@@ -59,5 +72,16 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("25h").is_err());
+    }
+
+    #[test]
+    fn zero_where_zero_means_none() {
+        for zero in ["0", "0s", "0ms", "0.0m", " 0s "] {
+            assert_eq!(parse_duration_or_zero(zero), Ok(Duration::ZERO), "{zero}");
+        }
+        assert_eq!(parse_duration_or_zero("30s"), Ok(Duration::from_secs(30)));
+        assert!(parse_duration_or_zero("0d").is_err());
+        assert!(parse_duration_or_zero("-1s").is_err());
+        assert!(parse_duration_or_zero("soon").is_err());
     }
 }

@@ -119,7 +119,7 @@ struct CheckArgs {
 
     /// A model still waiting for its verdict after this gets a progress line, and another at each multiple of it
     /// (0s: none).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = jr2_probe::cli::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = jr2_probe::cli::parse_duration_or_zero)]
     waiting_note: Duration,
 
     /// The model's context window; when set, the token cap is clamped to it as pi clamps it (default: unknown with

@@ -51,21 +51,26 @@ pub fn is_retryable_status(status: u16) -> bool {
 }
 
 /// The wait a response asks for: `retry-after-ms` first (OpenAI, Azure), then `retry-after` (seconds or an HTTP
-/// date). A negative, garbage or past value asks for nothing.
+/// date); each also as a LiteLLM gateway forwards its backend's header, `llm_provider-retry-after(-ms)` (issue 27,
+/// item 10: a gateway's 60 s was ignored, and the 4 tries spent inside its window). A negative, garbage or past value
+/// asks for nothing.
 pub fn requested_wait(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
+    let text = |names: [&str; 2]| {
+        names.into_iter().find_map(|name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        })
     };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+    if let Some(ms) =
+        text(["retry-after-ms", "llm_provider-retry-after-ms"]).and_then(|v| v.parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
     {
         return Some(Duration::from_secs_f64(ms.min(1e12) / 1000.0));
     }
-    let value = text("retry-after")?;
+    let value = text(["retry-after", "llm_provider-retry-after"])?;
     if let Ok(secs) = value.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
     }
@@ -98,6 +103,27 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn a_gateway_s_forwarded_retry_header_is_read() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(
+            requested_wait(&headers(&[("llm_provider-retry-after", "60")]), now),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            requested_wait(&headers(&[("llm_provider-retry-after-ms", "1500")]), now),
+            Some(Duration::from_millis(1500))
+        );
+        // The gateway's own header first.
+        assert_eq!(
+            requested_wait(
+                &headers(&[("retry-after", "2"), ("llm_provider-retry-after", "60")]),
+                now
+            ),
+            Some(Duration::from_secs(2))
+        );
     }
 
     #[test]

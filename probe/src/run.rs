@@ -31,9 +31,13 @@ pub const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 
 /// The producer's half of the termination message: how much of a verdict fits (the shape is the contract's).
 impl Summary {
-    /// The most detail of `verdict` that fits in `limit` bytes of JSON.
-    pub fn fitting(verdict: &Verdict, limit: usize) -> String {
+    /// The most detail of `verdict` (and of the run's `warnings` lines) that fits in `limit` bytes of JSON.
+    pub fn fitting(verdict: &Verdict, warnings: &[String], limit: usize) -> String {
         let build = |error_chars: Option<usize>, names: bool, truncated: bool| Summary {
+            warnings: warnings
+                .iter()
+                .map(|w| crate::sanitize::escape_truncate(w, 300))
+                .collect(),
             schema: SUMMARY_SCHEMA.to_owned(),
             ok: verdict.ok,
             n: verdict.models.len(),
@@ -69,7 +73,13 @@ impl Summary {
                 return text;
             }
         }
+        // The warnings go before the models' outcomes do.
         let mut bare = build(None, false, true);
+        bare.warnings.clear();
+        let text = serde_json::to_string(&bare).unwrap_or_default();
+        if text.len() <= limit {
+            return text;
+        }
         bare.models.clear();
         serde_json::to_string(&bare).unwrap_or_default()
     }
@@ -282,7 +292,7 @@ pub async fn run(
         },
     );
     if let Some(path) = &options.termination_log {
-        let summary = Summary::fitting(&verdict, TERMINATION_LIMIT);
+        let summary = Summary::fitting(&verdict, &options.warnings, TERMINATION_LIMIT);
         if let Err(e) = std::fs::write(path, summary) {
             tracing::warn!(path = %path.display(), error = %e, "cannot write the termination message");
         }
@@ -348,7 +358,7 @@ mod tests {
     #[test]
     fn the_summary_always_fits() {
         for n in [0, 1, 5, 50, 200, 2000] {
-            let text = Summary::fitting(&verdict(n, 300), TERMINATION_LIMIT);
+            let text = Summary::fitting(&verdict(n, 300), &[], TERMINATION_LIMIT);
             assert!(
                 text.len() <= TERMINATION_LIMIT,
                 "{n} models: {} bytes",
@@ -363,7 +373,8 @@ mod tests {
     #[test]
     fn few_models_keep_everything() {
         let s: Summary =
-            serde_json::from_str(&Summary::fitting(&verdict(3, 100), TERMINATION_LIMIT)).unwrap();
+            serde_json::from_str(&Summary::fitting(&verdict(3, 100), &[], TERMINATION_LIMIT))
+                .unwrap();
         assert!(!s.truncated);
         assert_eq!(
             s.models[2].model.as_deref(),
@@ -375,7 +386,8 @@ mod tests {
     #[test]
     fn fifty_models_keep_their_codes() {
         let s: Summary =
-            serde_json::from_str(&Summary::fitting(&verdict(50, 300), TERMINATION_LIMIT)).unwrap();
+            serde_json::from_str(&Summary::fitting(&verdict(50, 300), &[], TERMINATION_LIMIT))
+                .unwrap();
         assert_eq!(s.models.len(), 50);
         assert!(s.truncated);
         assert!(s.models.iter().all(|m| m.code == Code::HttpError));

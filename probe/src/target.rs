@@ -14,9 +14,17 @@ use crate::contract::verdict::Route;
 pub struct Secret(String);
 
 impl Secret {
-    /// Wraps a key value.
+    /// Wraps a key value, normalized as fetch normalizes a header value: its leading and trailing HTTP whitespace
+    /// (tab, LF, CR, space) removed. A Secret made from a file with a final newline works in a Turn, whose fetch
+    /// strips it, so it works here; what is left inside is refused only where a header cannot carry it
+    /// ([`crate::api::secret_header`]).
     pub fn new(value: String) -> Self {
-        Self(value)
+        let trimmed = value.trim_matches(['\t', '\n', '\r', ' ']);
+        if trimmed.len() == value.len() {
+            Self(value)
+        } else {
+            Self(trimmed.to_owned())
+        }
     }
 
     /// The value, for the one header that carries it.

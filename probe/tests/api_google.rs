@@ -253,6 +253,13 @@ async fn busy_after_the_retries_is_an_error_for_gemini() {
         "{r:#?}"
     );
     assert_eq!(statuses(&r), [Some(429); 3]);
+    // The JSON says what the error line says: not "none required" (issue 27, item 12).
+    assert!(
+        r.next_action
+            .starts_with("wait until the provider takes requests from this key again"),
+        "{}",
+        r.next_action
+    );
     assert!(
         r.tries.iter().all(|t| t.wait_asked_ms.is_none()),
         "no RetryInfo: backoff"
@@ -293,6 +300,7 @@ async fn a_429_then_a_retry_with_no_answer_is_busy_and_an_error_for_gemini() {
         "{r:#?}"
     );
     assert_eq!(statuses(&r), [Some(429), None]);
+    assert!(!r.next_action.starts_with("none"), "{}", r.next_action);
     assert_eq!(r.tries[1].outcome, Outcome::Timeout);
     assert_eq!(r.http_status, Some(429));
     let error = r.error.as_deref().unwrap_or_default();
@@ -458,22 +466,39 @@ async fn vertex_express_path_and_errors() {
     );
 }
 
+/// Vertex with Application Default Credentials (no key) cannot be checked by design: a warning with its own code and
+/// the line that says why and what a Turn does; nothing sent, and the run goes on (issue 27, item 3: before, an
+/// error whose hints did not apply, exit 1).
 #[tokio::test(flavor = "multi_thread")]
-async fn vertex_without_a_key_is_unsupported() {
+async fn vertex_without_a_key_is_not_checkable_and_a_warning() {
     let f = Fake::start().await;
     let mut t = f.vertex("gemini-2.5-flash");
     t.key = None;
     let r = f.check(&t).await;
     assert_eq!(
         (r.outcome, r.level, r.code),
-        (Outcome::Unsupported, Level::Error, Code::Unsupported),
+        (Outcome::NotCheckable, Level::Warning, Code::NotCheckableAdc),
         "{r:#?}"
     );
+    let lines = jr2_probe::render::model_lines(&r, &Origin::ThisMachine);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
     assert!(
-        r.error.as_deref().is_some_and(|e| e.starts_with(
-            "not supported by the preflight yet: google-vertex without an API key needs Application Default Credentials"
+        lines[0].starts_with(&format!(
+            "warning: provider: {} was not checked — google-vertex without an API key uses Application Default Credentials",
+            r.model
         )),
-        "{r:#?}"
+        "{lines:#?}"
+    );
+    assert!(
+        lines[0].ends_with(
+            "a Turn uses credentials the check pod does not hold, so its first call is the check"
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        r.next_action.starts_with("none required"),
+        "{}",
+        r.next_action
     );
     assert!(f.fake.requests().is_empty());
 }

@@ -152,6 +152,8 @@ async fn length_with_and_without_reasoning_says_which() {
     for (model, cause) in [
         ("length-thinking", Cause::LengthWhileThinking),
         ("length-text", Cause::TextUntilCap),
+        // Thinking text in `content`, ending in `</think>`: it was thinking, not a text answer (issue 27, item 11).
+        ("length-think-in-content", Cause::LengthWhileThinking),
     ] {
         let run = check(&fake, model, &[]).await;
         let r = &run.verdict().models[0];
@@ -305,4 +307,47 @@ async fn a_model_that_takes_long_gets_progress_lines() {
     // None when the verdict comes first.
     let run = check(&fake, "ok", &["--waiting-note", "30s"]).await;
     assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
+    // `0s: none`, as --help says (issue 27, item 11: it was refused as "must be more than 0").
+    let run = check(
+        &fake,
+        "ok-slow-1200",
+        &["--waiting-note", "0s", "--timeout", "10s"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
+}
+
+/// `contextWindow` equal to the served context (`-c`): pi's clamp leaves every Turn a cap of 1 token, so the check
+/// stops for length; the cause names the clamp and the next action is the window, not `raise maxTokens`, which
+/// changes nothing (issue 27, item 11).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cap_clamped_by_the_window_names_the_clamp() {
+    let fake = server(Kind::LlamaCpp, 4096, true).await;
+    let run = check(
+        &fake,
+        "length-text",
+        &["--context-window", "4096", "--max-tokens", "1024"],
+    )
+    .await;
+    let r = &run.verdict().models[0];
+    assert_eq!((r.outcome, r.level), (Outcome::Length, Level::Error));
+    assert_eq!(
+        r.max_tokens, 1,
+        "pi's clamp: 4096 - the prompt - 4096, at least 1"
+    );
+    let cause = Cause::CapClamped {
+        context_window: 4096,
+    };
+    assert_eq!(r.findings.cause.as_ref(), Some(&cause), "{r:#?}");
+    assert_eq!(r.next_action, render::cause_next_action(&cause));
+    assert!(
+        !r.next_action.starts_with("raise maxTokens"),
+        "{}",
+        r.next_action
+    );
+    assert_eq!(
+        lines(&run).last().unwrap(),
+        "  - pi clamps the cap to the contextWindow of 4096 less its estimate of the prompt and a 4096-token reserve, so every Turn asks for 1 token: raising maxTokens changes nothing; set contextWindow in jr2.config.ts to the context the server really serves, or serve a larger one"
+    );
 }

@@ -187,9 +187,18 @@ fn every_form_of_the_summary_validates() {
             models,
             Vec::new(),
         );
-        let text = Summary::fitting(&verdict, TERMINATION_LIMIT);
+        // With a warning line of the run, which fits while there is room (issue 27, item 18).
+        let warnings = [
+            "warning: provider: cannot read the CA file /x.pem named by NODE_EXTRA_CA_CERTS"
+                .to_owned(),
+        ];
+        let text = Summary::fitting(&verdict, &warnings, TERMINATION_LIMIT);
+        assert!(text.len() <= TERMINATION_LIMIT);
         let value = load(&text);
         assert_valid(&v, &value);
+        if n <= 3 {
+            assert_eq!(value["w"], json!(warnings), "{text}");
+        }
         truncated.insert(value["truncated"].as_bool().unwrap());
         let _: Summary = serde_json::from_str(&text).unwrap();
     }

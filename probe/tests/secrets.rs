@@ -460,9 +460,46 @@ async fn hostile_framing_proxies_and_bad_input_write_no_key() {
         assert_eq!(run.code, 1, "{}", run.stderr);
     }
 
-    // A key with a pasted newline cannot go in a header: said so, without the value.
+    // A key from a file with a final newline (and stray spaces) is what a Turn sends: fetch strips leading and trailing
+    // HTTP whitespace from a header value, so the probe does too, and the header carries the key alone (issue 27,
+    // item 9; before, exit 1 "a character a header cannot carry").
     let fake = FakeProvider::start().await;
-    let pasted = format!("{KEY}\n");
+    for pasted in [format!("{KEY}\n"), format!(" \t{KEY}\r\n")] {
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &fake.base_url(),
+                "--model",
+                "ok",
+                "--api-key-env",
+                KEY_ENV,
+                "-o",
+                "json",
+            ],
+            &[(KEY_ENV, &pasted)],
+        )
+        .await;
+        assert_eq!(run.code, 0, "{pasted:?}: {}", run.stderr);
+        assert_clean(
+            "a key with a final newline",
+            &[("stdout", &run.stdout), ("stderr", &run.stderr)],
+        );
+    }
+    let sent: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .filter_map(|r| {
+            r.headers
+                .iter()
+                .find(|(n, _)| n == "authorization")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    assert_eq!(sent, [format!("Bearer {KEY}"), format!("Bearer {KEY}")]);
+    // A line break inside the key is what fetch refuses too: said so, without the value.
+    let pasted = format!("{KEY}\nsecond-line");
     let run = probe(
         &[
             "check",

@@ -9,6 +9,7 @@
 //! - [`peers`]: launchers for the real third-party servers (llama.cpp's llama-server, LiteLLM, mitmproxy) `.ci/run` installs.
 //! - [`http`]: what the fakes share of HTTP: the body type, whole and streamed answers, the recorded request.
 //! - [`tls`]: a throwaway CA and a server certificate it signed, for the TLS tests.
+//! - [`proxy`]: an http proxy (CONNECT and forwarding) on loopback, for the driver behind a proxy.
 //! - [`redirect`]: one port that speaks TLS and plain HTTP both and records each request's scheme, for the
 //!   redirect tests (a key sent in clear after an https → http downgrade is seen, not lost in a handshake).
 //!
@@ -24,6 +25,7 @@ pub mod http;
 pub mod kube;
 pub mod peers;
 pub mod provider;
+pub mod proxy;
 pub mod redirect;
 pub mod streams;
 pub mod tls;

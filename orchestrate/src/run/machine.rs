@@ -190,14 +190,16 @@ impl Run {
             FailureKind::CannotStart(f) => vec![f.line(&self.opts.redactor)],
             FailureKind::Stopped {
                 reason,
-                on_model,
+                on_models,
                 not_checked,
                 probe_error,
                 ..
             } => {
-                let line = match on_model {
-                    Some(m) => render::pod_stopped(&c(reason), st.model(*m)),
-                    None => render::pod_stopped_before_any_model(&c(reason)),
+                let line = if on_models.is_empty() {
+                    render::pod_stopped_before_any_model(&c(reason))
+                } else {
+                    let models: Vec<&str> = on_models.iter().map(|m| st.model(*m)).collect();
+                    render::pod_stopped(&c(reason), &models)
                 };
                 // Cleaned where it was read.
                 let line = match probe_error {
@@ -255,24 +257,31 @@ impl Run {
         // error says so. A probe that ran and whose log gave nothing leaves it unknown: the first model not done.
         let none_started =
             !st.began() && (!st.ran || !st.probe.lines.is_empty() || probe_error.is_some());
-        let on_model = if none_started {
-            None
+        // Every model the probe had started and not concluded was in flight (its request may have been sent); when
+        // the log named none, the first model not done.
+        let on_models: Vec<usize> = if none_started {
+            Vec::new()
         } else {
-            missing
+            let started: Vec<usize> = missing
                 .iter()
                 .copied()
-                .find(|m| st.probe.started.contains(m))
-                .or_else(|| missing.first().copied())
+                .filter(|m| st.probe.started.contains(m))
+                .collect();
+            if started.is_empty() {
+                missing.first().copied().into_iter().collect()
+            } else {
+                started
+            }
         };
         let not_checked = missing
             .into_iter()
-            .filter(|m| Some(*m) != on_model)
+            .filter(|m| !on_models.contains(m))
             .collect();
         self.fail(
             i,
             FailureKind::Stopped {
                 reason,
-                on_model,
+                on_models,
                 not_checked,
                 probe_error,
                 code,
@@ -504,18 +513,7 @@ impl Run {
             Some(ProbeEvent::Summary { verdict }) => self.on_summary(i, verdict),
             // The probe's warning about its run (a CA file it cannot read): once, however many pods say it. Only a
             // `warning:` line: a pod cannot make the driver print another kind.
-            Some(ProbeEvent::Warning { line }) => {
-                // At most MAX_PROBE_WARNINGS of them in a run: a probe (of another release, or broken) that writes
-                // warning after warning cannot flood `jr2 up`'s output.
-                let from_probes = self.warnings.len();
-                if line.starts_with("warning: ")
-                    && from_probes < MAX_PROBE_WARNINGS
-                    && !self.warnings.contains(&line)
-                {
-                    self.warnings.push(line.clone());
-                    self.emit(RunUpdate::Warning { line });
-                }
-            }
+            Some(ProbeEvent::Warning { line }) => self.probe_warning(line),
             // A model still waiting: its line names the plan's model, never the pod's text; one whose index the
             // plan does not know makes none.
             Some(ProbeEvent::Waiting {
@@ -540,6 +538,19 @@ impl Run {
 
     /// The probe's whole verdict: done, unless its Custodian refused a held value (then the probe's calls went
     /// through no Custodian, and its verdict says nothing).
+    /// The probe's warning about its run (a CA file it cannot read), from its log or its termination message: once,
+    /// however many pods say it, and only a `warning:` line (a pod cannot make the driver print another kind); at
+    /// most MAX_PROBE_WARNINGS in a run, so a probe (of another release, or broken) cannot flood `jr2 up`'s output.
+    fn probe_warning(&mut self, line: String) {
+        if line.starts_with("warning: ")
+            && self.warnings.len() < MAX_PROBE_WARNINGS
+            && !self.warnings.contains(&line)
+        {
+            self.warnings.push(line.clone());
+            self.emit(RunUpdate::Warning { line });
+        }
+    }
+
     fn on_summary(&mut self, i: usize, v: Box<Verdict>) {
         let st = &mut self.pods[i];
         if let Some((name, reason)) = st
@@ -675,6 +686,11 @@ impl Run {
                 match termination {
                     Some(Termination::Verdict(v)) => self.on_summary(i, v),
                     Some(Termination::Summary(summary)) => {
+                        // A lost log loses no warning: the termination message keeps them (issue 27, item 18).
+                        // (Cleaned as the termination message was read.)
+                        for line in summary.warnings.clone() {
+                            self.probe_warning(line);
+                        }
                         self.pods[i].phase = Phase::Done(PodOutcome::Finished(ProbeReport {
                             verdict: None,
                             summary: Some(summary),

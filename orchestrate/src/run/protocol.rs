@@ -86,10 +86,7 @@ impl Trusted<'_> {
         if let Some(Cause::GatewayBackendFailed { error }) = &mut r.findings.cause {
             *error = c(error, 40);
         }
-        r.next_action = match &r.findings.cause {
-            Some(cause) => render::cause_next_action(cause),
-            None => r.code.next_action().to_owned(),
-        };
+        r.next_action = render::next_action(&r);
         if let Some(e) = &mut r.findings.endpoint {
             e.version = e.version.as_deref().map(|v| c(v, 40));
         }
@@ -130,6 +127,11 @@ impl Trusted<'_> {
                 .as_deref()
                 .map(|e| self.redactor.clean_to(e, MAX_ERROR_CHARS));
         }
+        s.warnings = s
+            .warnings
+            .iter()
+            .map(|w| self.redactor.clean_to(w, MAX_ERROR_CHARS))
+            .collect();
         s
     }
 
@@ -257,6 +259,7 @@ mod tests {
             n: 0,
             models: Vec::new(),
             truncated: false,
+            warnings: Vec::new(),
         };
         let text = serde_json::to_string(&summary).unwrap();
         assert_eq!(

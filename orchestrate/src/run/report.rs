@@ -214,8 +214,9 @@ pub enum FailureKind {
     Stopped {
         /// Why, raw.
         reason: String,
-        /// The model the check was on (index in [`PodRun::models`]); `None` when the probe had started none.
-        on_model: Option<usize>,
+        /// The models the check was on (indices in [`PodRun::models`]): every one the probe had started without a
+        /// result (issue 27, item 17); empty when the probe had started none.
+        on_models: Vec<usize>,
         /// The models never checked.
         not_checked: Vec<usize>,
         /// The probe's own `error:` text (from its termination message or its log, cleaned), when it wrote one.
@@ -287,7 +288,7 @@ mod tests {
     fn every_failure_has_its_code() {
         let stopped = |code| FailureKind::Stopped {
             reason: "Evicted".into(),
-            on_model: None,
+            on_models: Vec::new(),
             not_checked: Vec::new(),
             probe_error: None,
             code,

@@ -242,12 +242,13 @@ fn request(flavor: Flavor, target: &Target) -> Result<HttpRequest, RequestError>
                     && *k != VERTEX_ADC_MARKER
                     && !(k.starts_with('<') && k.ends_with('>') && k.len() > 2)
             })
-            .ok_or_else(|| {
-                RequestError::unsupported(
-                    "google-vertex without an API key needs Application Default Credentials (an OAuth token from \
+            .ok_or_else(|| RequestError {
+                outcome: Outcome::NotCheckable,
+                code: Code::NotCheckableAdc,
+                message: "google-vertex without an API key uses Application Default Credentials (an OAuth token from \
                      GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION), which the probe \
-                     does not mint; set GOOGLE_CLOUD_API_KEY (Vertex express mode) to check this model",
-                )
+                     does not mint; set GOOGLE_CLOUD_API_KEY (Vertex express mode) to check this model"
+                    .to_owned(),
             })?,
     };
     let mut headers = HeaderMap::new();
@@ -759,12 +760,12 @@ mod tests {
             let e = Google(Flavor::Vertex).request(&t).unwrap_err();
             assert_eq!(
                 (e.outcome, e.code),
-                (Outcome::Unsupported, Code::Unsupported),
+                (Outcome::NotCheckable, Code::NotCheckableAdc),
                 "{key:?}"
             );
             assert!(
                 e.message.starts_with(
-                    "not supported by the preflight yet: google-vertex without an API key needs Application Default Credentials"
+                    "google-vertex without an API key uses Application Default Credentials"
                 ),
                 "{e}"
             );

@@ -215,7 +215,7 @@ pub fn secret_header(value: &str) -> Result<HeaderValue, RequestError> {
     let mut v = HeaderValue::from_str(value).map_err(|_| RequestError {
         outcome: Outcome::KeyRefused,
         code: Code::KeyRefused,
-        message: "the key holds a character a header cannot carry (a pasted newline, most likely); the value itself is not shown"
+        message: "the key holds a character a header cannot carry (a line break inside it, most likely: a Turn's fetch refuses it too; one at either end is dropped, as fetch drops it); the value itself is not shown"
             .to_owned(),
     })?;
     v.set_sensitive(true);

@@ -303,14 +303,15 @@ impl Checker {
         let start = Instant::now();
         let deadline = tokio::time::Instant::from_std(start + self.settings.timeout);
         if let Some(why) = target.api.unsupported_because() {
+            // openai-codex: its OAuth login is a Turn's alone; not checked, a warning (issue 27, item 3).
             return self.finish(
                 target,
                 start,
                 Vec::new(),
                 None,
-                Outcome::Unsupported,
-                Code::Unsupported,
-                Some(render::unsupported_error(why)),
+                Outcome::NotCheckable,
+                Code::NotCheckableOauth,
+                Some(why.to_owned()),
                 None,
             );
         }
@@ -482,9 +483,9 @@ impl Checker {
                 r.code = Code::ContextTooSmall;
                 r.error = Some(render::context_too_small_error(served, needed));
             }
-            r.next_action = render::cause_next_action(&cause);
             r.findings.cause = Some(cause);
         }
+        r.next_action = render::next_action(&r);
         // Nothing learned is no endpoint in the JSON.
         r.findings.endpoint = known.filter(|e| {
             *e != crate::contract::endpoint::Endpoint::of(
@@ -522,6 +523,9 @@ impl Checker {
                 Some(Cause::LlamaCppWithoutJinja)
             }
             (_, Code::ToolsNotEnabled) => Some(Cause::VllmToolsNotEnabled),
+            (Outcome::Unreachable, _) if render::hop_cause(error).is_some() => {
+                render::hop_cause(error)
+            }
             _ if kind == Some(EndpointKind::Litellm) => {
                 let message = error.split_once(": ").map_or(error, |(_, m)| m);
                 endpoint::gateway_backend_error(message)
@@ -640,9 +644,15 @@ impl Checker {
                     ),
                 };
                 use crate::contract::endpoint::Cause;
+                let clamped = target.facts.context_window.filter(|w| {
+                    *w > 0 && target.max_tokens >= crate::prompt::token_cap(u64::MAX, *w)
+                });
                 let cause = if attempt.call_arguments.is_some() {
                     Some(Cause::ToolCallCut)
-                } else if attempt.reasoned {
+                } else if let Some(context_window) = clamped {
+                    // The window set the cap: that is what to change, whatever filled it.
+                    Some(Cause::CapClamped { context_window })
+                } else if attempt.reasoned || thought_in_content(&attempt.answer) {
                     Some(Cause::LengthWhileThinking)
                 } else if answer.is_some() && target.max_tokens > 1 {
                     Some(Cause::TextUntilCap)
@@ -697,7 +707,7 @@ impl Checker {
         error: Option<String>,
         answer: Option<String>,
     ) -> ModelResult {
-        ModelResult {
+        let mut r = ModelResult {
             findings: Default::default(),
             model: target.model.clone(),
             id: target.id.clone(),
@@ -717,7 +727,9 @@ impl Checker {
             max_tokens: target.max_tokens,
             elapsed_ms: start.elapsed().as_millis() as u64,
             tries,
-        }
+        };
+        r.next_action = render::next_action(&r);
+        r
     }
 
     async fn attempt(&self, client: &reqwest::Client, target: &Target, start: Instant) -> Attempt {
@@ -736,6 +748,7 @@ impl Checker {
                 return Attempt::fail(None, e.outcome, e.code, self.redactor.clean(&e.message));
             }
         };
+        let url = request.url.clone();
         let sent = client
             .post(request.url)
             .headers(request.headers)
@@ -748,7 +761,18 @@ impl Checker {
                 // Through the redactor: a server can put the key in a URL (a redirect's Location), which the
                 // error's Debug form shows; the URL itself without userinfo or query.
                 tracing::debug!(error = %self.redactor.redact(&crate::transport::log_text(&e)), "the request failed");
-                let failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                let mut failure = crate::transport::describe(&e, self.factory.connect_timeout());
+                if failure.outcome == Outcome::Unreachable
+                    && e.is_connect()
+                    && let Some(proxy) = self.factory.proxy().proxy_for_api(target.api, &url)
+                {
+                    // The connection that failed is the proxy's: the provider was never reached.
+                    failure.text = render::hop_unreachable(
+                        is_custodian(target, proxy),
+                        &proxy_addr(proxy),
+                        &failure.text,
+                    );
+                }
                 return Attempt::fail(
                     failure.status,
                     failure.outcome,
@@ -956,6 +980,35 @@ impl Checker {
     }
 }
 
+/// Text that is a model's thinking, written in `content` by a server without a reasoning parser: it opens with
+/// `<think>` or holds its closing `</think>` (the chat template opened it). Cut by the cap, it was thinking, not a
+/// text answer (issue 27, item 11).
+fn thought_in_content(answer: &str) -> bool {
+    answer.trim_start().starts_with("<think>") || answer.contains("</think>")
+}
+
+/// The proxy is the check pod's Custodian: the model's route goes through one, or the proxy is the loopback
+/// listener the contract gives the Custodian (`127.0.0.1:15001`).
+fn is_custodian(target: &Target, proxy: &url::Url) -> bool {
+    matches!(
+        target.route,
+        crate::contract::verdict::Route::Catalog {
+            via_custodian: true,
+            ..
+        }
+    ) || (matches!(proxy.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+        && proxy.port_or_known_default() == Some(15001))
+}
+
+/// A proxy's `host:port`, without its credentials.
+fn proxy_addr(proxy: &url::Url) -> String {
+    let host = proxy.host_str().unwrap_or("");
+    match proxy.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
 /// The outcome and code of an HTTP error status and its body.
 pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Code) {
     let message = err.map(|e| e.message.as_str()).unwrap_or("");
@@ -966,6 +1019,9 @@ pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Co
     match status {
         401 | 403 => (Outcome::KeyRefused, Code::KeyRefused),
         400 if code_is("API_KEY_INVALID") => (Outcome::KeyRefused, Code::KeyRefused),
+        // LiteLLM with a master key and no database answers a wrong or missing key with this 400: it cannot look
+        // the key up, so the key is what to fix, not the request (issue 27, item 11).
+        400 if message.trim() == "No connected db." => (Outcome::KeyRefused, Code::KeyRefused),
         429 if err.is_some_and(ProviderError::is_quota_exhausted) => {
             (Outcome::Http, Code::QuotaExhausted)
         }
@@ -1007,6 +1063,26 @@ mod tests {
 
     fn err(body: &str) -> ProviderError {
         api::error_body::parse(body).unwrap()
+    }
+
+    /// LiteLLM (a master key, no database) refuses a wrong or missing key with a 400 `No connected db.`: a key
+    /// problem, with the key's lines, not an HTTP error with vLLM's hints.
+    #[test]
+    fn litellm_without_a_database_refuses_a_key_with_a_400() {
+        let body = r#"{"error":{"message":"No connected db.","type":"no_db_connection","param":null,"code":"400"}}"#;
+        assert_eq!(
+            classify_status(400, Some(&err(body))),
+            (Outcome::KeyRefused, Code::KeyRefused)
+        );
+        assert_eq!(
+            classify_status(
+                400,
+                Some(&err(
+                    r#"{"error":{"message":"No connected db. for model x"}}"#
+                ))
+            ),
+            (Outcome::Http, Code::HttpError)
+        );
     }
 
     #[test]

@@ -78,6 +78,18 @@ pub enum Cause {
     TextUntilCap,
     /// The tool call began but the cap cut its arguments: a Turn gets a call it cannot parse.
     ToolCallCut,
+    /// The proxy the request goes through (`HTTPS_PROXY`...) refused the connection or did not answer it: the
+    /// provider was never reached (issue 27, item 1).
+    ProxyUnreachable,
+    /// `length` with a cap that pi's clamp set from the model's `contextWindow` (the window less pi's estimate of the
+    /// prompt and its 4,096-token reserve): raising `maxTokens` changes nothing (issue 27, item 11).
+    CapClamped {
+        /// The `contextWindow` the cap was clamped to.
+        context_window: u64,
+    },
+    /// The check pod's Custodian (its loopback proxy) refused the connection after the probe's wait: the Custodian
+    /// failed, not the provider (issue 27, item 1).
+    CustodianUnreachable,
     /// The served context is smaller than the plan's `contextWindow`, or than the cap plus a Turn's prompt.
     ContextTooSmall {
         /// The context the server serves, in tokens.

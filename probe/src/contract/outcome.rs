@@ -39,6 +39,12 @@ pub enum Outcome {
     NotChecked,
     /// The preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
     Unsupported,
+    /// The preflight was skipped (`--skip-provider-preflight`): nothing was sent, and the skip's one warning line
+    /// names the model.
+    Skipped,
+    /// The preflight cannot check this model, by design (credentials only a Turn holds: Vertex's Application
+    /// Default Credentials, openai-codex's OAuth login): a warning, and the run goes on (issue 27, item 3).
+    NotCheckable,
 }
 
 /// How an outcome weighs on the converge.
@@ -54,12 +60,32 @@ pub enum Level {
 }
 
 impl Outcome {
+    /// Every outcome, in the contract's order.
+    pub const ALL: [Outcome; 16] = [
+        Outcome::Ok,
+        Outcome::Text,
+        Outcome::Busy,
+        Outcome::Unavailable,
+        Outcome::Length,
+        Outcome::KeyRefused,
+        Outcome::CustodianRefused,
+        Outcome::Timeout,
+        Outcome::Unreachable,
+        Outcome::Tls,
+        Outcome::Http,
+        Outcome::Protocol,
+        Outcome::NotChecked,
+        Outcome::Unsupported,
+        Outcome::Skipped,
+        Outcome::NotCheckable,
+    ];
+
     /// The level of this outcome for a model of `api`. Busy is a warning (not confirmed either way) except for
     /// Gemini and Vertex, whose tries are not seen.
     pub fn level(self, api: ApiKind) -> Level {
         match self {
             Outcome::Ok => Level::Pass,
-            Outcome::Text => Level::Warning,
+            Outcome::Text | Outcome::Skipped | Outcome::NotCheckable => Level::Warning,
             Outcome::Busy if api.is_google() => Level::Error,
             Outcome::Busy => Level::Warning,
             _ => Level::Error,
@@ -83,6 +109,8 @@ impl Outcome {
             Outcome::Protocol => "protocol",
             Outcome::NotChecked => "not_checked",
             Outcome::Unsupported => "unsupported",
+            Outcome::Skipped => "skipped",
+            Outcome::NotCheckable => "not_checkable",
         }
     }
 
@@ -103,6 +131,8 @@ impl Outcome {
             Outcome::Protocol => Code::ProtocolError,
             Outcome::NotChecked => Code::NotChecked,
             Outcome::Unsupported => Code::Unsupported,
+            Outcome::Skipped => Code::Skipped,
+            Outcome::NotCheckable => Code::NotCheckableAdc,
         }
     }
 }
@@ -152,11 +182,17 @@ pub enum Code {
     Unsupported,
     #[serde(rename = "PROVIDER_CONTEXT_TOO_SMALL")]
     ContextTooSmall,
+    #[serde(rename = "PROVIDER_SKIPPED")]
+    Skipped,
+    #[serde(rename = "PROVIDER_NOT_CHECKABLE_ADC")]
+    NotCheckableAdc,
+    #[serde(rename = "PROVIDER_NOT_CHECKABLE_OAUTH")]
+    NotCheckableOauth,
 }
 
 impl Code {
     /// Every code, in documentation order.
-    pub const ALL: [Code; 20] = [
+    pub const ALL: [Code; 23] = [
         Code::Ok,
         Code::TextAnswer,
         Code::Busy,
@@ -177,6 +213,9 @@ impl Code {
         Code::NotChecked,
         Code::Unsupported,
         Code::ContextTooSmall,
+        Code::Skipped,
+        Code::NotCheckableAdc,
+        Code::NotCheckableOauth,
     ];
 
     /// The code as it appears in the JSON.
@@ -202,6 +241,9 @@ impl Code {
             Code::NotChecked => "PROVIDER_NOT_CHECKED",
             Code::Unsupported => "PROVIDER_UNSUPPORTED",
             Code::ContextTooSmall => "PROVIDER_CONTEXT_TOO_SMALL",
+            Code::Skipped => "PROVIDER_SKIPPED",
+            Code::NotCheckableAdc => "PROVIDER_NOT_CHECKABLE_ADC",
+            Code::NotCheckableOauth => "PROVIDER_NOT_CHECKABLE_OAUTH",
         }
     }
 
@@ -267,6 +309,19 @@ impl Code {
             Code::ContextTooSmall => {
                 "serve the model with a context of at least the model's contextWindow (llama.cpp: -c; vLLM: \
                  --max-model-len), or set contextWindow in jr2.config.ts to what the server serves"
+            }
+            Code::Skipped => {
+                "none required: the preflight was skipped (--skip-provider-preflight), so the first Turn is this \
+                 model's first check; run jr2 up without that flag to check it"
+            }
+            Code::NotCheckableAdc => {
+                "none required: a Turn authenticates to Vertex with the pod's Application Default Credentials, which \
+                 the preflight does not mint, so the first Turn is this model's first check; to have it checked, give \
+                 the Harness GOOGLE_CLOUD_API_KEY (Vertex express mode)"
+            }
+            Code::NotCheckableOauth => {
+                "none required: a Turn of openai-codex uses the ChatGPT login file in the Harness, which a check pod \
+                 does not hold, so the first Turn is this model's first check"
             }
             Code::Unsupported => {
                 "check this model by hand (jr2-probe check), or run jr2 up --skip-provider-preflight, which skips the \

@@ -4,8 +4,9 @@
 //! (`probe/src/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
+use crate::contract::api_kind::ApiKind;
 use crate::contract::endpoint::{Cause, EndpointKind};
-use crate::contract::outcome::{Level, Outcome};
+use crate::contract::outcome::{Code, Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
 /// The hint lines of the custom provider, in the contract's order.
@@ -54,6 +55,15 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
         _ if r.outcome == Outcome::NotChecked => return not_checked_lines(&[r]),
         Level::Pass => vec![completed(&r.model, r.elapsed_ms)],
         Level::Warning if r.outcome == Outcome::Text => vec![text_warning(&r.model)],
+        Level::Warning if r.outcome == Outcome::NotCheckable => vec![not_checkable_warning(
+            &r.model,
+            r.error
+                .as_deref()
+                .unwrap_or("the preflight cannot send its request"),
+        )],
+        Level::Warning if r.outcome == Outcome::Skipped => {
+            vec![skipped_warning(std::slice::from_ref(&r.model))]
+        }
         Level::Warning => vec![busy_line(r)],
         Level::Error => failure_lines(r, origin),
     };
@@ -78,17 +88,24 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.host, r.id
         ),
         Cause::LengthWhileThinking => format!(
-            "  - the model streamed reasoning until the cap of {} tokens: raise maxTokens, or turn thinking off",
-            r.max_tokens
+            "  - the model streamed reasoning until the cap of {}: raise maxTokens, or turn thinking off",
+            tokens(r.max_tokens)
         ),
         Cause::TextUntilCap => format!(
-            "  - no reasoning was streamed: the model wrote text until the cap of {} tokens instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
-            r.max_tokens
+            "  - no reasoning was streamed: the model wrote text until the cap of {} instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
+            tokens(r.max_tokens)
         ),
         Cause::ToolCallCut => format!(
-            "  - the tool call began, and the cap of {} tokens cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
-            r.max_tokens
+            "  - the tool call began, and the cap of {} cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
+            tokens(r.max_tokens)
         ),
+        Cause::CapClamped { context_window } => format!(
+            "  - pi clamps the cap to the contextWindow of {context_window} less its estimate of the prompt and a {}-token reserve, so every Turn asks for {}: raising maxTokens changes nothing; set contextWindow in jr2.config.ts to the context the server really serves, or serve a larger one",
+            crate::prompt::PROMPT_RESERVE,
+            tokens(r.max_tokens)
+        ),
+        Cause::ProxyUnreachable => "  - the proxy failed, not the provider: check that the proxy the Harness env names (HTTPS_PROXY, HTTP_PROXY) runs and that the pods can reach it".to_owned(),
+        Cause::CustodianUnreachable => "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)".to_owned(),
         Cause::ContextTooSmall { served, needed, from_window, server } => {
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
@@ -105,6 +122,15 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             )
         }
     })
+}
+
+/// `1 token`, `<n> tokens`.
+fn tokens(n: u64) -> String {
+    if n == 1 {
+        "1 token".to_owned()
+    } else {
+        format!("{n} tokens")
+    }
 }
 
 /// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
@@ -138,9 +164,38 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::LengthWhileThinking => crate::contract::outcome::Code::Length.next_action().to_owned(),
         Cause::TextUntilCap => "choose a model (or a chat template) that calls tools: it wrote text until the cap, with no reasoning, so a larger maxTokens gives a longer text".to_owned(),
         Cause::ToolCallCut => "raise maxTokens for this model: the cap cut the tool call's arguments, so a Turn gets a call it cannot parse".to_owned(),
+        Cause::CapClamped { .. } => format!(
+            "set contextWindow in jr2.config.ts to the context the server serves (it must exceed the cap a Turn needs by pi's {}-token reserve and the prompt), or serve a larger context: while the window clamps the cap, raising maxTokens changes nothing",
+            crate::prompt::PROMPT_RESERVE
+        ),
+        Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
+        Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
         Cause::ContextTooSmall { served, needed, server, .. } => {
             format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server))
         }
+    }
+}
+
+/// `<error>` of a request whose proxy could not be reached (refused, not answered): the hop that failed is named,
+/// not the provider (issue 27, item 1). `words` is the transport failure (`connection refused`...).
+pub fn hop_unreachable(custodian: bool, addr: &str, words: &str) -> String {
+    if custodian {
+        format!(
+            "cannot reach the Custodian at {addr} (the check pod's proxy to the provider): {words}"
+        )
+    } else {
+        format!("cannot reach the proxy {addr} (the provider was not reached): {words}")
+    }
+}
+
+/// The cause a [`hop_unreachable`] error names.
+pub fn hop_cause(error: &str) -> Option<Cause> {
+    if error.starts_with("cannot reach the Custodian at ") {
+        Some(Cause::CustodianUnreachable)
+    } else if error.starts_with("cannot reach the proxy ") {
+        Some(Cause::ProxyUnreachable)
+    } else {
+        None
     }
 }
 
@@ -228,8 +283,9 @@ fn busy_line(r: &ModelResult) -> String {
             r.tries.len(),
             r.http_status,
             &seconds(waited),
+            r.api,
         ),
-        None => busy_warning(&r.model, &r.host, r.tries.len(), r.http_status),
+        None => busy_warning(&r.model, &r.host, r.tries.len(), r.http_status, r.api),
     }
 }
 
@@ -255,12 +311,20 @@ pub fn text_warning(model: &str) -> String {
 /// `warning: provider: <model> is busy toward <host> after <n> tries (HTTP <status>) — not confirmed; ...`
 ///
 /// One try reads `after 1 try`. An overload that came inside a 200's stream (the try's status is 200) reads
-/// `(an overload in the stream)`, since no HTTP status said busy.
-pub fn busy_warning(model: &str, host: &str, tries: usize, status: Option<u16>) -> String {
+/// `(an overload in the stream)`, since no HTTP status said busy. The tail says how many tries a Turn of `api` makes
+/// ([`turn_tries`]).
+pub fn busy_warning(
+    model: &str,
+    host: &str,
+    tries: usize,
+    status: Option<u16>,
+    api: ApiKind,
+) -> String {
     format!(
-        "warning: provider: {model} is busy toward {host} after {} ({}) — {BUSY_TAIL}",
+        "warning: provider: {model} is busy toward {host} after {} ({}) — not confirmed; {}",
         tries_phrase(tries),
-        busy_sign(status)
+        busy_sign(status),
+        turn_tries(api)
     )
 }
 
@@ -273,12 +337,14 @@ pub fn busy_then_no_answer_warning(
     tries: usize,
     status: Option<u16>,
     seconds: &str,
+    api: ApiKind,
 ) -> String {
     format!(
-        "warning: provider: {model} is busy toward {host} after {} ({}) and {} — {BUSY_TAIL}",
+        "warning: provider: {model} is busy toward {host} after {} ({}) and {} — not confirmed; {}",
         tries_phrase(tries),
         busy_sign(status),
-        retry_got_no_answer(tries, seconds)
+        retry_got_no_answer(tries, seconds),
+        turn_tries(api)
     )
 }
 
@@ -291,7 +357,55 @@ pub fn busy_then_no_answer_error(tries: usize, seconds: &str, busy_error: &str) 
     )
 }
 
-const BUSY_TAIL: &str = "not confirmed; a Turn makes one try, so it can fail the same way";
+/// How many tries a Turn of `api` makes on a busy answer, as pi-ai 0.82.1 sends it (research/pi-requests.md, section
+/// 10): one for every API but Bedrock, whose AWS SDK makes 3 attempts in all. The busy line and its next action say
+/// it, so neither promises a Turn fewer tries than it makes.
+pub fn turn_tries(api: ApiKind) -> &'static str {
+    match api {
+        ApiKind::BedrockConverseStream => {
+            "a Turn makes 3 tries (the AWS SDK's retries), so it can fail the same way"
+        }
+        _ => "a Turn makes one try, so it can fail the same way",
+    }
+}
+
+/// The next action of a result, as its lines say it: the endpoint's cause when it named one; for a busy result the
+/// one of its level (an error for Gemini and Vertex) and its API's tries; for a key refused where no key is held,
+/// setting one (the line says `the endpoint wants a key` or `no Harness pod holds a key`); else the code's own.
+pub fn next_action(r: &ModelResult) -> String {
+    if let Some(cause) = &r.findings.cause {
+        return cause_next_action(cause);
+    }
+    match (r.outcome, &r.route) {
+        (Outcome::Busy, _) if r.code == Code::Busy && r.level == Level::Error => {
+            "wait until the provider takes requests from this key again (its rate limit or quota), then run jr2 up \
+             again: for Gemini and Vertex a busy answer after the retries fails the check, since a Turn's own tries \
+             are not seen"
+                .to_owned()
+        }
+        (Outcome::Busy, _) if r.code == Code::Busy => format!(
+            "none required: {}; run jr2 up again later to confirm the model",
+            turn_tries(r.api)
+        ),
+        (Outcome::KeyRefused, Route::Custom { api_key_set: false, .. }) => {
+            "the endpoint wants a key: set harness.provider.apiKey in jr2.config.ts, then run jr2 up again"
+                .to_owned()
+        }
+        (
+            Outcome::KeyRefused,
+            Route::Catalog {
+                key_held: false,
+                provider,
+                key_env,
+                ..
+            },
+        ) => format!(
+            "no Harness pod holds a key of {provider}: add {key_env} to `secrets` in jr2.config.ts, then run jr2 up \
+             again"
+        ),
+        _ => r.code.next_action().to_owned(),
+    }
+}
 
 fn retry_got_no_answer(tries: usize, seconds: &str) -> String {
     let which = if tries > 2 {
@@ -318,6 +432,14 @@ fn busy_sign(status: Option<u16>) -> String {
     }
 }
 
+/// A model the preflight cannot check by design (issue 27, item 3): `warning: provider: <model> was not checked —
+/// <why>; a Turn uses credentials the check pod does not hold, so its first call is the check`.
+pub fn not_checkable_warning(model: &str, why: &str) -> String {
+    format!(
+        "warning: provider: {model} was not checked — {why}; a Turn uses credentials the check pod does not hold, so its first call is the check"
+    )
+}
+
 /// `warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: ...`
 pub fn skipped_warning(models: &[String]) -> String {
     format!(
@@ -342,6 +464,16 @@ pub fn pending(reason: &str, message: &str) -> String {
 pub fn network_policy_warning(name: &str) -> String {
     format!(
         "warning: provider: NetworkPolicy \"{name}\" limits the egress of the Harness pods, and the check pod is not under it — this check can pass while a Turn fails"
+    )
+}
+
+/// The other way round (issue 27, item 2): policies add up, and one that opens egress for the Harness pods leaves the
+/// check pod under the others alone (a default-deny, say): `warning: provider: NetworkPolicy "<name>" allows egress of
+/// the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same
+/// egress for the check pod's labels (<labels>)`.
+pub fn network_policy_opens_warning(name: &str, check_labels: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels ({check_labels})"
     )
 }
 
@@ -464,10 +596,15 @@ pub fn pod_cannot_start_other(reason: &str, message: &str) -> String {
     format!("{CANNOT_START} {reason}: {message}")
 }
 
-/// `error: provider preflight: the check pod stopped (<reason>) while the check was on model "<model>"`
-pub fn pod_stopped(reason: &str, model: &str) -> String {
+/// `error: provider preflight: the check pod stopped (<reason>) while the check was on model "<model>"`; with more
+/// than one model in flight (the probe checks several at once), each is named: `... while the check was on models
+/// "<a>", "<b>"`, since each request may have been sent.
+pub fn pod_stopped(reason: &str, models: &[&str]) -> String {
+    let named: Vec<String> = models.iter().map(|m| format!("\"{m}\"")).collect();
+    let which = if models.len() == 1 { "model" } else { "models" };
     format!(
-        "error: provider preflight: the check pod stopped ({reason}) while the check was on model \"{model}\""
+        "error: provider preflight: the check pod stopped ({reason}) while the check was on {which} {}",
+        named.join(", ")
     )
 }
 
@@ -670,7 +807,13 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
                     "  - no Harness pod holds a key of {provider}: add {key_env} to `secrets` in jr2.config.ts"
                 )
             };
-            if key_refused {
+            let hop_failed = matches!(
+                r.findings.cause,
+                Some(Cause::ProxyUnreachable | Cause::CustodianUnreachable)
+            );
+            if key_refused || hop_failed {
+                // A refused key: the endpoint answered. A proxy or Custodian that failed: the pods' egress to the
+                // provider was never tried; the cause's line says which hop to fix.
                 lines.push(key);
             } else {
                 lines.push(egress);
@@ -1026,6 +1169,13 @@ mod tests {
                 vec![network_policy_warning("deny-egress")]
             ),
             (
+                "network policy, the other way",
+                vec![network_policy_opens_warning(
+                    "allow-harness",
+                    "app.kubernetes.io/name=jr2-provider-preflight"
+                )]
+            ),
+            (
                 "loopback, by hand",
                 vec![loopback_warning("127.0.0.1:8000")]
             ),
@@ -1185,11 +1335,16 @@ mod tests {
         let stopped = vec![
             pod_stopped(
                 "probe ran out of memory, limit 64Mi",
-                "anthropic/claude-haiku-4-5",
+                &["anthropic/claude-haiku-4-5"],
             ),
             not_checked("vllm/Qwen/Qwen3-32B"),
             not_checked("google/gemini-2.5-flash"),
         ];
+        // Two models in flight: both named (issue 27, item 17).
+        assert_eq!(
+            pod_stopped("Evicted", &["vllm/delay-s1", "vllm/delay-s2"]),
+            "error: provider preflight: the check pod stopped (Evicted) while the check was on models \"vllm/delay-s1\", \"vllm/delay-s2\""
+        );
         insta::assert_snapshot!(block(&[
             (
                 "image",
@@ -1498,5 +1653,150 @@ mod tests {
             Duration::from_millis(2500),
         ));
         insta::assert_snapshot!(text);
+    }
+
+    /// Every outcome, on each API whose lines differ (OpenAI-compatible, Gemini, Bedrock) and each route whose
+    /// hints differ (a custom endpoint with and without `apiKey`, a catalog model with and without a held key): its
+    /// level, code and `nextAction` held against the lines it prints (issue 27, items 12, 13, 19). `jr2 up` switches
+    /// on the JSON, a user reads the lines: they must say the same thing.
+    #[test]
+    fn every_outcome_s_json_agrees_with_its_lines() {
+        let apis = [
+            ("openai", ApiKind::OpenAiCompletions),
+            ("google", ApiKind::GoogleGenerativeAi),
+            ("bedrock", ApiKind::BedrockConverseStream),
+        ];
+        let routes = [
+            ("custom, apiKey set", custom(true)),
+            ("custom, no apiKey", custom(false)),
+            ("catalog, key held", catalog(true, true, false)),
+            ("catalog, no key held", catalog(false, false, false)),
+        ];
+        let mut table = String::new();
+        for outcome in Outcome::ALL {
+            for (api_name, api) in apis {
+                for (route_name, route) in &routes {
+                    let status = match outcome {
+                        Outcome::Busy => Some(429),
+                        Outcome::Unavailable => Some(503),
+                        Outcome::KeyRefused => Some(401),
+                        Outcome::Http => Some(500),
+                        _ => None,
+                    };
+                    let mut r = result("m/x", route.clone(), outcome, "the error", status);
+                    r.api = api;
+                    r.level = outcome.level(api);
+                    r.next_action = next_action(&r);
+                    let lines = model_lines(&r, &pod());
+                    let first = &lines[0];
+                    // The level is the first line's word.
+                    match r.level {
+                        Level::Pass => assert!(first.starts_with("provider: "), "{first}"),
+                        Level::Warning => assert!(first.starts_with("warning: "), "{first}"),
+                        Level::Error => assert!(first.starts_with("error: "), "{first}"),
+                    }
+                    // An error never says there is nothing to do; a busy warning's action says what its line says
+                    // of a Turn's tries.
+                    if r.level == Level::Error {
+                        assert!(
+                            !r.next_action.starts_with("none"),
+                            "{outcome:?} {api_name}: {}",
+                            r.next_action
+                        );
+                    }
+                    if outcome == Outcome::Busy && r.level == Level::Warning {
+                        assert!(first.contains(turn_tries(api)), "{first}");
+                        assert!(r.next_action.contains(turn_tries(api)), "{}", r.next_action);
+                    }
+                    // The key hint the lines give is the action the JSON gives.
+                    if lines.iter().any(|l| l == hint::CUSTOM_KEY_WANTED) {
+                        assert!(
+                            r.next_action.contains("set harness.provider.apiKey"),
+                            "{}",
+                            r.next_action
+                        );
+                    }
+                    if lines
+                        .iter()
+                        .any(|l| l.starts_with("  - no Harness pod holds a key of"))
+                        && outcome == Outcome::KeyRefused
+                    {
+                        assert!(
+                            r.next_action.contains("add ANTHROPIC_API_KEY to `secrets`"),
+                            "{}",
+                            r.next_action
+                        );
+                    }
+                    if outcome == Outcome::KeyRefused
+                        && !lines.iter().any(|l| {
+                            l == hint::CUSTOM_KEY_WANTED || l.starts_with("  - no Harness pod")
+                        })
+                    {
+                        assert_eq!(r.next_action, Code::KeyRefused.next_action());
+                    }
+                    assert_eq!(r.code, outcome.default_code());
+                    table.push_str(&format!(
+                        "# {} / {api_name} / {route_name}\nlevel: {:?}, code: {}\nnextAction: {}\n{}\n\n",
+                        outcome.as_str(),
+                        r.level,
+                        r.code,
+                        r.next_action,
+                        lines.join("\n")
+                    ));
+                }
+            }
+        }
+        insta::assert_snapshot!("outcome_table", table);
+    }
+
+    /// `the cap of 1 token`, not `1 tokens` (issue 27, item 19); larger caps keep the plural.
+    #[test]
+    fn a_cap_of_one_token_is_singular() {
+        let mut r = result("vllm/m", custom(true), Outcome::Length, "stop", None);
+        r.max_tokens = 1;
+        for (cause, want) in [
+            (
+                Cause::ToolCallCut,
+                "  - the tool call began, and the cap of 1 token cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
+            ),
+            (
+                Cause::LengthWhileThinking,
+                "  - the model streamed reasoning until the cap of 1 token: raise maxTokens, or turn thinking off",
+            ),
+        ] {
+            assert_eq!(cause_line(&cause, &r).as_deref(), Some(want));
+        }
+        r.max_tokens = 2;
+        assert!(
+            cause_line(&Cause::TextUntilCap, &r)
+                .unwrap()
+                .contains("until the cap of 2 tokens instead")
+        );
+    }
+
+    /// A Custodian that refuses connections is named, with its hint in place of the egress line (issue 27, item 1).
+    #[test]
+    fn a_custodian_that_refuses_is_the_hop_named() {
+        let error = hop_unreachable(true, "127.0.0.1:15001", "connection refused");
+        let mut r = result(
+            "anthropic/claude-haiku-4-5",
+            catalog(true, true, false),
+            Outcome::Unreachable,
+            &error,
+            None,
+        );
+        r.findings.cause = hop_cause(&error);
+        assert_eq!(r.findings.cause, Some(Cause::CustodianUnreachable));
+        assert_eq!(
+            model_lines(&r, &pod()),
+            [
+                "error: provider preflight failed for model \"anthropic/claude-haiku-4-5\" toward api.anthropic.com (from a pod on node worker-2, through a Custodian, as a Turn calls it): cannot reach the Custodian at 127.0.0.1:15001 (the check pod's proxy to the provider): connection refused",
+                "  - the held secret ANTHROPIC_API_KEY may be empty, wrong, or without access to this model (`secrets` in jr2.config.ts)",
+                "  - a private CA on that path must be in harness.caBundle",
+                "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)",
+            ]
+        );
+        assert!(next_action(&r).starts_with("read the Custodian's log"));
+        assert_eq!(hop_cause("connection refused"), None);
     }
 }

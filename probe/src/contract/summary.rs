@@ -54,4 +54,8 @@ pub struct Summary {
     /// Some detail was left out to fit.
     #[serde(default)]
     pub truncated: bool,
+    /// The probe's warning lines about its run (a CA file it cannot read), so that a lost log does not lose them
+    /// (issue 27, item 18); left out first when room runs out.
+    #[serde(rename = "w", default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }

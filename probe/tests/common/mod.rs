@@ -280,17 +280,23 @@ pub fn assert_refused_key_lines(
 }
 
 /// Asserts busy after two HTTP 429s, as a warning: Busy / Busy / Warning, the statuses `[429, 429]`, and exactly the
-/// one line that `model` is busy toward `host`.
+/// one line that `model` is busy toward `host`, with the tries a Turn of its API makes (3 on Bedrock, one elsewhere).
 #[track_caller]
 pub fn assert_busy_warning(r: &ModelResult, model: &str, host: &str) {
     assert_ended(r, Outcome::Busy, Code::Busy, Level::Warning);
     assert_eq!(statuses(r), [Some(429), Some(429)]);
+    let turn = if r.api == jr2_probe::api::ApiKind::BedrockConverseStream {
+        "a Turn makes 3 tries (the AWS SDK's retries), so it can fail the same way"
+    } else {
+        "a Turn makes one try, so it can fail the same way"
+    };
     assert_eq!(
         lines(r),
         [format!(
-            "warning: provider: {model} is busy toward {host} after 2 tries (HTTP 429) — not confirmed; a Turn makes one try, so it can fail the same way"
+            "warning: provider: {model} is busy toward {host} after 2 tries (HTTP 429) — not confirmed; {turn}"
         )]
     );
+    assert!(r.next_action.contains(turn), "{}", r.next_action);
 }
 
 /// Asserts unavailable after `tries` HTTP 503s: Unavailable / Unavailable / Error, one 503 a try, the error

@@ -248,6 +248,20 @@ async fn respond(shape: Shape, req: &Recorded) -> Response<Body> {
             Duration::ZERO,
             false,
         ),
+        // Thinking in `content` (a template without a reasoning parser): it ends in `</think>` and the cap comes
+        // right after (issue 27, item 11).
+        "length-think-in-content" => stream(
+            text(
+                "content",
+                &[
+                    "Okay, the user wants ",
+                    "me to call the probe tool.\n</think>\n\n",
+                ],
+                "length",
+            ),
+            Duration::ZERO,
+            false,
+        ),
         "length-thinking" => stream(
             text(
                 "reasoning_content",

@@ -112,6 +112,19 @@ describe("runPreflight", () => {
     assert.equal(r.lines.length, 1);
     assert.match(r.lines[0] ?? "", /^warning: /);
     for (const m of ["vllm/ok", "vllm/missing"]) assert.ok(r.lines[0]?.includes(m), `${m} named`);
+    // The typed verdict names them too, each marked skipped (issue 27, item 14), with the envelope (item 15).
+    assert.deepEqual(
+      r.verdict.models.map((m) => [m.model, m.outcome, m.level, m.code]),
+      [
+        ["vllm/ok", "skipped", "warning", "PROVIDER_SKIPPED"],
+        ["vllm/missing", "skipped", "warning", "PROVIDER_SKIPPED"],
+      ],
+    );
+    assert.equal(typeof r.verdict.release.driver, "string");
+    assert.equal(r.verdict.release.probe, null);
+    assert.equal(r.verdict.kubeContext, null);
+    assert.equal(r.verdict.cluster, null);
+    assert.match(r.verdict.startedAt, /Z$/);
     assert.equal((await cluster.state()).created.length, before);
   });
 

@@ -2,7 +2,7 @@
 // Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schemas generate.
 
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model. `not_checkable`: the preflight cannot check this model by design (Vertex with Application Default Credentials, openai-codex's OAuth login: credentials only a Turn holds); a warning line says why, and the run goes on.
  */
 export type Outcome =
   | "ok"
@@ -18,7 +18,9 @@ export type Outcome =
   | "http"
   | "protocol"
   | "not_checked"
-  | "unsupported";
+  | "unsupported"
+  | "skipped"
+  | "not_checkable";
 
 /**
  * How a result weighs on the converge. `pass`: the model can call tools. `warning`: printed, but the converge goes on. `error`: the converge stops (the probe exits 1).
@@ -48,7 +50,10 @@ export type Code =
   | "PROVIDER_PROTOCOL_ERROR"
   | "PROVIDER_NOT_CHECKED"
   | "PROVIDER_UNSUPPORTED"
-  | "PROVIDER_CONTEXT_TOO_SMALL";
+  | "PROVIDER_CONTEXT_TOO_SMALL"
+  | "PROVIDER_SKIPPED"
+  | "PROVIDER_NOT_CHECKABLE_ADC"
+  | "PROVIDER_NOT_CHECKABLE_OAUTH";
 
 /**
  * The model's API kind, by pi's names (pi-ai 0.82.1): the wire format the request was (or would have been) sent in.
@@ -226,7 +231,9 @@ export type Cause =
         | "vllmToolsNotEnabled"
         | "lengthWhileThinking"
         | "textUntilCap"
-        | "toolCallCut";
+        | "toolCallCut"
+        | "proxyUnreachable"
+        | "custodianUnreachable";
     }
   | {
       /**
@@ -237,6 +244,16 @@ export type Cause =
        * The backend's error class as LiteLLM names it.
        */
       error: string;
+    }
+  | {
+      /**
+       * `length` with a cap pi's clamp set from the model's contextWindow (less the prompt estimate and a 4096-token reserve): raising maxTokens changes nothing.
+       */
+      kind: "capClamped";
+      /**
+       * The contextWindow the cap was clamped to.
+       */
+      contextWindow: number;
     }
   | {
       /**

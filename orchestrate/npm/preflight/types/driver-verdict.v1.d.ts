@@ -29,11 +29,45 @@ export interface DriverVerdict {
    */
   namespace: string;
   /**
-   * --skip-provider-preflight: nothing was checked, one warning line was written.
+   * --skip-provider-preflight: nothing was checked, one warning line was written, and each model of the plan is in `models` with outcome `skipped`.
    */
   skipped: boolean;
   /**
-   * UTC start, RFC 3339 with milliseconds.
+   * The release that ran, for the troubleshooting envelope.
+   */
+  release: {
+    /**
+     * The driver's version (jr2-preflight).
+     */
+    driver: string;
+    /**
+     * The probe's version as the probe reported it; null when no probe reported one (skipped, nothing to check, no pod finished).
+     */
+    probe: string | null;
+    /**
+     * The probe image the check pods ran (or would have run).
+     */
+    probeImage: string;
+  };
+  /**
+   * The kubeconfig context of the run (--context, else the current one); null when the kubeconfig could not be read.
+   */
+  kubeContext: string | null;
+  /**
+   * The cluster the run talked to (or would have); null when the kubeconfig could not be read.
+   */
+  cluster: null | {
+    /**
+     * The API server's host, with :port when the kubeconfig names one (no scheme, path or credentials).
+     */
+    server: string;
+    /**
+     * The API server's gitVersion (GET /version); null when it was not asked (nothing contacted) or did not answer.
+     */
+    kubernetesVersion: string | null;
+  };
+  /**
+   * UTC start, RFC 3339 with milliseconds (ends in Z).
    */
   startedAt: string;
   /**

@@ -21,6 +21,10 @@ export interface ProbeSummary {
    */
   n: number;
   /**
+   * The probe's warning lines about its run (a CA file it cannot read), each at most 300 characters; left out first when room runs out, absent when there are none.
+   */
+  w?: string[];
+  /**
    * One entry per model, in the run spec's order; empty (with `truncated`) when even the shortest entries did not fit.
    *
    * Items: One model's entry.
