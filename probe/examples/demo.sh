@@ -7,6 +7,9 @@
 #     ~/.cache/jr2-preflight/peers by tests/peers/install.sh the first time), and checks it three ways: its own chat
 #     template (no tools: the text warning), a tool-capable template (tests/peers/smollm2-tools.jinja: a pass), and a
 #     wrong key (an error),
+#  3. runs the provider preflight itself, as `jr2 up` does: jr2-preflight runs a plan (a Harness pod spec with its
+#     Custodian, four models) on a local cluster, the real one-node Kubernetes of the tests where it is built, else the
+#     fake one (orchestrate/examples/preflight-demo.sh), and shows that no check pod is left,
 # printing the exact lines and the JSON verdicts. Point jr2-probe at your own endpoint with:
 #   jr2-probe check --base-url http://<host>:8000/v1 --model <id as GET /v1/models lists it> [--api-key-env NAME]
 # JR2_DEMO_FAKE_ONLY=1 skips part 2.
@@ -39,6 +42,7 @@ set +e
   --model ok --model text --model vllm-no-parser --model missing --output json
 echo "exit code: $? (1: a model failed)" >&2
 set -e
+orchestrate/examples/preflight-demo.sh
 [ -n "${JR2_DEMO_FAKE_ONLY:-}" ] && exit 0
 
 echo "== a real local model server: llama-server with SmolLM2-135M" >&2
