@@ -261,6 +261,30 @@ fn main() {
         }
     }
 
+    // The same preflight without a Custodian (the key from a Secret): what the native sidecar costs.
+    let mut direct = Vec::new();
+    for rep in 0..REPS {
+        let spec = json!({
+            "automountServiceAccountToken": false,
+            "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{"name": "harness", "image": "registry.jr2.test/harness:1", "env": [
+                {"name": "JR2_PROVIDER_API_KEY", "valueFrom": {"secretKeyRef": {"name": "jr2-held-secrets", "key": "JR2_PROVIDER_API_KEY"}}}
+            ]}]
+        });
+        let mut plan = plan(&ns, &[("direct", spec, &["auth"])]);
+        plan["placements"][0].as_object_mut().unwrap().remove("custodianContainer");
+        plan["models"][0]["keyHeld"] = json!(false);
+        let start = t0.elapsed();
+        let began = Instant::now();
+        let run = run_plan(&plan, &[]);
+        let ms = began.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(run.code(), Some(0), "{}", run.stderr);
+        let id = run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
+        let prefix = format!("jr2-preflight-{ns}-direct-{id}");
+        direct.push(ms);
+        rows.push((format!("preflight  1 model, no Custodian #{rep}"), ms, phases(&seen, &prefix, start)));
+    }
+
     // jr2's current design: one `kubectl run --rm` per model, in sequence.
     let mut kubectl_run: BTreeMap<usize, f64> = BTreeMap::new();
     for models in [1usize, 4, 16] {
@@ -307,7 +331,7 @@ fn main() {
     let _ = watcher.wait();
 
     println!(
-        "\nwhere the time goes (ms since each run's start; the latest pod of the run): created, scheduled, sandbox ready, probe started, probe ended, pod gone"
+        "\nwhere the time goes, as a pod watch sees it (ms since each run's start; the run's latest pod): created, scheduled,\nsandbox ready, first container running (the Custodian, else the probe), a container ended (the probe), pod gone"
     );
     for (what, ms, ph) in &rows {
         println!(
