@@ -244,6 +244,30 @@ impl Run {
             }));
             return;
         }
+        self.stopped_unfinished(i, reason, code, probe_error);
+    }
+
+    /// The pod's probe spoke out of turn (a model index its run spec does not have): its run is over, whatever it
+    /// said before, and the pod is deleted (as any pod whose run is over); its models are judged from what is known.
+    fn out_of_turn(&mut self, i: usize, e: &protocol::ProtocolError) {
+        tracing::debug!(pod = %self.pods[i].name, error = %e, "the probe broke the protocol");
+        self.stopped_unfinished(
+            i,
+            format!("the driver stopped it: {e}"),
+            PodCode::ProbeError,
+            None,
+        );
+    }
+
+    /// [`Run::stopped`] with the probe not finished: the model it was on and the rest not checked.
+    fn stopped_unfinished(
+        &mut self,
+        i: usize,
+        reason: String,
+        code: PodCode,
+        probe_error: Option<String>,
+    ) {
+        let st = &self.pods[i];
         let missing: Vec<usize> = if st.models.is_empty() {
             Vec::new()
         } else {
@@ -482,6 +506,14 @@ impl Run {
         let event = protocol::event(&line, &self.trusted(i));
         let st = &mut self.pods[i];
         st.keep_line(line);
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                self.out_of_turn(i, &e);
+                return;
+            }
+        };
+        let st = &mut self.pods[i];
         match event {
             Some(ProbeEvent::ModelStarted { index, .. }) => {
                 if st.probe.started.insert(index) {
@@ -490,11 +522,8 @@ impl Run {
                     self.emit(RunUpdate::ModelStarted { pod, index, model });
                 }
             }
+            // The index is one of the run spec's (`protocol::event`).
             Some(ProbeEvent::Result { index, result }) => {
-                if st.models.len() <= index {
-                    st.models.resize(index + 1, String::new());
-                    st.models[index] = result.model.clone();
-                }
                 if let Some(slot) = st.result_slot(index) {
                     *slot = Some((*result).clone());
                     let pod = st.name.clone();
@@ -558,9 +587,6 @@ impl Run {
             if let Some(slot) = st.result_slot(m) {
                 *slot = Some(r.clone());
             }
-        }
-        if st.models.len() < v.models.len() {
-            st.models = v.models.iter().map(|r| r.model.clone()).collect();
         }
         st.phase = Phase::Done(PodOutcome::Finished(ProbeReport {
             verdict: Some(v),
