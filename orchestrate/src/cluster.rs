@@ -128,13 +128,58 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         .option_layer(config.default_retry.then(|| {
-            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+            tower::retry::RetryLayer::new(IdempotentOnly(
+                kube::client::retry::RetryPolicy::server_retry(),
+            ))
         }))
         .option_layer(auth)
         .layer(headers)
         .map_err(tower::BoxError::from)
+        // Every answer bounded in memory (`bounded.rs`).
+        .layer(crate::bounded::BoundedLayer)
         .service(hyper);
     Ok(kube::Client::new(service, config.default_namespace))
+}
+
+/// kube's retry of a 429, 503 or 504, for the requests that may be sent twice (GET, HEAD) only: a create retried
+/// under the driver's feet after a 504 that came after the write meets its own pod (`409 AlreadyExists`) on what
+/// the driver takes for its first try, and would leave it (issue 25, item 4). The driver retries its creates and
+/// deletes itself (`run/create.rs`, `run/cleanup.rs`), knowing what a try may have written.
+#[derive(Clone)]
+struct IdempotentOnly(kube::client::retry::RetryPolicy);
+
+impl<Res>
+    tower::retry::Policy<http::Request<kube::client::Body>, http::Response<Res>, tower::BoxError>
+    for IdempotentOnly
+{
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        req: &mut http::Request<kube::client::Body>,
+        result: &mut Result<http::Response<Res>, tower::BoxError>,
+    ) -> Option<Self::Future> {
+        if matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+            self.0.retry(req, result)
+        } else {
+            None
+        }
+    }
+
+    fn clone_request(
+        &mut self,
+        req: &http::Request<kube::client::Body>,
+    ) -> Option<http::Request<kube::client::Body>> {
+        if matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+            <kube::client::retry::RetryPolicy as tower::retry::Policy<
+                http::Request<kube::client::Body>,
+                http::Response<Res>,
+                tower::BoxError,
+            >>::clone_request(&mut self.0, req)
+        } else {
+            None
+        }
+    }
 }
 
 /// The rustls configuration for `config`: its CA (else Mozilla's roots), its client certificate if any, or no
