@@ -445,7 +445,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         let printed = print_verdict(common, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
-            Some(exit) => interrupted(exit),
+            Some(exit) => interrupted(exit, false),
             None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
@@ -455,7 +455,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
         let printed = jr2_probe::console::out("the dry-run pods", yaml.as_bytes());
         return match signals.received() {
-            Some(exit) => interrupted(exit),
+            Some(exit) => interrupted(exit, false),
             None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
@@ -554,6 +554,12 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         (_, exit) => (not_run(&runnable), None, exit),
     };
     let result = merge(&to_run, not_created, ran);
+    // The deletes were sent as each pod finished; give them a bounded moment to be confirmed, before the verdict,
+    // which names a pod that may outlive the run.
+    let report = match &cleanup {
+        Some(cleanup) => Some(cleanup.wait(Duration::from_secs(10)).await),
+        None => None,
+    };
     let before = lines.0.len();
     let mut verdict =
         verdict::assemble(&plan, &checks, &result, &run_id, started_at, start, lines.0);
@@ -561,6 +567,20 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         // The verdict says what the process's exit code will say: a reader of either sees the same thing.
         verdict.ok = false;
         verdict.exit_code = i32::from(exit);
+    }
+    if let Some(report) = &report {
+        let left: Vec<(String, String)> = report
+            .failed
+            .iter()
+            .cloned()
+            .chain(report.unfinished.iter().map(|name| {
+                (
+                    name.clone(),
+                    "its delete was not confirmed in 10 s".to_owned(),
+                )
+            }))
+            .collect();
+        verdict::pods_left(&mut verdict, &left);
     }
     for line in &verdict.lines[before..] {
         jr2_probe::say!("{line}");
@@ -574,19 +594,9 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
             render::evidence_not_written(&dir.display().to_string(), &e.to_string())
         );
     }
-    if let Some(cleanup) = cleanup {
-        // The deletes were sent as each pod finished; give them a bounded moment to be answered.
-        let report = cleanup.wait(Duration::from_secs(10)).await;
-        for name in report
-            .unfinished
-            .iter()
-            .chain(report.failed.iter().map(|(n, _)| n))
-        {
-            jr2_probe::say!("{}", render::pod_may_still_exist(&plan.namespace, name));
-        }
-    }
     if let Some(exit) = interrupted_by {
-        return interrupted(exit);
+        let left = report.as_ref().is_some_and(|r| !r.survivors().is_empty());
+        return interrupted(exit, left);
     }
     match printed {
         Ok(()) => Exit::of_run(verdict.ok).into(),
@@ -627,8 +637,12 @@ fn stdout_failed(e: jr2_probe::console::StdoutError) -> ExitCode {
     Exit::Failed.into()
 }
 
-fn interrupted(exit: Exit) -> ExitCode {
-    jr2_probe::say!("{}", render::interrupted());
+fn interrupted(exit: Exit, pods_left: bool) -> ExitCode {
+    if pods_left {
+        jr2_probe::say!("{}", render::interrupted_pods_left());
+    } else {
+        jr2_probe::say!("{}", render::interrupted());
+    }
     exit.into()
 }
 

@@ -528,6 +528,12 @@ pub fn interrupted() -> String {
     "error: provider preflight: interrupted; the check pods were deleted".to_owned()
 }
 
+/// [`interrupted`] when a check pod may outlive the run (its [`pod_left`] line is above).
+pub fn interrupted_pods_left() -> String {
+    "error: provider preflight: interrupted; not every check pod could be deleted (see the kubectl line above)"
+        .to_owned()
+}
+
 /// `error: provider preflight: cannot reach the cluster: <why>` (the kubeconfig or the client cannot be set up).
 pub fn cannot_reach_cluster(why: &str) -> String {
     format!("error: provider preflight: cannot reach the cluster: {why}")
@@ -583,6 +589,14 @@ pub fn pod_security_hint() -> String {
 pub fn pod_may_still_exist(namespace: &str, pod: &str) -> String {
     format!(
         "warning: provider: the check pod {pod} may still exist: kubectl -n {namespace} delete pod {pod}"
+    )
+}
+
+/// A check pod whose delete the cluster did not confirm, after its retries (`PROVIDER_POD_LEFT`): why, and the
+/// exact line that deletes it.
+pub fn pod_left(namespace: &str, pod: &str, why: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod {pod} may still exist ({why}): kubectl -n {namespace} delete pod {pod}"
     )
 }
 

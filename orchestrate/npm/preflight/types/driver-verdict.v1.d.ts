@@ -53,7 +53,7 @@ export type Cause =
       server: "llamaCpp" | "vllm" | "litellm" | "unknown";
     };
 /**
- * The stable code of a check pod's failure. PROVIDER_POD_IMAGE_PULL: a node cannot pull an image. PROVIDER_POD_SECRET_MISSING: harness.envFrom names a Secret the namespace does not hold. PROVIDER_POD_SECRET_KEY_MISSING: a harness.env valueFrom names a key (or Secret) that does not exist. PROVIDER_POD_CUSTODIAN_VOLUME: a Secret or key a secrets valueFrom names is missing, so the Custodian's volume does not mount. PROVIDER_POD_CUSTODIAN_REFUSED: the Custodian refused a held value at start. PROVIDER_POD_OUT_OF_MEMORY: a container ran out of memory. PROVIDER_POD_CANNOT_START: another reason the containers cannot start. PROVIDER_POD_REFUSED: the API server refused the pod (quota, Pod Security, a webhook). PROVIDER_POD_STOPPED: the pod stopped before the probe finished (evicted, preempted, deleted, its deadline). PROVIDER_POD_PROBE_ERROR: the probe refused its run (exit 2: a run spec of another release). PROVIDER_POD_NOT_STARTED: the pod did not start in time. PROVIDER_CLUSTER_UNREACHABLE: the API server did not answer the create. PROVIDER_INTERRUPTED: the run was interrupted (SIGINT, SIGTERM). PROVIDER_PERMISSION_MISSING: the driver may not do what the check needs in the namespace (a SelfSubjectAccessReview said no); nothing was created. PROVIDER_POD_SECURITY: the namespace's Pod Security level would refuse the check pod; it was not created.
+ * The stable code of a check pod's failure. PROVIDER_POD_IMAGE_PULL: a node cannot pull an image. PROVIDER_POD_SECRET_MISSING: harness.envFrom names a Secret the namespace does not hold. PROVIDER_POD_SECRET_KEY_MISSING: a harness.env valueFrom names a key (or Secret) that does not exist. PROVIDER_POD_CUSTODIAN_VOLUME: a Secret or key a secrets valueFrom names is missing, so the Custodian's volume does not mount. PROVIDER_POD_CUSTODIAN_REFUSED: the Custodian refused a held value at start. PROVIDER_POD_OUT_OF_MEMORY: a container ran out of memory. PROVIDER_POD_CANNOT_START: another reason the containers cannot start. PROVIDER_POD_REFUSED: the API server refused the pod (quota, Pod Security, a webhook). PROVIDER_POD_STOPPED: the pod stopped before the probe finished (evicted, preempted, deleted, its deadline). PROVIDER_POD_PROBE_ERROR: the probe refused its run (exit 2: a run spec of another release). PROVIDER_POD_NOT_STARTED: the pod did not start in time. PROVIDER_CLUSTER_UNREACHABLE: the API server did not answer the create. PROVIDER_INTERRUPTED: the run was interrupted (SIGINT, SIGTERM). PROVIDER_PERMISSION_MISSING: the driver may not do what the check needs in the namespace (a SelfSubjectAccessReview said no); nothing was created. PROVIDER_POD_SECURITY: the namespace's Pod Security level would refuse the check pod; it was not created. PROVIDER_POD_LEFT: the cluster did not confirm the delete of the check pod, which may outlive the run (the error has its kubectl delete line).
  *
  * This interface was referenced by `DriverVerdict`'s JSON-Schema
  * via the `definition` "PodCode".
@@ -73,7 +73,8 @@ export type PodCode =
   | "PROVIDER_CLUSTER_UNREACHABLE"
   | "PROVIDER_INTERRUPTED"
   | "PROVIDER_PERMISSION_MISSING"
-  | "PROVIDER_POD_SECURITY";
+  | "PROVIDER_POD_SECURITY"
+  | "PROVIDER_POD_LEFT";
 /**
  * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak).
  *
@@ -229,9 +230,9 @@ export interface DriverVerdict {
    */
   ok: boolean;
   /**
-   * The process's exit code: 0 when ok, 1 on an error, 130 / 143 when interrupted by SIGINT / SIGTERM (the check pods deleted).
+   * The process's exit code: 0 when ok, 1 on an error, 129 / 130 / 143 when interrupted by SIGHUP / SIGINT / SIGTERM (the check pods deleted).
    */
-  exitCode: 0 | 1 | 130 | 143;
+  exitCode: 0 | 1 | 129 | 130 | 143;
   /**
    * The run's id: the check pods' jr2.dev/preflight-run label.
    */
