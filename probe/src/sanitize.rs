@@ -226,11 +226,7 @@ pub fn mask_url(text: &str) -> String {
     let mut out = String::with_capacity(s.len());
     out.push_str(&s[..start]);
     // The last at sign, ASCII or one a parser may normalise to it (fullwidth `＠`).
-    match authority
-        .char_indices()
-        .filter(|(_, c)| is_at_sign(*c))
-        .next_back()
-    {
+    match authority.char_indices().rfind(|(_, c)| is_at_sign(*c)) {
         Some((at, _)) => {
             out.push_str(REDACTED);
             out.push_str(&authority[at..]);
@@ -436,9 +432,8 @@ fn userinfo_ranges(text: &str) -> Vec<Range<usize>> {
         let authority = &rest[..end];
         let at = authority
             .char_indices()
-            .filter(|(_, c)| is_at_sign(*c))
-            .map(|(i, _)| i)
-            .next_back();
+            .rfind(|(_, c)| is_at_sign(*c))
+            .map(|(i, _)| i);
         if let Some(at) = at
             && at > 0
             && !authority[..at].starts_with(REDACTED)
