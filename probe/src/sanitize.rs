@@ -52,6 +52,14 @@ impl Redactor {
             .map(|s| fold(&s.into()))
             .filter(|s| s.chars().count() >= 4 && !is_placeholder(s) && !is_stand_in(s))
             .collect();
+        // A value echoed in base64 (an `Authorization: Basic` token, a header dumped encoded) is the value: its
+        // encoding, without the padding, is held too (issue 25, item 10).
+        let encoded: Vec<String> = secrets
+            .iter()
+            .filter(|s| s.len() >= 8)
+            .map(|s| base64_unpadded(s.as_bytes()))
+            .collect();
+        secrets.extend(encoded);
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
@@ -86,8 +94,11 @@ impl Redactor {
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
+            // Whatever the case of its ASCII letters (an upper-cased echo); ASCII case keeps every byte's place.
+            let wanted = secret.to_ascii_lowercase();
             out = replace_folded(&out, |view| {
-                view.match_indices(secret.as_str())
+                view.to_ascii_lowercase()
+                    .match_indices(wanted.as_str())
                     .map(|(at, s)| at..at + s.len())
                     .collect()
             });
@@ -135,6 +146,22 @@ impl Redactor {
     pub fn display_url(&self, text: &str) -> String {
         escape_truncate(&self.redact(&mask_url(text)), MAX_URL_CHARS)
     }
+}
+
+/// Standard base64 (RFC 4648), without its `=` padding.
+fn base64_unpadded(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+        }
+    }
+    out
 }
 
 /// The values that stand in for a key where an endpoint wants none (vLLM's `EMPTY`, llama.cpp's
@@ -934,6 +961,22 @@ mod tests {
         assert_eq!(
             mask_url("http://u:PW\u{ff20}127.0.0.1:9/v1"),
             "http://[redacted]\u{ff20}127.0.0.1:9/v1"
+        );
+    }
+
+    /// Issue 25, item 10: a held key echoed upper-cased or in base64 is redacted as the key is.
+    #[test]
+    fn a_held_key_echoed_in_another_case_or_in_base64_is_redacted() {
+        let key = "Sg7fQ2xLp9rT4vWk";
+        let r = Redactor::new([key]);
+        assert_eq!(r.redact("echo SG7FQ2XLP9RT4VWK."), "echo [redacted].");
+        assert_eq!(base64_unpadded(b"Man"), "TWFu");
+        assert_eq!(base64_unpadded(b"Ma"), "TWE");
+        assert_eq!(base64_unpadded(b"M"), "TQ");
+        let encoded = base64_unpadded(key.as_bytes());
+        assert_eq!(
+            r.redact(&format!("Basic {encoded}==")),
+            "Basic [redacted]=="
         );
     }
 }
