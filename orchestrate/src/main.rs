@@ -371,7 +371,20 @@ async fn check(args: CheckArgs) -> ExitCode {
             Err(e) => errors.push(e),
         }
     }
-    one_off.node = args.node.clone();
+    // A node's name is a DNS subdomain: anything else (an escape, a bidi control) never reaches the pod or a line.
+    if let Some(node) = &args.node {
+        if node.len() <= 253 && node.split('.').all(jr2_preflight::plan::is_dns_label) {
+            one_off.node = Some(node.clone());
+        } else {
+            errors.push(PlanError::Invalid {
+                field: "--node".to_owned(),
+                message: format!(
+                    "\"{}\" is not a node name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
+                    sanitize::escape_truncate(node, 100)
+                ),
+            });
+        }
+    }
     for pair in &args.node_selector {
         match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() => {

@@ -927,7 +927,7 @@ fn is_registry(text: &str) -> bool {
 }
 
 /// A DNS-1123 label: what Kubernetes takes as a namespace or a pod's name, and each dot-separated part of a Secret's.
-pub(crate) fn is_dns_label(value: &str) -> bool {
+pub fn is_dns_label(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 63
         && value

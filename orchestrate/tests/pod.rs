@@ -1152,6 +1152,28 @@ fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
     assert!(run_spec_of(&pods[1]).models.iter().all(|m| m.via_custodian));
 }
 
+/// Issue 25, item 12: the Custodian's `procMount: Unmasked` is not copied into the check pod.
+#[test]
+fn an_unmasked_proc_mount_is_not_copied() {
+    let mut v = example_json();
+    for c in v["placements"][0]["podSpec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+    {
+        if c["name"] == "custodian" {
+            c["securityContext"]["procMount"] = json!("Unmasked");
+        }
+    }
+    let plan = Plan::from_value(v).unwrap();
+    let pods = check_pods(&plan, RUN_ID, now());
+    let custodian = &spec(&pods[0]).init_containers.as_ref().unwrap()[0];
+    let sc = custodian
+        .security_context
+        .as_ref()
+        .expect("its security context");
+    assert_eq!(sc.proc_mount, None);
+}
+
 #[test]
 fn a_long_instance_and_placement_still_make_a_valid_name() {
     let mut v = example_json();
