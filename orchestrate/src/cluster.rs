@@ -57,17 +57,18 @@ pub async fn client(
         context,
         ..Default::default()
     };
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path).map_err(kube_error)?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(kube_error)?
-        }
-        None => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(kube_error)?,
-    };
+    // Every file kube reads is checked first: a regular file of bounded size (`kubeconfig_files.rs`).
+    let files = |e: crate::kubeconfig_files::FileError| ClusterError::Kubeconfig(e.to_string());
+    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).map_err(files)?;
+    let file = match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path),
+        None => kube::config::Kubeconfig::read(),
+    }
+    .map_err(kube_error)?;
+    crate::kubeconfig_files::check_referenced(&file).map_err(files)?;
+    let config = kube::Config::from_custom_kubeconfig(file, &options)
+        .await
+        .map_err(kube_error)?;
     client_of(config)
 }
 
@@ -75,6 +76,7 @@ pub async fn client(
 /// plugin runs, nothing is contacted): kubectl's default namespace. `None` when the file, the context or its
 /// namespace is missing.
 pub fn context_namespace(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<String> {
+    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).ok()?;
     let file = match kubeconfig {
         Some(path) => kube::config::Kubeconfig::read_from(path).ok()?,
         None => kube::config::Kubeconfig::read().ok()?,

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod diagnose;
 pub mod evidence;
 pub mod host_access;
+pub mod kubeconfig_files;
 pub mod network_policy;
 pub mod one_off;
 pub mod plan;

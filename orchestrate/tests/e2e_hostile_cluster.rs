@@ -311,3 +311,56 @@ async fn sighup_deletes_the_pod_and_exits_129() {
     assert_eq!(v["exitCode"], 129, "{v}");
     s.assert_cleaned_up();
 }
+
+/// Item 11: a kubeconfig that is `/dev/zero` (named, or in `KUBECONFIG`), or that names `/dev/zero` as its CA or
+/// token file, is refused at once, small, rather than read until memory runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_that_is_a_device_is_not_read() {
+    let s = Setup::new(Scenario::Nothing).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let zero_ca = s.dir.join("zero-ca-kubeconfig");
+    std::fs::write(
+        &zero_ca,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: /dev/zero\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    tokenFile: /dev/zero\n",
+            s.kube.server_url()
+        ),
+    )
+    .unwrap();
+    let cases: Vec<(Vec<String>, Vec<(String, String)>, &str)> = vec![
+        (
+            vec![
+                "run".into(),
+                "--plan".into(),
+                plan.clone(),
+                "--kubeconfig".into(),
+                "/dev/zero".into(),
+            ],
+            Vec::new(),
+            "kubeconfig /dev/zero is not a regular file",
+        ),
+        (
+            vec!["run".into(), "--plan".into(), plan.clone()],
+            vec![("KUBECONFIG".into(), "/dev/zero".into())],
+            "kubeconfig /dev/zero is not a regular file",
+        ),
+        (
+            vec![
+                "run".into(),
+                "--plan".into(),
+                plan.clone(),
+                "--kubeconfig".into(),
+                zero_ca.display().to_string(),
+            ],
+            Vec::new(),
+            "certificate-authority /dev/zero is not a regular file",
+        ),
+    ];
+    for (args, env, words) in cases {
+        let run = s.run_with(args.clone(), env, None).await;
+        assert_eq!(run.code(), Some(1), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(words), "{args:?}: {}", run.stderr);
+        assert_small(&run);
+    }
+    assert!(s.kube.created().is_empty());
+}
