@@ -312,6 +312,9 @@ async fn sighup_deletes_the_pod_and_exits_129() {
     s.assert_cleaned_up();
 }
 
+/// A driver's environment: (name, value) pairs.
+type Env = Vec<(String, String)>;
+
 /// Item 11: a kubeconfig that is `/dev/zero` (named, or in `KUBECONFIG`), or that names `/dev/zero` as its CA or
 /// token file, is refused at once, small, rather than read until memory runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +330,7 @@ async fn a_kubeconfig_that_is_a_device_is_not_read() {
         ),
     )
     .unwrap();
-    let cases: Vec<(Vec<String>, Vec<(String, String)>, &str)> = vec![
+    let cases: Vec<(Vec<String>, Env, &str)> = vec![
         (
             vec![
                 "run".into(),
