@@ -59,6 +59,12 @@ fn probe_writes(lines: Vec<String>) -> Scenario {
 }
 
 fn assert_small(run: &DriverRun) {
+    // For the reliability table of tests/README.md (run with --nocapture).
+    eprintln!(
+        "peak RSS {:.1} MiB, {:.2} s",
+        run.peak_rss_kib as f64 / 1024.0,
+        (run.ended - run.started).as_secs_f64()
+    );
     assert!(
         run.peak_rss_kib > 0 && run.peak_rss_kib < MAX_RSS_KIB,
         "peak RSS {} KiB",

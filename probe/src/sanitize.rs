@@ -979,4 +979,26 @@ mod tests {
             "Basic [redacted]=="
         );
     }
+
+    /// The invariants the fuzz target `secret_shape` holds the rule to, on the seeds and tricky cases.
+    #[test]
+    fn redacting_by_shape_leaves_no_shape_and_is_stable() {
+        for text in [
+            "HTTPS_PROXY=http://corp:PW@proxy:3128",
+            "SENTRY_DSN=https://KEY@o1.ingest.sentry.io/42",
+            "sk-proj-abcdefghijklmnop1234 AIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12 gsk_abcdefghijklmnop1234",
+            "http://u:PW\u{ff20}127.0.0.1:9/v1",
+            "sk-ant-\u{200b}api03-ABCDEFGHIJKLMNOP",
+            "x://a://b@c@d/ postgres://app:pw@db",
+            "http://u@sk-abcdefghijkl.com",
+            "://@://@",
+            "a://\u{ff20}b@",
+            "hf_aaaaAIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12",
+        ] {
+            let shown = redact_shapes(text);
+            assert!(!looks_like_key(&shown), "{text:?} -> {shown:?}");
+            assert!(!url_has_credentials(&shown), "{text:?} -> {shown:?}");
+            assert_eq!(redact_shapes(&shown), shown, "{text:?}");
+        }
+    }
 }
