@@ -242,6 +242,7 @@ async fn a_failing_delete_is_tried_again() {
     let v = run.verdict();
     assert_eq!(v["ok"], true, "{v}");
     assert!(!run.stderr.contains("may still exist"), "{}", run.stderr);
+    assert_small(&run);
     let deletes = s
         .kube
         .requests()
@@ -278,6 +279,7 @@ async fn a_delete_that_never_passes_is_in_the_verdict() {
         "{v}"
     );
     assert_eq!(run.lines().last(), Some(&line.as_str()), "{}", run.stderr);
+    assert_small(&run);
     assert!(
         s.kube
             .requests()
@@ -315,6 +317,7 @@ async fn sighup_deletes_the_pod_and_exits_129() {
     );
     let v = run.verdict();
     assert_eq!(v["exitCode"], 129, "{v}");
+    assert_small(&run);
     s.assert_cleaned_up();
 }
 
