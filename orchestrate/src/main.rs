@@ -221,7 +221,7 @@ fn main() -> ExitCode {
 /// Bad input (the plan, a flag): its one `error:` line, escaped (a path or a value may hold anything), and exit 2.
 /// Nothing has been created.
 fn bad_input(e: &PlanError) -> ExitCode {
-    jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+    jr2_probe::say!("error: {}", shown(&e.to_string()));
     PlanError::EXIT.into()
 }
 
@@ -679,10 +679,7 @@ async fn connect(
         {
             Ok(c) => c,
             Err(e) => {
-                jr2_probe::say!(
-                    "{}",
-                    render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
-                );
+                jr2_probe::say!("{}", render::cannot_reach_cluster(&shown(&e.to_string())));
                 return Err(Exit::Failed.into());
             }
         };
@@ -702,10 +699,7 @@ async fn connect(
             Err(e) => Err(e),
         };
         if let Err(e) = applied {
-            jr2_probe::say!(
-                "error: --from-deployment: {}",
-                sanitize::escape(&e.to_string())
-            );
+            jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
             return Err(workload::WorkloadError::EXIT.into());
         }
     }
@@ -928,4 +922,10 @@ fn rbac(args: &RbacArgs) -> ExitCode {
     let text = jr2_preflight::yaml::documents(docs).expect("JSON values serialize");
     jr2_probe::console::out("the Role", text.as_bytes())
         .map_or_else(stdout_failed, |()| Exit::Ok.into())
+}
+
+/// An error's text as a line shows it: the secrets by their shape redacted (a key, a URL's credentials:
+/// `sanitize::redact_shapes`, the one rule), then escaped.
+fn shown(text: &str) -> String {
+    sanitize::escape(&sanitize::redact_shapes(text))
 }

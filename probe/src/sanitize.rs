@@ -89,8 +89,9 @@ impl Redactor {
         escape_truncate(&self.redact(text), max)
     }
 
-    /// Replaces every held secret and every token shaped like a provider's key ([`KEY_SHAPES`]: `sk-…`, `AIza…`,
-    /// `gsk_…`...) with [`REDACTED`]. Nothing else changes.
+    /// Replaces every held secret, every token shaped like a provider's key ([`KEY_SHAPES`]: `sk-…`, `AIza…`,
+    /// `gsk_…`...) and the credentials of every URL (`http://[redacted]@proxy`) with [`REDACTED`]. Nothing else
+    /// changes.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
@@ -103,7 +104,8 @@ impl Redactor {
                     .collect()
             });
         }
-        replace_folded(&out, key_tokens)
+        let out = replace_folded(&out, key_tokens);
+        mask_userinfo(&out)
     }
 
     /// [`Redactor::redact`], for a text that is the start of a longer one (cut where it ends): a trailing start of
@@ -431,16 +433,19 @@ pub fn secret_shape(value: &str) -> Option<&'static str> {
 /// `text` with every key-shaped token and every URL's credentials replaced by [`REDACTED`], nothing else changed:
 /// for what is written where no held value is known (the evidence bundle, an error about a plan).
 pub fn redact_shapes(text: &str) -> String {
-    let keys = Redactor::default().redact(text);
-    let ranges = userinfo_ranges(&keys);
-    let mut out = String::with_capacity(keys.len());
+    Redactor::default().redact(text)
+}
+
+/// `text` with the userinfo of every URL in it replaced by [`REDACTED`].
+fn mask_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
     let mut pos = 0;
-    for r in ranges {
-        out.push_str(&keys[pos..r.start]);
+    for r in userinfo_ranges(text) {
+        out.push_str(&text[pos..r.start]);
         out.push_str(REDACTED);
         pos = r.end;
     }
-    out.push_str(&keys[pos..]);
+    out.push_str(&text[pos..]);
     out
 }
 
