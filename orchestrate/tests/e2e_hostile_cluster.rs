@@ -376,3 +376,60 @@ async fn a_kubeconfig_that_is_a_device_is_not_read() {
     }
     assert!(s.kube.created().is_empty());
 }
+
+/// Item 4: Ctrl-C while a slow create is on its way: the create is awaited within the cleanup's bound, and the pod
+/// it wrote deleted with its uid; the interrupted line is then true.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_slow_create_deletes_the_pod_it_wrote() {
+    let s = Setup::new(Scenario::Nothing).await;
+    s.kube.set_faults(Faults {
+        create_answer_delay: Some(Duration::from_secs(3)),
+        ..Faults::default()
+    });
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run_with(
+            s.args(&plan, &["--timeout", "60"]),
+            Vec::new(),
+            Some((Duration::from_millis(1200), "INT")),
+        )
+        .await;
+    assert_eq!(run.code(), Some(130), "{}", run.stderr);
+    assert_eq!(s.kube.created().len(), 1, "the create was stored");
+    assert_eq!(
+        run.lines().last(),
+        Some(&"error: provider preflight: interrupted; the check pods were deleted"),
+        "{}",
+        run.stderr
+    );
+    assert_small(&run);
+    s.assert_cleaned_up();
+}
+
+/// Item 4: Ctrl-C while a create is on its way that is answered only after the cleanup's bound (the red team's
+/// case: the pod was left): once half the bound has passed, the pod's name is deleted, as its outcome is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_create_answered_past_the_cleanup_s_bound_leaves_no_pod() {
+    let s = Setup::new(Scenario::Nothing).await;
+    s.kube.set_faults(Faults {
+        create_answer_delay: Some(Duration::from_secs(20)),
+        ..Faults::default()
+    });
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run_with(
+            s.args(&plan, &["--timeout", "60"]),
+            Vec::new(),
+            Some((Duration::from_millis(1200), "INT")),
+        )
+        .await;
+    assert_eq!(run.code(), Some(130), "{}", run.stderr);
+    assert_eq!(s.kube.created().len(), 1, "the create was stored");
+    assert!(
+        s.kube.pods_matching(MANAGED).is_empty(),
+        "left: {:#?}",
+        s.kube.pods()
+    );
+    assert_eq!(s.kube.deleted(), s.kube.created(), "deleted by name");
+    assert_small(&run);
+}
