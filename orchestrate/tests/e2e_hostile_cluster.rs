@@ -108,6 +108,28 @@ async fn a_result_for_a_model_index_the_plan_lacks_stops_that_pod() {
     }
 }
 
+/// Item 1: a line out of turn after every model's result still stops the pod, and the line says the check had ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_out_of_turn_after_every_model_stops_the_pod() {
+    let s = Setup::new(probe_writes(vec![result_line("0"), result_line("7")])).await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s.run(s.args(&plan, &["--timeout", "20"])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert_eq!(
+        run.lines().last(),
+        Some(
+            &"error: provider preflight: the check pod stopped (the driver stopped it: its probe spoke out of turn: a result event for model index 7, and its run spec has 1) after every model was checked"
+        ),
+        "{}",
+        run.stderr
+    );
+    let v = run.verdict();
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_PROBE_ERROR", "{v}");
+    assert_eq!(v["models"][0]["outcome"], "ok", "{v}");
+    assert_small(&run);
+    s.assert_cleaned_up();
+}
+
 /// Item 2: what is kept of the pod's log is bounded in bytes: twelve lines of 7 MiB keep the driver small.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_log_lines_keep_the_driver_small() {

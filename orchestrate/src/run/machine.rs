@@ -197,6 +197,8 @@ impl Run {
             } => {
                 let line = match on_model {
                     Some(m) => render::pod_stopped(&c(reason), st.model(*m)),
+                    // Every result had come (the pod spoke out of turn after them).
+                    None if st.all_results() => render::pod_stopped_after_every_model(&c(reason)),
                     None => render::pod_stopped_before_any_model(&c(reason)),
                 };
                 // Cleaned where it was read.

@@ -480,6 +480,15 @@ pub fn pod_stopped_before_any_model(reason: &str) -> String {
     )
 }
 
+/// Beyond the contract, in the family of [`pod_stopped`]: the pod's run was stopped once every model had its result
+/// (its probe spoke out of turn after them):
+/// `error: provider preflight: the check pod stopped (<reason>) after every model was checked`.
+pub fn pod_stopped_after_every_model(reason: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod stopped ({reason}) after every model was checked"
+    )
+}
+
 /// A stopped line that carries the probe's own error (its `error:` line, without that word, already cleaned):
 /// `<stopped line> — the probe said: <error>`.
 pub fn with_probe_error(stopped: &str, error: &str) -> String {
