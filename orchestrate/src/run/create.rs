@@ -156,3 +156,41 @@ async fn ours_after_conflict(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::cleanup::CleanupReport;
+    use super::*;
+
+    /// A connection that could not be opened wrote nothing: the pod is not deleted by name, and the words say the
+    /// cluster cannot be reached (issue 25, item 4: only a create whose request went has an unknown outcome).
+    #[tokio::test]
+    async fn a_refused_connection_wrote_nothing() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let client = crate::cluster::client_of(config).unwrap();
+        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
+        let cleanup = Cleanup::new(client, "demo");
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
+        let created = create_pod(
+            api,
+            cleanup.clone(),
+            pod,
+            1,
+            Instant::now() + Duration::from_secs(10),
+        )
+        .await;
+        let Created::Unreachable(why) = created else {
+            panic!("unreachable");
+        };
+        assert!(why.contains("refused") && !why.contains("broke"), "{why}");
+        let report = cleanup.wait(Duration::from_secs(1)).await;
+        assert_eq!(report, CleanupReport::default(), "nothing to delete");
+    }
+}
