@@ -54,10 +54,15 @@ pub fn check(dir: &Path) -> Result<(), String> {
 
 /// A directory of the bundle: created new, its owner's only (0700).
 fn new_dir(dir: &Path) -> io::Result<()> {
-    let mut b = fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir)
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new().mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir(dir)
+    }
 }
 
 /// Creates `dir` (its parents as needed), or takes it when [`check`] lets it (an empty directory, no link, then
