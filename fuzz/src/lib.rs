@@ -494,8 +494,9 @@ pub fn probe_line(data: &[u8]) {
                 result.model, models[*index],
                 "the plan names the model: {line:?}"
             );
+            // Escaped and bounded (the driver holds no key: a held key is the probe's to redact).
             if let Some(e) = &result.error {
-                check_clean(e, MAX_ERROR_CHARS);
+                check_escaped(e, MAX_ERROR_CHARS);
             }
         }
         ProbeEvent::Summary { verdict } => {

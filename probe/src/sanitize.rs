@@ -472,7 +472,13 @@ fn userinfo_ranges(text: &str) -> Vec<Range<usize>> {
         {
             found.push(start..start + at);
         }
-        pos = start + end.max(1).min(rest.len());
+        // Past the authority; past one character at least (a whole one: `text` is UTF-8).
+        pos = start
+            + if end > 0 {
+                end
+            } else {
+                rest.chars().next().map_or(0, char::len_utf8)
+            };
         if pos >= text.len() {
             break;
         }
@@ -999,6 +1005,8 @@ mod tests {
             "://@://@",
             "a://\u{ff20}b@",
             "hf_aaaaAIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12",
+            // Found by the fuzz target.
+            "x:hu_//:b@c@/hu;_://\u{2009}apt--Nc@/hu;_://OPb@",
         ] {
             let shown = redact_shapes(text);
             assert!(!looks_like_key(&shown), "{text:?} -> {shown:?}");
