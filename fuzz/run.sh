@@ -12,6 +12,8 @@
 #   plan                        the driver's plan: parse + validate, the check pods, their dry-run YAML read back
 #   url_display                 a URL as the probe shows it: no userinfo, query or held value, escaped, bounded
 #   model_id                    a model id: accepted ids need no escape, refused ones are refused by resolve too
+#   probe_line                  the driver's reader of a probe's log line: an event of the run spec's models, or a protocol error
+#   secret_shape                the secret-shape rule: redacting by shape leaves no key shape nor URL credentials
 #
 # Usage:
 #   fuzz/run.sh [SECONDS]      each target for SECONDS of fuzzing (default 60)

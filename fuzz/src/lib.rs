@@ -417,7 +417,7 @@ pub fn url_display(data: &[u8]) {
 /// accepts shows as it is (escaping changes nothing, so no line can be forged or repainted by it); an id it refuses
 /// is refused by `resolve` too, and the message shows it escaped and bounded.
 pub fn model_id(data: &[u8]) {
-    use jr2_probe::spec::{self, ModelSpec, SpecProblem, Source};
+    use jr2_probe::spec::{self, ModelSpec, Source, SpecProblem};
     let Ok(id) = std::str::from_utf8(data) else {
         return;
     };
@@ -460,7 +460,76 @@ pub fn model_id(data: &[u8]) {
                 !line.chars().any(unsafe_char),
                 "a control or invisible character in the message: {line:?}"
             );
-            assert!(line.chars().count() <= 400, "an unbounded message: {line:?}");
+            assert!(
+                line.chars().count() <= 400,
+                "an unbounded message: {line:?}"
+            );
         }
     }
+}
+
+/// The driver's reader of a probe's log line (issue 25): a line in, a typed event or a protocol error out, never a
+/// panic; an event names only the run spec's models (by index, with the plan's names), and its strings are clean.
+pub fn probe_line(data: &[u8]) {
+    let Ok(line) = std::str::from_utf8(data) else {
+        return;
+    };
+    let models = vec!["vllm/a".to_owned(), "vllm/b".to_owned()];
+    let event = match jr2_preflight::run::read_probe_line(line, &models) {
+        Ok(Some(e)) => e,
+        Ok(None) | Err(_) => return,
+    };
+    use jr2_probe::contract::ProbeEvent;
+    if let Some(index) = event.index() {
+        assert!(index < models.len(), "an index past the run spec: {line:?}");
+    }
+    match &event {
+        ProbeEvent::ModelStarted { index, model }
+        | ProbeEvent::Try { index, model, .. }
+        | ProbeEvent::Waiting { index, model, .. } => {
+            assert_eq!(model, &models[*index], "the plan names the model: {line:?}");
+        }
+        ProbeEvent::Result { index, result } => {
+            assert_eq!(
+                result.model, models[*index],
+                "the plan names the model: {line:?}"
+            );
+            // Escaped and bounded (the driver holds no key: a held key is the probe's to redact).
+            if let Some(e) = &result.error {
+                check_escaped(e, MAX_ERROR_CHARS);
+            }
+        }
+        ProbeEvent::Summary { verdict } => {
+            assert!(verdict.models.len() <= models.len(), "{line:?}");
+            for (r, m) in verdict.models.iter().zip(&models) {
+                assert_eq!(&r.model, m, "{line:?}");
+            }
+        }
+        ProbeEvent::Warning { line: w } => check_escaped(w, 1000),
+        ProbeEvent::Start { .. } => {}
+    }
+}
+
+/// The one rule for a secret by its shape (issue 25): redacting by shape leaves no key shape and no URL credentials
+/// behind, changes nothing a second time, and never panics.
+pub fn secret_shape(data: &[u8]) {
+    use jr2_probe::sanitize::{looks_like_key, redact_shapes, secret_shape, url_has_credentials};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = secret_shape(text);
+    let shown = redact_shapes(text);
+    assert!(
+        !looks_like_key(&shown),
+        "a key shape left: {text:?} -> {shown:?}"
+    );
+    assert!(
+        !url_has_credentials(&shown),
+        "URL credentials left: {text:?} -> {shown:?}"
+    );
+    assert_eq!(
+        redact_shapes(&shown),
+        shown,
+        "twice changes nothing: {text:?}"
+    );
 }

@@ -55,10 +55,15 @@ pub async fn client(
         context,
         ..Default::default()
     };
+    // Every file kube reads is checked first: a regular file of bounded size (`kubeconfig_files.rs`).
+    let files = |e: crate::kubeconfig_files::FileError| ClusterError::Kubeconfig(e.to_string());
+    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).map_err(files)?;
     let file = match kubeconfig {
-        Some(path) => kube::config::Kubeconfig::read_from(path).map_err(kube_error)?,
-        None => kube::config::Kubeconfig::read().map_err(kube_error)?,
-    };
+        Some(path) => kube::config::Kubeconfig::read_from(path),
+        None => kube::config::Kubeconfig::read(),
+    }
+    .map_err(kube_error)?;
+    crate::kubeconfig_files::check_referenced(&file).map_err(files)?;
     let kubeconfig_proxy = cluster_proxy_url(&file, options.context.as_deref());
     let mut config = kube::Config::from_custom_kubeconfig(file, &options)
         .await
@@ -141,6 +146,7 @@ pub fn describe(
 /// plugin runs, nothing is contacted): kubectl's default namespace. `None` when the file, the context or its
 /// namespace is missing.
 pub fn context_namespace(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<String> {
+    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).ok()?;
     let file = match kubeconfig {
         Some(path) => kube::config::Kubeconfig::read_from(path).ok()?,
         None => kube::config::Kubeconfig::read().ok()?,
@@ -215,13 +221,58 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
             req
         })
         .option_layer(config.default_retry.then(|| {
-            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+            tower::retry::RetryLayer::new(IdempotentOnly(
+                kube::client::retry::RetryPolicy::server_retry(),
+            ))
         }))
         .option_layer(auth)
         .layer(headers)
         .map_err(tower::BoxError::from)
+        // Every answer bounded in memory (`bounded.rs`).
+        .layer(crate::bounded::BoundedLayer)
         .service(hyper);
     Ok(kube::Client::new(service, config.default_namespace))
+}
+
+/// kube's retry of a 429, 503 or 504, for the requests that may be sent twice (GET, HEAD) only: a create retried
+/// under the driver's feet after a 504 that came after the write meets its own pod (`409 AlreadyExists`) on what
+/// the driver takes for its first try, and would leave it (issue 25, item 4). The driver retries its creates and
+/// deletes itself (`run/create.rs`, `run/cleanup.rs`), knowing what a try may have written.
+#[derive(Clone)]
+struct IdempotentOnly(kube::client::retry::RetryPolicy);
+
+impl<Res>
+    tower::retry::Policy<http::Request<kube::client::Body>, http::Response<Res>, tower::BoxError>
+    for IdempotentOnly
+{
+    type Future = tokio::time::Sleep;
+
+    fn retry(
+        &mut self,
+        req: &mut http::Request<kube::client::Body>,
+        result: &mut Result<http::Response<Res>, tower::BoxError>,
+    ) -> Option<Self::Future> {
+        if matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+            self.0.retry(req, result)
+        } else {
+            None
+        }
+    }
+
+    fn clone_request(
+        &mut self,
+        req: &http::Request<kube::client::Body>,
+    ) -> Option<http::Request<kube::client::Body>> {
+        if matches!(*req.method(), http::Method::GET | http::Method::HEAD) {
+            <kube::client::retry::RetryPolicy as tower::retry::Policy<
+                http::Request<kube::client::Body>,
+                http::Response<Res>,
+                tower::BoxError,
+            >>::clone_request(&mut self.0, req)
+        } else {
+            None
+        }
+    }
 }
 
 /// The rustls configuration for `config`: its CA (else Mozilla's roots), its client certificate if any, or no

@@ -6,6 +6,11 @@
 //! non-empty one, a symbolic link or a file is refused up front by [`check`], as bad input), and every file in it is
 //! created new (`create_new`: `O_CREAT | O_EXCL`, which follows no symbolic link, dangling or not), so that a link
 //! planted in the directory can neither overwrite its target nor create one.
+//!
+//! The bundle is meant to be attached to a support ticket (issue 25, item 9): every file goes through [`scrub`]
+//! (the key shapes and URL credentials of `jr2_probe::sanitize::redact_shapes`, the one rule for a secret by its
+//! shape, then control, bidi and invisible characters escaped line by line, so that an ESC or OSC 52 a pod wrote
+//! reaches no terminal that shows the file), and it is readable by its owner only: directories 0700, files 0600.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -47,21 +52,58 @@ pub fn check(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// Creates `dir` (its parents as needed), or takes it when [`check`] lets it (an empty directory, no link).
+/// A directory of the bundle: created new, its owner's only (0700).
+fn new_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new().mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir(dir)
+    }
+}
+
+/// Creates `dir` (its parents as needed), or takes it when [`check`] lets it (an empty directory, no link, then
+/// made its owner's only).
 fn make_dir(dir: &Path) -> io::Result<()> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent)?;
     }
-    match fs::create_dir(dir) {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => check(dir).map_err(io::Error::other),
+    match new_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            check(dir).map_err(io::Error::other)?;
+            #[cfg(unix)]
+            fs::set_permissions(
+                dir,
+                <fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
+            )?;
+            Ok(())
+        }
         other => other,
     }
 }
 
-/// Writes a file that did not exist: an existing path, a symbolic link among them, is an error.
-fn new_file(path: &Path, contents: impl AsRef<[u8]>) -> io::Result<()> {
-    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
-    f.write_all(contents.as_ref())
+/// What a file of the bundle holds of `text`: the key shapes and URL credentials redacted, and each line escaped
+/// (its line breaks kept).
+pub fn scrub(text: &str) -> String {
+    jr2_probe::sanitize::redact_shapes(text)
+        .split('\n')
+        .map(jr2_probe::sanitize::escape)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes a file that did not exist, its owner's only (0600), through [`scrub`]: an existing path, a symbolic link
+/// among them, is an error.
+fn new_file(path: &Path, contents: impl AsRef<str>) -> io::Result<()> {
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o.open(path)?;
+    f.write_all(scrub(contents.as_ref()).as_bytes())
 }
 
 /// Writes the evidence bundle into `dir`, which it creates (see [`check`]): the pods as created (Stand-ins only),
@@ -81,7 +123,7 @@ pub fn write(
     )?;
     for pod in &run.pods {
         let d = dir.join(&pod.name);
-        fs::create_dir(&d)?;
+        new_dir(&d)?;
         if let Some(p) = &pod.evidence.pod {
             new_file(&d.join("pod-last-status.yaml"), yaml::document(p)?)?;
         }
@@ -234,6 +276,67 @@ mod tests {
         assert!(check(&link).unwrap_err().contains("symbolic link"));
         assert!(write(&link, &[], &empty_run(), &verdict()).is_err());
         assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Issue 25, item 9: what a pod wrote is redacted by shape and escaped, and the bundle is its owner's only.
+    #[test]
+    fn the_bundle_is_redacted_escaped_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = scratch("scrubbed");
+        let dir = base.join("evidence");
+        let mut pod = crate::run::PodRun {
+            name: "jr2-preflight-demo-harness-run0001".to_owned(),
+            uid: None,
+            node: None,
+            models: Vec::new(),
+            results: Vec::new(),
+            outcome: crate::run::PodOutcome::Failed(crate::run::PodFailure {
+                kind: crate::run::FailureKind::Interrupted,
+                lines: Vec::new(),
+            }),
+            evidence: crate::run::Evidence::default(),
+            kept: false,
+        };
+        pod.evidence.custodian_log = vec![
+            "debug: upstream key sk-ant-api03-PW4242abcdefghijkl and AIzaSyPW4242abcdefghijklmnopqrstuvwxyz1".to_owned(),
+            "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J proxy http://corp:PW4242@proxy:3128".to_owned(),
+        ];
+        pod.evidence.probe_lines = vec!["raw \u{1b}[31m\u{202e}".to_owned()];
+        let run = RunResult {
+            pods: vec![pod],
+            warnings: Vec::new(),
+        };
+        write(&dir, &[], &run, &verdict()).unwrap();
+        let pod_dir = dir.join("jr2-preflight-demo-harness-run0001");
+        let log = fs::read_to_string(pod_dir.join("custodian.log")).unwrap();
+        assert!(!log.contains("PW4242"), "{log}");
+        assert!(!log.contains('\u{1b}') && !log.contains('\u{7}'), "{log:?}");
+        assert_eq!(log.lines().count(), 2, "{log}");
+        let probe = fs::read_to_string(pod_dir.join("probe.jsonl")).unwrap();
+        assert!(
+            !probe.contains('\u{1b}') && !probe.contains('\u{202e}'),
+            "{probe:?}"
+        );
+        for d in [&dir, &pod_dir] {
+            assert_eq!(
+                fs::metadata(d).unwrap().permissions().mode() & 0o777,
+                0o700,
+                "{d:?}"
+            );
+        }
+        for f in ["verdict.json", "run.txt", "pods-as-created.yaml"] {
+            let mode = fs::metadata(dir.join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{f}");
+        }
+        assert_eq!(
+            fs::metadata(pod_dir.join("custodian.log"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -5,11 +5,13 @@
 //! prints the contract's lines, and deletes the pods on every path.
 
 pub mod access;
+pub mod bounded;
 pub mod cluster;
 pub mod diagnose;
 pub mod evidence;
 pub mod host_access;
 pub mod kube_proxy;
+pub mod kubeconfig_files;
 pub mod network_policy;
 pub mod one_off;
 pub mod plan;

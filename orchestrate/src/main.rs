@@ -221,7 +221,7 @@ fn main() -> ExitCode {
 /// Bad input (the plan, a flag): its one `error:` line, escaped (a path or a value may hold anything), and exit 2.
 /// Nothing has been created.
 fn bad_input(e: &PlanError) -> ExitCode {
-    jr2_probe::say!("error: {}", sanitize::escape(&e.to_string()));
+    jr2_probe::say!("error: {}", shown(&e.to_string()));
     PlanError::EXIT.into()
 }
 
@@ -371,7 +371,20 @@ async fn check(args: CheckArgs) -> ExitCode {
             Err(e) => errors.push(e),
         }
     }
-    one_off.node = args.node.clone();
+    // A node's name is a DNS subdomain: anything else (an escape, a bidi control) never reaches the pod or a line.
+    if let Some(node) = &args.node {
+        if node.len() <= 253 && node.split('.').all(jr2_preflight::plan::is_dns_label) {
+            one_off.node = Some(node.clone());
+        } else {
+            errors.push(PlanError::Invalid {
+                field: "--node".to_owned(),
+                message: format!(
+                    "\"{}\" is not a node name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
+                    sanitize::escape_truncate(node, 100)
+                ),
+            });
+        }
+    }
     for pair in &args.node_selector {
         match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() => {
@@ -447,7 +460,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         let printed = print_verdict(common, &verdict);
         // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
         return match signals.received() {
-            Some(exit) => interrupted(exit),
+            Some(exit) => interrupted(exit, false),
             None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
@@ -457,7 +470,7 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
         let printed = jr2_probe::console::out("the dry-run pods", yaml.as_bytes());
         return match signals.received() {
-            Some(exit) => interrupted(exit),
+            Some(exit) => interrupted(exit, false),
             None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
         };
     }
@@ -580,6 +593,12 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         (_, exit) => (not_run(&runnable), None, exit),
     };
     let result = merge(&to_run, not_created, ran);
+    // The deletes were sent as each pod finished; give them a bounded moment to be confirmed, before the verdict,
+    // which names a pod that may outlive the run.
+    let report = match &cleanup {
+        Some(cleanup) => Some(cleanup.wait(Duration::from_secs(10)).await),
+        None => None,
+    };
     let before = lines.0.len();
     let mut verdict = verdict::assemble(
         &plan,
@@ -606,6 +625,20 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
         verdict.ok = false;
         verdict.exit_code = i32::from(exit);
     }
+    if let Some(report) = &report {
+        let left: Vec<(String, String)> = report
+            .failed
+            .iter()
+            .cloned()
+            .chain(report.unfinished.iter().map(|name| {
+                (
+                    name.clone(),
+                    "its delete was not confirmed in 10 s".to_owned(),
+                )
+            }))
+            .collect();
+        verdict::pods_left(&mut verdict, &left);
+    }
     for line in &verdict.lines[before..] {
         jr2_probe::say!("{line}");
     }
@@ -618,19 +651,9 @@ async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitC
             render::evidence_not_written(&dir.display().to_string(), &e.to_string())
         );
     }
-    if let Some(cleanup) = cleanup {
-        // The deletes were sent as each pod finished; give them a bounded moment to be answered.
-        let report = cleanup.wait(Duration::from_secs(10)).await;
-        for name in report
-            .unfinished
-            .iter()
-            .chain(report.failed.iter().map(|(n, _)| n))
-        {
-            jr2_probe::say!("{}", render::pod_may_still_exist(&plan.namespace, name));
-        }
-    }
     if let Some(exit) = interrupted_by {
-        return interrupted(exit);
+        let left = report.as_ref().is_some_and(|r| !r.survivors().is_empty());
+        return interrupted(exit, left);
     }
     match printed {
         Ok(()) => Exit::of_run(verdict.ok).into(),
@@ -683,8 +706,12 @@ fn stdout_failed(e: jr2_probe::console::StdoutError) -> ExitCode {
     Exit::Failed.into()
 }
 
-fn interrupted(exit: Exit) -> ExitCode {
-    jr2_probe::say!("{}", render::interrupted());
+fn interrupted(exit: Exit, pods_left: bool) -> ExitCode {
+    if pods_left {
+        jr2_probe::say!("{}", render::interrupted_pods_left());
+    } else {
+        jr2_probe::say!("{}", render::interrupted());
+    }
     exit.into()
 }
 
@@ -708,10 +735,7 @@ async fn connect(
         {
             Ok(c) => c,
             Err(e) => {
-                jr2_probe::say!(
-                    "{}",
-                    render::cannot_reach_cluster(&sanitize::escape(&e.to_string()))
-                );
+                jr2_probe::say!("{}", render::cannot_reach_cluster(&shown(&e.to_string())));
                 return Err(Exit::Failed.into());
             }
         };
@@ -731,10 +755,7 @@ async fn connect(
             Err(e) => Err(e),
         };
         if let Err(e) = applied {
-            jr2_probe::say!(
-                "error: --from-deployment: {}",
-                sanitize::escape(&e.to_string())
-            );
+            jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
             return Err(workload::WorkloadError::EXIT.into());
         }
     }
@@ -968,4 +989,10 @@ fn rbac(args: &RbacArgs) -> ExitCode {
     let text = jr2_preflight::yaml::documents(docs).expect("JSON values serialize");
     jr2_probe::console::out("the Role", text.as_bytes())
         .map_or_else(stdout_failed, |()| Exit::Ok.into())
+}
+
+/// An error's text as a line shows it: the secrets by their shape redacted (a key, a URL's credentials:
+/// `sanitize::redact_shapes`, the one rule), then escaped.
+fn shown(text: &str) -> String {
+    sanitize::escape(&sanitize::redact_shapes(text))
 }

@@ -64,6 +64,14 @@ impl SecretKey {
                 "the Secret's name must be a DNS subdomain (lowercase letters, digits, '-' and '.')",
             ));
         }
+        // A pasted key in place of the key's name (issue 25, item 8): refused, never repeated.
+        if jr2_probe::sanitize::looks_like_key(name) || jr2_probe::sanitize::looks_like_key(key) {
+            return Err(bad(&format!(
+                "{} characters shaped like an API key, not repeated: give the Secret's name and the key of its \
+                 data that holds the API key, never the key itself",
+                text.chars().count()
+            )));
+        }
         if key.is_empty()
             || key.len() > 253
             || !key
@@ -503,5 +511,23 @@ mod tests {
         }
         let dotted = format!("{}.keys/k", "a".repeat(63));
         assert!(SecretKey::parse(&dotted).is_ok());
+    }
+
+    /// Issue 25, item 8: a key pasted as the Secret's key name (or name) is refused and not repeated.
+    #[test]
+    fn a_key_in_place_of_a_secret_key_name_is_refused_unrepeated() {
+        for pasted in [
+            "x/AIzaSyD3kq8PW4242abcdefghijklmnopqrstu",
+            "x/gsk_PW4242abcdefghijklmnop",
+            "x/hf_PW4242abcdefghijklmnop",
+            "sk-proj-pw4242abcdefghijkl/k",
+        ] {
+            let e = SecretKey::parse(pasted).unwrap_err();
+            assert_eq!(e.field(), Some("--api-key-secret"), "{pasted}");
+            assert!(
+                !e.to_string().contains("PW4242") && !e.to_string().contains("pw4242"),
+                "{e}"
+            );
+        }
     }
 }

@@ -521,8 +521,9 @@ impl Plan {
                     ),
                 ));
             };
+            // A key that happens to be a valid name (`AIza…`, `gsk_…`) is refused the same way (issue 25, item 8).
             if let Some(name) = &m.key_env
-                && !is_env_name(name)
+                && (!is_env_name(name) || jr2_probe::sanitize::looks_like_key(name))
             {
                 return Err(invalid(
                     format!("{at}.keyEnv"),
@@ -926,7 +927,7 @@ fn is_registry(text: &str) -> bool {
 }
 
 /// A DNS-1123 label: what Kubernetes takes as a namespace or a pod's name, and each dot-separated part of a Secret's.
-pub(crate) fn is_dns_label(value: &str) -> bool {
+pub fn is_dns_label(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 63
         && value
@@ -1306,6 +1307,16 @@ mod tests {
         assert_eq!(plan, again);
         assert_eq!(plan.deadline_seconds, 300);
         assert_eq!(plan.timeout_seconds, 120);
+    }
+
+    /// Issue 25, item 8: a key pasted as a model's `keyEnv` is refused and not repeated, though it is a valid name.
+    #[test]
+    fn a_key_shaped_key_env_is_refused_unrepeated() {
+        let mut v = example();
+        v["models"][0]["keyEnv"] = serde_json::json!("AIzaSyD3kq8PW4242abcdefghijklmnopqrstu");
+        let e = Plan::from_value(v).unwrap_err();
+        assert_eq!(e.field(), Some("plan.models[0].keyEnv"), "{e}");
+        assert!(!e.to_string().contains("PW4242"), "{e}");
     }
 
     #[test]

@@ -329,6 +329,13 @@ fn runtime_default() -> SeccompProfile {
 fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
     let mut c = c.clone();
     c.restart_policy = Some("Always".to_owned());
+    // An unmasked /proc (`procMount: Unmasked`) is not copied: the check needs none, and a check pod that shows the
+    // node's /proc to its containers is more than the Harness spec asked of a check (issue 25, item 12).
+    if let Some(sc) = c.security_context.as_mut()
+        && sc.proc_mount.as_deref().is_some_and(|m| m != "Default")
+    {
+        sc.proc_mount = None;
+    }
     if c.startup_probe.is_none()
         && let Some(ready) = &c.readiness_probe
     {

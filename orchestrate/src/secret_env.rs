@@ -9,6 +9,14 @@
 //! `value` that is neither empty nor its Stand-in is bad input: one `error:` line naming the field, the value never
 //! repeated. `valueFrom` references stay references and are accepted. The same holds for `--from-deployment`,
 //! which validates the Deployment's pod spec through the same plan.
+//!
+//! A value is a secret by its shape too, whatever its name (issue 25, item 7): shaped like a catalog provider's key
+//! (`sk-proj-…`, `AIza…`, `gsk_…`) or a URL with credentials (`http://corp:PW@proxy:3128`, `postgres://app:PW@db`,
+//! `https://KEY@sentry`), by `jr2_probe::sanitize::secret_shape`, the one rule the redaction of every text uses.
+//! Such a literal anywhere in a copied container (its env, `args`, `command`, `lifecycle`, probes) is refused the
+//! same way, and so is a literal header named `authorization`, `x-api-key` or `api-key` in a probe's
+//! `httpHeaders`. This is the one place the dry-run YAML, the create request and the evidence bundle's pods go
+//! through: a plan that passes holds no secret value.
 
 use k8s_openapi::api::core::v1::Container;
 
@@ -37,12 +45,19 @@ fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
         return Some(Why::Key);
     }
     let upper = name.to_ascii_uppercase();
-    let shaped = ["_KEY", "_TOKEN", "_SECRET"]
+    let shaped = ["_KEY", "_TOKEN", "_SECRET", "_PWD", "_PAT"]
         .iter()
         .any(|end| upper.ends_with(end))
-        || ["PASSWORD", "PASSWD", "CREDENTIAL"]
-            .iter()
-            .any(|part| upper.contains(part));
+        || [
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "APIKEY",
+            "API_KEY",
+            "SECRET_KEY",
+        ]
+        .iter()
+        .any(|part| upper.contains(part));
     shaped.then_some(Why::Shape)
 }
 
@@ -55,18 +70,90 @@ pub fn check(at: &str, p: &Placement, key_envs: &[&str]) -> Result<(), PlanError
     Ok(())
 }
 
+/// A literal that is a secret by its shape: the field and the words, the value never repeated.
+fn shaped(field: String, value: &str) -> Option<PlanError> {
+    let shape = jr2_probe::sanitize::secret_shape(value)?;
+    Some(PlanError::Invalid {
+        field,
+        message: format!(
+            "is shaped like {shape} ({} characters, not repeated); a plan carries a Stand-in or a valueFrom \
+             reference, never a secret value",
+            value.chars().count()
+        ),
+    })
+}
+
+/// Headers that carry a credential whatever their value looks like.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
+
+/// Every string of the container but its env (checked by name and shape in [`container`]): `args`, `command`,
+/// `lifecycle`, the probes, and a credential header of a probe's `httpGet`.
+fn other_fields(at: &str, c: &Container) -> Result<(), PlanError> {
+    let mut value = serde_json::to_value(c).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.remove("env");
+    }
+    walk(at, &value)
+}
+
+fn walk(at: &str, v: &serde_json::Value) -> Result<(), PlanError> {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => match shaped(at.to_owned(), s) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        },
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(&format!("{at}[{i}]"), item)?;
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            // An httpHeaders entry: {name, value}.
+            if let (Some(Value::String(name)), Some(Value::String(value))) =
+                (map.get("name"), map.get("value"))
+                && at.ends_with(']')
+                && at.contains("httpHeaders")
+                && CREDENTIAL_HEADERS
+                    .iter()
+                    .any(|h| h.eq_ignore_ascii_case(name.trim()))
+                && !value.is_empty()
+            {
+                return Err(PlanError::Invalid {
+                    field: format!("{at}.value"),
+                    message: format!(
+                        "is a literal {} header ({} characters, not repeated); a plan carries no credential",
+                        jr2_probe::sanitize::escape_truncate(&name.to_ascii_lowercase(), 40),
+                        value.chars().count()
+                    ),
+                });
+            }
+            for (k, item) in map {
+                walk(&format!("{at}.{k}"), item)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 fn container(at: &str, c: &Container, key_envs: &[&str]) -> Result<(), PlanError> {
     for (k, e) in c.env.iter().flatten().enumerate() {
         let Some(value) = e.value.as_deref().filter(|v| !v.is_empty()) else {
-            continue;
-        };
-        let Some(why) = why_secret(&e.name, key_envs) else {
             continue;
         };
         let held = stand_in(&e.name);
         if value == held {
             continue;
         }
+        let Some(why) = why_secret(&e.name, key_envs) else {
+            // Not a secret's name: a secret by its shape all the same.
+            if let Some(e) = shaped(format!("{at}.env[{k}].value"), value) {
+                return Err(e);
+            }
+            continue;
+        };
         // The name is shown (it passed the name check of the types, and it is not the value); the value never.
         let name = jr2_probe::sanitize::escape_truncate(&e.name, 100);
         let message = match why {
@@ -84,7 +171,7 @@ fn container(at: &str, c: &Container, key_envs: &[&str]) -> Result<(), PlanError
             message,
         });
     }
-    Ok(())
+    other_fields(at, c)
 }
 
 #[cfg(test)]
@@ -106,6 +193,10 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "SMTP_PASSWD",
             "signing_key",
+            "OPENAI_APIKEY",
+            "API_KEY_2",
+            "MYSQL_PWD",
+            "GH_PAT",
         ] {
             assert!(why_secret(name, &["MY_GATEWAY"]).is_some(), "{name}");
         }
@@ -125,5 +216,69 @@ mod tests {
     fn bedrock_s_bearer_token_is_a_key_though_pi_s_catalog_lists_none() {
         // Not shaped like a secret (`*_BEDROCK`), and not in the catalog's keyEnv: a key all the same.
         assert_eq!(why_secret("AWS_BEARER_TOKEN_BEDROCK", &[]), Some(Why::Key));
+    }
+
+    fn container_of(v: serde_json::Value) -> Container {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Issue 25, item 7: a secret by its shape, whatever its name or field, is refused and never repeated.
+    #[test]
+    fn secrets_by_their_shape_whatever_the_name_or_field() {
+        let cases = [
+            (
+                serde_json::json!({"name": "h", "env": [{"name": "HTTPS_PROXY", "value": "http://corp:PW4242@proxy:3128"}]}),
+                "x.env[0].value",
+            ),
+            (
+                serde_json::json!({"name": "h", "env": [{"name": "DATABASE_URL", "value": "postgres://app:PW4242@db"}]}),
+                "x.env[0].value",
+            ),
+            (
+                serde_json::json!({"name": "h", "env": [{"name": "SENTRY_DSN", "value": "https://PW4242abcdef@o1.ingest.sentry.io/4"}]}),
+                "x.env[0].value",
+            ),
+            (
+                serde_json::json!({"name": "h", "env": [{"name": "FOO", "value": "sk-proj-PW4242abcdefghijklmnop"}]}),
+                "x.env[0].value",
+            ),
+            (
+                serde_json::json!({"name": "h", "env": [{"name": "MYSQL_PWD", "value": "PW4242"}]}),
+                "x.env[0].value",
+            ),
+            (
+                serde_json::json!({"name": "h", "args": ["--api-key", "sk-ant-api03-PW4242abcdefghij"]}),
+                "x.args[1]",
+            ),
+            (
+                serde_json::json!({"name": "h", "command": ["sh", "-c", "curl -H x https://u:PW4242@h/"]}),
+                "x.command[2]",
+            ),
+            (
+                serde_json::json!({"name": "h", "lifecycle": {"postStart": {"exec": {"command": ["AIzaSyPW4242abcdefghijklmnopqrstuvwxyz1"]}}}}),
+                "x.lifecycle.postStart.exec.command[0]",
+            ),
+            (
+                serde_json::json!({"name": "h", "readinessProbe": {"httpGet": {"port": 80, "httpHeaders": [{"name": "Authorization", "value": "Bearer PW4242"}]}}}),
+                "x.readinessProbe.httpGet.httpHeaders[0].value",
+            ),
+        ];
+        for (c, field) in cases {
+            let e = container("x", &container_of(c.clone()), &[]).unwrap_err();
+            let PlanError::Invalid { field: f, message } = &e else {
+                panic!("{e:?}");
+            };
+            assert_eq!(f, field, "{c}");
+            assert!(!message.contains("PW4242"), "{message}");
+            assert!(!e.to_string().contains("PW4242"), "{e}");
+        }
+        // Stand-ins, references, ordinary values and URLs pass.
+        let fine = serde_json::json!({"name": "h",
+            "env": [{"name": "OPENAI_API_KEY", "value": "jr2-held-OPENAI_API_KEY"},
+                    {"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
+                    {"name": "LOG_LEVEL", "value": "debug"}],
+            "args": ["--port", "8080", "https://api.openai.com/v1"],
+            "readinessProbe": {"httpGet": {"port": 80, "httpHeaders": [{"name": "Accept", "value": "text/plain"}]}}});
+        container("x", &container_of(fine), &[]).unwrap();
     }
 }

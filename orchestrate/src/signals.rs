@@ -1,9 +1,10 @@
-//! SIGINT and SIGTERM (Ctrl-C, Ctrl-Break and the console's close on Windows), listened for from the start of a run,
-//! and, with `--cancel-on-stdin`, a `cancel` line or the end of stdin.
+//! SIGINT, SIGTERM and SIGHUP (Ctrl-C, Ctrl-Break and the console's close on Windows), listened for from the start of
+//! a run, and, with `--cancel-on-stdin`, a `cancel` line or the end of stdin.
 //!
 //! From [`Signals::listen`] on, a signal is the driver's to handle (nothing created, or the pods deleted, then
-//! [`Exit::Interrupted`] or [`Exit::Terminated`], 130 or 143 as shells and fd report them), never the default
-//! action, which would end the process between a create and its delete and leave the pod behind.
+//! [`Exit::Interrupted`], [`Exit::Terminated`] or [`Exit::HungUp`], 130, 143 or 129 as shells and fd report them),
+//! never the default action, which would end the process between a create and its delete and leave the pod behind.
+//! SIGHUP is what a closed terminal or SSH session sends (issue 25, item 6).
 //!
 //! Stdin is the cancel that works on Windows: Node's `kill()` there ends the child at once, so a caller that wants
 //! the pods deleted writes `cancel` (or closes stdin) instead, and the run stops as on SIGINT.
@@ -52,7 +53,7 @@ impl Signals {
     }
 
     /// The next signal, as the exit it asks for: [`Exit::Interrupted`] (SIGINT, Ctrl-C, a stdin cancel),
-    /// [`Exit::Terminated`] (SIGTERM, the console closed). Cancel-safe.
+    /// [`Exit::Terminated`] (SIGTERM, the console closed), [`Exit::HungUp`] (SIGHUP). Cancel-safe.
     pub async fn recv(&mut self) -> Exit {
         async fn cancelled(rx: Option<&mut mpsc::UnboundedReceiver<()>>) {
             if let Some(rx) = rx
@@ -129,6 +130,7 @@ mod os {
     pub(super) struct Os {
         interrupt: Option<Signal>,
         terminate: Option<Signal>,
+        hangup: Option<Signal>,
     }
 
     impl Os {
@@ -136,6 +138,7 @@ mod os {
             Self {
                 interrupt: signal(SignalKind::interrupt()).ok(),
                 terminate: signal(SignalKind::terminate()).ok(),
+                hangup: signal(SignalKind::hangup()).ok(),
             }
         }
 
@@ -152,6 +155,7 @@ mod os {
             tokio::select! {
                 () = next(self.interrupt.as_mut()) => Exit::Interrupted,
                 () = next(self.terminate.as_mut()) => Exit::Terminated,
+                () = next(self.hangup.as_mut()) => Exit::HungUp,
             }
         }
     }

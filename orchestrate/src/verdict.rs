@@ -480,6 +480,32 @@ fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
     r
 }
 
+/// The check pods that may outlive the run, and why (their delete failed, or was not confirmed in time): each
+/// gets an `error:` line with its `kubectl delete` line (issue 25, item 5), a pod that had no failure of its own
+/// fails with [`PodCode::Left`], and the verdict is not ok, so that `jr2 up`, which reads it, learns of it.
+pub fn pods_left(verdict: &mut DriverVerdict, left: &[(String, String)]) {
+    for (pod, why) in left {
+        let why = jr2_probe::sanitize::Redactor::default()
+            .clean_to(why, jr2_probe::sanitize::MAX_ERROR_CHARS);
+        let line = render::pod_left(&verdict.namespace, pod, &why);
+        verdict.lines.push(line.clone());
+        if let Some(p) = verdict.pods.iter_mut().find(|p| p.name == *pod)
+            && p.code.is_none()
+        {
+            p.outcome = "failed".to_owned();
+            p.failure = vec![line];
+            p.code = Some(PodCode::Left);
+            p.next_action = Some(PodCode::Left.next_action().to_owned());
+        }
+    }
+    if !left.is_empty() {
+        verdict.ok = false;
+        if verdict.exit_code == i32::from(Exit::Ok) {
+            verdict.exit_code = i32::from(Exit::Failed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

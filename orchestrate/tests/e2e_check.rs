@@ -416,12 +416,41 @@ async fn bad_flags_are_one_line_and_exit_2() {
             ],
             "error: --namespace: ",
         ),
+        // Issue 25, item 12: an escape or a bidi control in a node's name.
+        (
+            vec![
+                "--base-url",
+                "http://vllm.lan.example:8000/v1",
+                "--model",
+                "m",
+                "--node",
+                "node\u{1b}[31m-1",
+            ],
+            "error: --node: ",
+        ),
+        (
+            vec![
+                "--base-url",
+                "http://vllm.lan.example:8000/v1",
+                "--model",
+                "m",
+                "--dry-run",
+                "--node",
+                "gpu\u{202e}1",
+            ],
+            "error: --node: ",
+        ),
     ] {
         let run = s.run(check_args(&s, &flags)).await;
         assert_eq!(run.code(), Some(2), "{flags:?}: {}", run.stderr);
         let lines = run.lines();
         assert_eq!(lines.len(), 1, "{flags:?}: {lines:?}");
         assert!(lines[0].starts_with(start), "{flags:?}: {lines:?}");
+        assert!(
+            !run.stderr.contains('\u{1b}') && !run.stderr.contains('\u{202e}'),
+            "{flags:?}: {:?}",
+            run.stderr
+        );
         assert!(run.stdout.is_empty());
     }
     assert!(

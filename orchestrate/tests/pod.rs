@@ -714,6 +714,72 @@ fn a_literal_secret_in_either_container_is_refused_without_repeating_it() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Issue 25, item 7: a secret by its shape, whatever its name or field, never reaches the dry-run YAML or the
+/// create: the run is refused (exit 2), the value never repeated.
+#[test]
+fn a_secret_by_its_shape_is_refused_whatever_its_name_or_field() {
+    let dir = std::env::temp_dir().join(format!("jr2-shaped-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pw = "PW4242secret";
+    // (container, what is added to it)
+    let cases: [(usize, Value); 6] = [
+        (
+            0,
+            json!({"env": [{"name": "HTTPS_PROXY", "value": format!("http://corp:{pw}@proxy:3128")}]}),
+        ),
+        (
+            0,
+            json!({"env": [{"name": "DATABASE_URL", "value": format!("postgres://app:{pw}@db")}]}),
+        ),
+        (
+            0,
+            json!({"env": [{"name": "SENTRY_DSN", "value": format!("https://{pw}@o1.ingest.sentry.io/4")}]}),
+        ),
+        (
+            0,
+            json!({"env": [{"name": "FOO", "value": format!("sk-proj-{pw}abcdefgh")}]}),
+        ),
+        (
+            1,
+            json!({"args": ["--api-key", format!("sk-ant-api03-{pw}abcdef")]}),
+        ),
+        (
+            1,
+            json!({"readinessProbe": {"httpGet": {"path": "/", "port": 1, "httpHeaders": [{"name": "Authorization", "value": format!("Bearer {pw}")}]}}}),
+        ),
+    ];
+    for (ci, add) in cases {
+        let mut v = example_json();
+        let container = &mut v["placements"][0]["podSpec"]["containers"][ci];
+        for (k, val) in add.as_object().unwrap() {
+            match (container.get_mut(k), val) {
+                (Some(Value::Array(have)), Value::Array(more)) => have.extend(more.iter().cloned()),
+                _ => container[k] = val.clone(),
+            }
+        }
+        let path = dir.join("plan.json");
+        std::fs::write(&path, v.to_string()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+            .args(["run", "--plan"])
+            .arg(&path)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{add}: {stderr}");
+        assert!(out.stdout.is_empty(), "{add}: no dry-run YAML");
+        assert!(
+            !stderr.contains(pw),
+            "{add}: the value is repeated: {stderr}"
+        );
+        assert!(
+            stderr.starts_with("error: plan.placements[0].podSpec.containers["),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 // --- The pods ------------------------------------------------------------------------------------------------------
 
 #[test]
@@ -1150,6 +1216,28 @@ fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
     assert_eq!(init[0].restart_policy.as_deref(), Some("Always"));
     assert_eq!(init[0], plan.placements[1].custodian().unwrap().clone());
     assert!(run_spec_of(&pods[1]).models.iter().all(|m| m.via_custodian));
+}
+
+/// Issue 25, item 12: the Custodian's `procMount: Unmasked` is not copied into the check pod.
+#[test]
+fn an_unmasked_proc_mount_is_not_copied() {
+    let mut v = example_json();
+    for c in v["placements"][0]["podSpec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+    {
+        if c["name"] == "custodian" {
+            c["securityContext"]["procMount"] = json!("Unmasked");
+        }
+    }
+    let plan = Plan::from_value(v).unwrap();
+    let pods = check_pods(&plan, RUN_ID, now());
+    let custodian = &spec(&pods[0]).init_containers.as_ref().unwrap()[0];
+    let sc = custodian
+        .security_context
+        .as_ref()
+        .expect("its security context");
+    assert_eq!(sc.proc_mount, None);
 }
 
 #[test]

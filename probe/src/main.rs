@@ -347,7 +347,8 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), Inpu
     }
     let named_key = match &args.api_key_env {
         None => None,
-        Some(name) if !spec::is_env_name(name) => {
+        // A key that happens to be a valid name (`AIza…`, `gsk_…`, `hf_…`) is refused the same way (issue 25, item 8).
+        Some(name) if !spec::is_env_name(name) || jr2_probe::sanitize::looks_like_key(name) => {
             // Not repeated: what was pasted in place of a name is often the key itself.
             return Err(input_error(
                 "--api-key-env",

@@ -291,7 +291,13 @@ pub async fn run(
             verdict: Box::new(verdict.clone()),
         },
     );
-    if let Some(path) = &options.termination_log {
+    // A named pipe with no reader would block the open forever (issue 25, item 11): the kubelet's termination log is a
+    // file, so a pipe is not written.
+    if let Some(path) = &options.termination_log
+        && crate::spec::input::is_fifo(path)
+    {
+        tracing::warn!(path = %path.display(), "the termination log is a pipe: not written");
+    } else if let Some(path) = &options.termination_log {
         let summary = Summary::fitting(&verdict, &options.warnings, TERMINATION_LIMIT);
         if let Err(e) = std::fs::write(path, summary) {
             tracing::warn!(path = %path.display(), error = %e, "cannot write the termination message");

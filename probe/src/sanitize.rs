@@ -52,6 +52,14 @@ impl Redactor {
             .map(|s| fold(&s.into()))
             .filter(|s| s.chars().count() >= 4 && !is_placeholder(s) && !is_stand_in(s))
             .collect();
+        // A value echoed in base64 (an `Authorization: Basic` token, a header dumped encoded) is the value: its
+        // encoding, without the padding, is held too (issue 25, item 10).
+        let encoded: Vec<String> = secrets
+            .iter()
+            .filter(|s| s.len() >= 8)
+            .map(|s| base64_unpadded(s.as_bytes()))
+            .collect();
+        secrets.extend(encoded);
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
@@ -81,17 +89,23 @@ impl Redactor {
         escape_truncate(&self.redact(text), max)
     }
 
-    /// Replaces every held secret and every `sk-…`-shaped token with [`REDACTED`]. Nothing else changes.
+    /// Replaces every held secret, every token shaped like a provider's key ([`KEY_SHAPES`]: `sk-…`, `AIza…`,
+    /// `gsk_…`...) and the credentials of every URL (`http://[redacted]@proxy`) with [`REDACTED`]. Nothing else
+    /// changes.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
+            // Whatever the case of its ASCII letters (an upper-cased echo); ASCII case keeps every byte's place.
+            let wanted = secret.to_ascii_lowercase();
             out = replace_folded(&out, |view| {
-                view.match_indices(secret.as_str())
+                view.to_ascii_lowercase()
+                    .match_indices(wanted.as_str())
                     .map(|(at, s)| at..at + s.len())
                     .collect()
             });
         }
-        replace_folded(&out, sk_tokens)
+        let out = replace_folded(&out, key_tokens);
+        mask_userinfo(&out)
     }
 
     /// [`Redactor::redact`], for a text that is the start of a longer one (cut where it ends): a trailing start of
@@ -134,6 +148,22 @@ impl Redactor {
     pub fn display_url(&self, text: &str) -> String {
         escape_truncate(&self.redact(&mask_url(text)), MAX_URL_CHARS)
     }
+}
+
+/// Standard base64 (RFC 4648), without its `=` padding.
+fn base64_unpadded(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+        }
+    }
+    out
 }
 
 /// The values that stand in for a key where an endpoint wants none (vLLM's `EMPTY`, llama.cpp's
@@ -224,8 +254,9 @@ pub fn mask_url(text: &str) -> String {
     let authority = &rest[..authority_len];
     let mut out = String::with_capacity(s.len());
     out.push_str(&s[..start]);
-    match authority.rfind('@') {
-        Some(at) => {
+    // The last at sign, ASCII or one a parser may normalise to it (fullwidth `＠`).
+    match authority.char_indices().rfind(|(_, c)| is_at_sign(*c)) {
+        Some((at, _)) => {
             out.push_str(REDACTED);
             out.push_str(&authority[at..]);
         }
@@ -303,30 +334,161 @@ fn replace_ranges(text: &str, ranges: &[Range<usize>]) -> String {
 
 /// `sk-` followed by at least 8 token characters: the shape of OpenAI, Anthropic (`sk-ant-…`), LiteLLM and most
 /// gateway keys. Providers echo such keys in 401 bodies, sometimes keys the probe never held.
-fn sk_tokens(text: &str) -> Vec<Range<usize>> {
+fn key_tokens(text: &str) -> Vec<Range<usize>> {
     let is_token = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let mut found: Vec<Range<usize>> = Vec::new();
+    for &(prefix, least) in KEY_SHAPES {
+        let mut pos = 0;
+        while let Some(rel) = text[pos..].find(prefix) {
+            let at = pos + rel;
+            let starts_word = text[..at].chars().next_back().is_none_or(|c| !is_token(c));
+            let tail = &text[at + prefix.len()..];
+            let len = tail.find(|c: char| !is_token(c)).unwrap_or(tail.len());
+            // Count only the characters that carry entropy: a masked echo like `sk-...abcd` is left alone.
+            if starts_word
+                && tail[..len]
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .count()
+                    >= least
+            {
+                found.push(at..at + prefix.len() + len);
+                pos = at + prefix.len() + len;
+            } else {
+                pos = at + prefix.len();
+            }
+        }
+    }
+    // In text order, overlaps merged (`sk-ant-…` is found once).
+    found.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(found.len());
+    for r in found {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// The shapes of the keys of pi's catalog providers and of the tokens a pasted value often is: a prefix, and the
+/// least number of letters and digits after it (a key carries entropy; `sk-no-key-required` or `sk-...abcd` do
+/// not). One rule for what counts as a secret by its shape, wherever a value or a text is shown or written: the
+/// driver refuses such a value in a plan whatever its name ([`secret_shape`]), and every text is redacted of them
+/// ([`Redactor::redact`], [`redact_shapes`]).
+pub const KEY_SHAPES: &[(&str, usize)] = &[
+    // OpenAI (`sk-proj-`), Anthropic (`sk-ant-`), OpenRouter (`sk-or-`), DeepSeek, Moonshot...
+    ("sk-", 8),
+    // Google (Gemini, Vertex express): `AIza` and 35 more.
+    ("AIza", 30),
+    // Groq.
+    ("gsk_", 16),
+    // Hugging Face.
+    ("hf_", 16),
+    // xAI.
+    ("xai-", 16),
+    // Perplexity.
+    ("pplx-", 16),
+    // Cerebras.
+    ("csk-", 16),
+    // GitHub (Copilot's tokens), GitLab.
+    ("ghp_", 16),
+    ("gho_", 16),
+    ("ghu_", 16),
+    ("ghs_", 16),
+    ("github_pat_", 16),
+    ("glpat-", 16),
+    // AWS access key ids (Bedrock).
+    ("AKIA", 16),
+    ("ASIA", 16),
+    // Slack.
+    ("xoxb-", 16),
+    ("xoxp-", 16),
+];
+
+/// The value has the shape of a provider's key ([`KEY_SHAPES`]) somewhere in it, and is no placeholder
+/// ([`is_placeholder`]: `sk-no-key-required`).
+pub fn looks_like_key(value: &str) -> bool {
+    !is_placeholder(value.trim()) && !key_tokens(&fold(value)).is_empty()
+}
+
+/// The text holds a URL with credentials: a user name or password before the host (`http://u:pw@proxy`,
+/// `https://KEY@sentry.example`, `postgres://app:pw@db`), the at sign ASCII or fullwidth.
+pub fn url_has_credentials(text: &str) -> bool {
+    !userinfo_ranges(text).is_empty()
+}
+
+/// What makes a value a secret by its shape, whatever the name it goes by: `a key` ([`looks_like_key`]) or
+/// `a URL with credentials` ([`url_has_credentials`]).
+pub fn secret_shape(value: &str) -> Option<&'static str> {
+    if looks_like_key(value) {
+        Some("a key")
+    } else if url_has_credentials(value) {
+        Some("a URL with credentials")
+    } else {
+        None
+    }
+}
+
+/// `text` with every key-shaped token and every URL's credentials replaced by [`REDACTED`], nothing else changed:
+/// for what is written where no held value is known (the evidence bundle, an error about a plan).
+pub fn redact_shapes(text: &str) -> String {
+    Redactor::default().redact(text)
+}
+
+/// `text` with the userinfo of every URL in it replaced by [`REDACTED`].
+fn mask_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for r in userinfo_ranges(text) {
+        out.push_str(&text[pos..r.start]);
+        out.push_str(REDACTED);
+        pos = r.end;
+    }
+    out.push_str(&text[pos..]);
+    out
+}
+
+/// Where the userinfo of each `scheme://userinfo@host` in `text` is (ASCII or fullwidth `@`).
+fn userinfo_ranges(text: &str) -> Vec<Range<usize>> {
     let mut found = Vec::new();
     let mut pos = 0;
-    while let Some(rel) = text[pos..].find("sk-") {
-        let at = pos + rel;
-        let starts_word = text[..at].chars().next_back().is_none_or(|c| !is_token(c));
-        let tail = &text[at + 3..];
-        let len = tail.find(|c: char| !is_token(c)).unwrap_or(tail.len());
-        // Count only the characters that carry entropy: a masked echo like `sk-...abcd` is left alone.
-        if starts_word
-            && tail[..len]
-                .chars()
-                .filter(char::is_ascii_alphanumeric)
-                .count()
-                >= 8
+    while let Some(rel) = text[pos..].find("://") {
+        let start = pos + rel + 3;
+        let rest = &text[start..];
+        let end = rest
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == '"' || c == '\''
+            })
+            .unwrap_or(rest.len());
+        let authority = &rest[..end];
+        let at = authority
+            .char_indices()
+            .rfind(|(_, c)| is_at_sign(*c))
+            .map(|(i, _)| i);
+        if let Some(at) = at
+            && at > 0
+            && !authority[..at].starts_with(REDACTED)
         {
-            found.push(at..at + 3 + len);
-            pos = at + 3 + len;
-        } else {
-            pos = at + 3;
+            found.push(start..start + at);
+        }
+        // Past the authority; past one character at least (a whole one: `text` is UTF-8).
+        pos = start
+            + if end > 0 {
+                end
+            } else {
+                rest.chars().next().map_or(0, char::len_utf8)
+            };
+        if pos >= text.len() {
+            break;
         }
     }
     found
+}
+
+/// `@`, or a character a URL parser may read as one (the fullwidth and small commercial at signs).
+fn is_at_sign(c: char) -> bool {
+    matches!(c, '@' | '\u{ff20}' | '\u{fe6b}')
 }
 
 /// True for the characters a terminal shows as nothing: Unicode's `Default_Ignorable_Code_Point` (zero-width space,
@@ -762,5 +924,94 @@ mod tests {
             }
         }
         assert!(parsed_with_credentials > 100, "{parsed_with_credentials}");
+    }
+
+    /// One rule for what is a secret by its shape (issue 25, items 7, 8, 10): the catalog providers' key shapes
+    /// whatever the name, and credentials in any URL.
+    #[test]
+    fn secrets_by_their_shape() {
+        for key in [
+            "sk-proj-abcdefghijklmnop1234",
+            "sk-ant-api03-ABCDEFGHIJKLMNOP",
+            "AIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12",
+            "gsk_abcdefghijklmnop1234",
+            "hf_abcdefghijklmnopqrstu",
+            "ghp_abcdefghijklmnopqrstuvwx",
+            "AKIAABCDEFGHIJKLMNOP",
+        ] {
+            assert!(looks_like_key(key), "{key}");
+            assert_eq!(secret_shape(key), Some("a key"), "{key}");
+            assert_eq!(redact_shapes(&format!("said: {key}.")), "said: [redacted].");
+            assert_eq!(Redactor::default().redact(key), REDACTED, "{key}");
+        }
+        for not in [
+            "sk-no-key-required",
+            "sk-...abcd",
+            "ANTHROPIC_API_KEY",
+            "AIza",
+            "https://api.openai.com/v1",
+            "disk-ABCDEFGHIJKLMNOPQ",
+        ] {
+            assert_eq!(secret_shape(not), None, "{not}");
+        }
+        for url in [
+            "http://corp:PW@proxy:3128",
+            "postgres://app:PW@db",
+            "https://KEY@o1.ingest.sentry.io/42",
+            "http://u:PW\u{ff20}127.0.0.1:9/v1",
+        ] {
+            assert_eq!(secret_shape(url), Some("a URL with credentials"), "{url}");
+            let shown = redact_shapes(&format!("proxy {url} failed"));
+            assert!(!shown.contains("PW") && !shown.contains("KEY"), "{shown}");
+        }
+        assert_eq!(
+            redact_shapes("dial http://corp:PW@proxy:3128/x and https://h/"),
+            "dial http://[redacted]@proxy:3128/x and https://h/"
+        );
+        // The fullwidth at sign is masked as the ASCII one is (item 12).
+        assert_eq!(
+            mask_url("http://u:PW\u{ff20}127.0.0.1:9/v1"),
+            "http://[redacted]\u{ff20}127.0.0.1:9/v1"
+        );
+    }
+
+    /// Issue 25, item 10: a held key echoed upper-cased or in base64 is redacted as the key is.
+    #[test]
+    fn a_held_key_echoed_in_another_case_or_in_base64_is_redacted() {
+        let key = "Sg7fQ2xLp9rT4vWk";
+        let r = Redactor::new([key]);
+        assert_eq!(r.redact("echo SG7FQ2XLP9RT4VWK."), "echo [redacted].");
+        assert_eq!(base64_unpadded(b"Man"), "TWFu");
+        assert_eq!(base64_unpadded(b"Ma"), "TWE");
+        assert_eq!(base64_unpadded(b"M"), "TQ");
+        let encoded = base64_unpadded(key.as_bytes());
+        assert_eq!(
+            r.redact(&format!("Basic {encoded}==")),
+            "Basic [redacted]=="
+        );
+    }
+
+    /// The invariants the fuzz target `secret_shape` holds the rule to, on the seeds and tricky cases.
+    #[test]
+    fn redacting_by_shape_leaves_no_shape_and_is_stable() {
+        for text in [
+            "HTTPS_PROXY=http://corp:PW@proxy:3128",
+            "SENTRY_DSN=https://KEY@o1.ingest.sentry.io/42",
+            "sk-proj-abcdefghijklmnop1234 AIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12 gsk_abcdefghijklmnop1234",
+            "http://u:PW\u{ff20}127.0.0.1:9/v1",
+            "sk-ant-\u{200b}api03-ABCDEFGHIJKLMNOP",
+            "x://a://b@c@d/ postgres://app:pw@db",
+            "http://u@sk-abcdefghijkl.com",
+            "://@://@",
+            "a://\u{ff20}b@",
+            "hf_aaaaAIzaSyD3kq8abcdefghijklmnopqrstuvwxyz12",
+            // Found by the fuzz target.
+            "x:hu_//:b@c@/hu;_://\u{2009}apt--Nc@/hu;_://OPb@",
+        ] {
+            let shown = redact_shapes(text);
+            assert!(!looks_like_key(&shown), "{text:?} -> {shown:?}");
+            assert!(!url_has_credentials(&shown), "{text:?} -> {shown:?}");
+            assert_eq!(redact_shapes(&shown), shown, "{text:?}");
+        }
     }
 }

@@ -912,3 +912,36 @@ async fn the_readmes_by_hand_recipe_runs_as_written() {
         "{auth:?}"
     );
 }
+
+/// Issue 25, item 8: a key pasted in place of `--api-key-env`'s name is refused without being repeated, though it
+/// is a valid variable name (`AIza…`, `gsk_…`, `hf_…`, `ghp_…`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_given_as_the_key_variable_s_name_is_refused_unrepeated() {
+    for pasted in [
+        "AIzaSyD3kq8PW4242abcdefghijklmnopqrstuv",
+        "gsk_PW4242abcdefghijklmnop",
+        "hf_PW4242abcdefghijklmnop",
+        "ghp_PW4242abcdefghijklmnop",
+    ] {
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--api-key-env",
+                pasted,
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(run.code, 2, "{pasted}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("PW4242") && !run.stdout.contains("PW4242"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("--api-key-env"), "{}", run.stderr);
+    }
+}

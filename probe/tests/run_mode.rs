@@ -625,3 +625,39 @@ async fn the_probe_waits_for_a_loopback_proxy_that_does_not_listen_yet() {
         .count();
     assert_eq!(posts, 1, "one request, through the proxy");
 }
+
+/// Issue 25, item 11: a named pipe as `--termination-log` that no one reads would block the probe's open forever;
+/// it is not written, and the run ends with its verdict on stdout.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pipe_as_the_termination_log_does_not_block_the_run() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let spec =
+        json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [custom("ok", &base)]});
+    let fifo = temp_path("termination-fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        common::probe(
+            &[
+                "run",
+                "--spec-json",
+                &spec.to_string(),
+                "--termination-log",
+                &fifo.display().to_string(),
+            ],
+            &[],
+        ),
+    )
+    .await
+    .expect("the probe ends");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(events(&run.stdout).last().unwrap()["event"], "summary");
+    let _ = std::fs::remove_file(&fifo);
+}

@@ -1,5 +1,11 @@
 //! The create of one check pod: registered with the cleanup before the request leaves, retried where a second try
 //! may pass, and a create that may have written the pod before it failed still deleted.
+//!
+//! Only a create that certainly wrote nothing is forgotten: one the API server refused with a 4xx, or whose
+//! connection could not be opened. Any other end (a 5xx, which a real API server sends while etcd commits; a
+//! connection closed after the request went; no answer before the deadline) leaves the outcome unknown, and the
+//! pod's name, ours and unique to the run, is deleted as a created pod's is (issue 25, item 4). A `409
+//! AlreadyExists` after an earlier try of ours is our own pod.
 
 use std::time::Duration;
 
@@ -30,6 +36,19 @@ pub(super) fn plain_cause(e: &kube::Error) -> String {
     cause.to_string()
 }
 
+/// The request never reached the API server: the connection could not be opened (refused, no route, a TLS
+/// failure, a connect timeout), so nothing was written.
+fn not_sent(e: &kube::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(h) = c.downcast_ref::<hyper_util::client::legacy::Error>() {
+            return h.is_connect();
+        }
+        cause = c.source();
+    }
+    false
+}
+
 /// Creates one pod; retries what may pass on a second try (429, 5xx but 501, no answer).
 pub(super) async fn create_pod(
     api: Api<Pod>,
@@ -43,6 +62,8 @@ pub(super) async fn create_pod(
     let mut wait = Duration::from_millis(500);
     let mut last: (Option<u16>, String) = (None, String::new());
     let mut unreachable = None;
+    // A try may have written the pod: its outcome is unknown.
+    let mut maybe_written = false;
     for attempt in 0..tries.max(1) {
         if attempt > 0 {
             if Instant::now() + wait >= deadline {
@@ -57,39 +78,119 @@ pub(super) async fn create_pod(
                 cleanup.created(&name, p.metadata.uid.clone());
                 return Created::Ok(Box::new(p));
             }
-            // An earlier try did create it: the 5xx came after the write.
+            // An earlier try did create it (the 5xx, or the broken connection, came after the write): our pod, if
+            // it carries this run's label; read back for its uid, so that its delete is as careful as any.
             Ok(Err(kube::Error::Api(s))) if s.code == 409 && attempt > 0 => {
-                cleanup.created(&name, None);
-                return Created::Ok(Box::new(pod));
+                return ours_after_conflict(&api, &cleanup, pod, deadline).await;
             }
             Ok(Err(kube::Error::Api(s))) => {
                 last = (Some(s.code), s.message.clone());
+                unreachable = None;
+                maybe_written |= s.code >= 500;
                 if !matches!(s.code, 429 | 500 | 502 | 503 | 504) {
                     break;
                 }
             }
             Ok(Err(e)) => {
                 last = (None, format!("cannot reach the API server: {e}"));
-                unreachable = Some(plain_cause(&e));
+                if not_sent(&e) {
+                    unreachable = Some(plain_cause(&e));
+                } else {
+                    // What is known: the request went, no answer came.
+                    maybe_written = true;
+                    unreachable = Some(format!(
+                        "the connection broke before the create was answered ({}); the check pod may have been \
+                         written, so its name is deleted",
+                        plain_cause(&e)
+                    ));
+                }
             }
             Err(_) => {
                 last = (
                     None,
-                    "no answer from the API server before the deadline".to_owned(),
+                    "no answer to the create before the deadline; the check pod may have been written, so its \
+                     name is deleted"
+                        .to_owned(),
                 );
+                maybe_written = true;
                 break;
             }
         }
     }
-    // A 5xx may have come after the write: delete by name in case (gone already is fine).
-    if last.0.is_some_and(|c| c >= 500) {
-        cleanup.created(&name, None);
+    // Delete by name in case (gone already is fine).
+    if maybe_written {
+        cleanup.maybe_created(&name);
     } else {
         cleanup.not_created(&name);
     }
     match unreachable {
-        // The last try got no answer at all, so nothing was written.
+        // The last try got no answer at all.
         Some(why) if last.0.is_none() => Created::Unreachable(why),
         _ => Created::Refused(last.0, last.1),
+    }
+}
+
+/// A `409 AlreadyExists` after a try of ours that may have written the pod: the pod of that name, read back, is
+/// ours when it has the run's label; its uid then goes to the cleanup. Not readable: ours by its name (unique to the
+/// run), deleted by name.
+async fn ours_after_conflict(
+    api: &Api<Pod>,
+    cleanup: &Cleanup,
+    posted: Pod,
+    deadline: Instant,
+) -> Created {
+    let name = posted.name_any();
+    let run = |p: &Pod| p.labels().get(crate::pod::LABEL_RUN).cloned();
+    match tokio::time::timeout_at(deadline, api.get(&name)).await {
+        Ok(Ok(found)) if run(&found) == run(&posted) => {
+            cleanup.created(&name, found.metadata.uid.clone());
+            Created::Ok(Box::new(found))
+        }
+        Ok(Ok(_)) => {
+            cleanup.not_created(&name);
+            Created::Refused(Some(409), format!("pods \"{name}\" already exists"))
+        }
+        _ => {
+            cleanup.maybe_created(&name);
+            Created::Ok(Box::new(posted))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cleanup::CleanupReport;
+    use super::*;
+
+    /// A connection that could not be opened wrote nothing: the pod is not deleted by name, and the words say the
+    /// cluster cannot be reached (issue 25, item 4: only a create whose request went has an unknown outcome).
+    #[tokio::test]
+    async fn a_refused_connection_wrote_nothing() {
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let client = crate::cluster::client_of(config).unwrap();
+        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
+        let cleanup = Cleanup::new(client, "demo");
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
+        let created = create_pod(
+            api,
+            cleanup.clone(),
+            pod,
+            1,
+            Instant::now() + Duration::from_secs(10),
+        )
+        .await;
+        let Created::Unreachable(why) = created else {
+            panic!("unreachable");
+        };
+        assert!(why.contains("refused") && !why.contains("broke"), "{why}");
+        let report = cleanup.wait(Duration::from_secs(1)).await;
+        assert_eq!(report, CleanupReport::default(), "nothing to delete");
     }
 }

@@ -195,11 +195,14 @@ impl Run {
                 probe_error,
                 ..
             } => {
-                let line = if on_models.is_empty() {
-                    render::pod_stopped_before_any_model(&c(reason))
-                } else {
+                let line = if !on_models.is_empty() {
                     let models: Vec<&str> = on_models.iter().map(|m| st.model(*m)).collect();
                     render::pod_stopped(&c(reason), &models)
+                } else if st.all_results() {
+                    // Every result had come (the pod spoke out of turn after them).
+                    render::pod_stopped_after_every_model(&c(reason))
+                } else {
+                    render::pod_stopped_before_any_model(&c(reason))
                 };
                 // Cleaned where it was read.
                 let line = match probe_error {
@@ -246,6 +249,30 @@ impl Run {
             }));
             return;
         }
+        self.stopped_unfinished(i, reason, code, probe_error);
+    }
+
+    /// The pod's probe spoke out of turn (a model index its run spec does not have): its run is over, whatever it
+    /// said before, and the pod is deleted (as any pod whose run is over); its models are judged from what is known.
+    fn out_of_turn(&mut self, i: usize, e: &protocol::ProtocolError) {
+        tracing::debug!(pod = %self.pods[i].name, error = %e, "the probe broke the protocol");
+        self.stopped_unfinished(
+            i,
+            format!("the driver stopped it: {e}"),
+            PodCode::ProbeError,
+            None,
+        );
+    }
+
+    /// [`Run::stopped`] with the probe not finished: the model it was on and the rest not checked.
+    fn stopped_unfinished(
+        &mut self,
+        i: usize,
+        reason: String,
+        code: PodCode,
+        probe_error: Option<String>,
+    ) {
+        let st = &self.pods[i];
         let missing: Vec<usize> = if st.models.is_empty() {
             Vec::new()
         } else {
@@ -491,6 +518,14 @@ impl Run {
         let event = protocol::event(&line, &self.trusted(i));
         let st = &mut self.pods[i];
         st.keep_line(line);
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                self.out_of_turn(i, &e);
+                return;
+            }
+        };
+        let st = &mut self.pods[i];
         match event {
             Some(ProbeEvent::ModelStarted { index, .. }) => {
                 if st.probe.started.insert(index) {
@@ -499,11 +534,8 @@ impl Run {
                     self.emit(RunUpdate::ModelStarted { pod, index, model });
                 }
             }
+            // The index is one of the run spec's (`protocol::event`).
             Some(ProbeEvent::Result { index, result }) => {
-                if st.models.len() <= index {
-                    st.models.resize(index + 1, String::new());
-                    st.models[index] = result.model.clone();
-                }
                 if let Some(slot) = st.result_slot(index) {
                     *slot = Some((*result).clone());
                     let pod = st.name.clone();
@@ -569,9 +601,6 @@ impl Run {
             if let Some(slot) = st.result_slot(m) {
                 *slot = Some(r.clone());
             }
-        }
-        if st.models.len() < v.models.len() {
-            st.models = v.models.iter().map(|r| r.model.clone()).collect();
         }
         st.phase = Phase::Done(PodOutcome::Finished(ProbeReport {
             verdict: Some(v),

@@ -46,6 +46,7 @@ use crate::pod::CheckPod;
 pub use cancel::Cancel;
 pub use cleanup::{Cleanup, CleanupReport};
 pub use log::MAX_LOG_LINE;
+pub use protocol::ProtocolError;
 pub use report::{
     Evidence, FailureKind, PodFailure, PodOutcome, PodRun, ProbeReport, RunResult, RunUpdate,
 };
@@ -55,6 +56,22 @@ use cleanup::DeleteOnDrop;
 use create::{Created, create_pod};
 use machine::Run;
 use pod_state::PodState;
+
+/// Reads one line of a probe's log as a run reads it, for a pod whose run spec has `models` (the plan's names, by
+/// index): its event, cleaned and named as the plan names its models; `None` for a line that is no event; or the
+/// protocol error that stops the pod (a model index the run spec lacks). The door of the fuzz target `probe_line`.
+pub fn read_probe_line(
+    line: &str,
+    models: &[String],
+) -> Result<Option<jr2_probe::contract::ProbeEvent>, ProtocolError> {
+    let redactor = Redactor::default();
+    let trusted = protocol::Trusted {
+        redactor: &redactor,
+        models,
+        resolved: &[],
+    };
+    protocol::event(line, &trusted)
+}
 
 /// How a run is driven.
 #[derive(Clone, Debug)]

@@ -22,6 +22,10 @@ use crate::plan::Resolved;
 pub(super) const MAX_LOG_OPENS: u32 = 5;
 /// Probe log lines kept as evidence.
 const MAX_EVIDENCE_LINES: usize = 10_000;
+/// The bytes of probe log lines kept as evidence, all lines together (issue 25, item 2): the pod's log bounds the
+/// driver's memory by this, not by lines of up to [`MAX_LOG_LINE`](super::log::MAX_LOG_LINE) each. A probe writes
+/// one line per event and a summary line of its whole verdict, well within it for any run spec the plan allows.
+pub(super) const MAX_EVIDENCE_BYTES: usize = 4 << 20;
 
 /// Where a check pod is, in the manner of kube-runtime's `watcher::State`: one variant per stage, each holding the
 /// timer that belongs to it and nothing else.
@@ -86,6 +90,8 @@ pub(super) struct ProbeLog {
     replayed: usize,
     /// The lines of the current read so far.
     line_no: usize,
+    /// The most lines any read gave: an earlier read's lines, kept or not.
+    lines_seen: usize,
 }
 
 /// What the cluster showed of the pod.
@@ -106,8 +112,12 @@ pub(super) struct Seen {
 /// What the probe's log said.
 #[derive(Debug)]
 pub(super) struct ProbeSaid {
-    /// Its lines, for the evidence (at most [`MAX_EVIDENCE_LINES`]).
+    /// Its lines, for the evidence (at most [`MAX_EVIDENCE_LINES`], of [`MAX_EVIDENCE_BYTES`] together).
     pub(super) lines: Vec<String>,
+    /// The bytes of `lines`.
+    pub(super) bytes: usize,
+    /// The lines not kept: past the bounds.
+    pub(super) dropped: usize,
     /// The models it started (index in the run spec).
     pub(super) started: BTreeSet<usize>,
     /// Each model's result, as its `result` line (or the verdict) gave it.
@@ -177,9 +187,12 @@ impl PodState {
                 reopened_after_stop: false,
                 replayed: 0,
                 line_no: 0,
+                lines_seen: 0,
             },
             probe: ProbeSaid {
                 lines: Vec::new(),
+                bytes: 0,
+                dropped: 0,
                 started: BTreeSet::new(),
                 results: vec![None; to_run.models.len()],
             },
@@ -222,26 +235,33 @@ impl PodState {
         log.generation += 1;
         log.opens += 1;
         log.state = LogState::Open;
-        log.replayed = self.probe.lines.len();
+        log.replayed = log.lines_seen;
         log.line_no = 0;
         log.generation
     }
 
-    /// Keeps a line of the probe's log for the evidence, unless an earlier read kept it.
+    /// Keeps a line of the probe's log for the evidence, unless an earlier read had it, or the lines kept are at
+    /// their bounds (then it is counted as dropped).
     pub(super) fn keep_line(&mut self, line: String) {
-        self.log.line_no += 1;
-        if self.log.line_no > self.log.replayed && self.probe.lines.len() < MAX_EVIDENCE_LINES {
-            self.probe.lines.push(line);
+        let log = &mut self.log;
+        log.line_no += 1;
+        log.lines_seen = log.lines_seen.max(log.line_no);
+        if log.line_no <= log.replayed {
+            return;
+        }
+        let said = &mut self.probe;
+        if said.lines.len() < MAX_EVIDENCE_LINES && said.bytes + line.len() <= MAX_EVIDENCE_BYTES {
+            said.bytes += line.len();
+            said.lines.push(line);
+        } else {
+            said.dropped += 1;
         }
     }
 
-    /// Where the probe's result of model `index` goes: `None` when it came already.
+    /// Where the probe's result of model `index` goes: `None` when it came already, or when the run spec has no such
+    /// model (nothing is ever sized by what the pod says).
     pub(super) fn result_slot(&mut self, index: usize) -> Option<&mut Option<ModelResult>> {
-        let results = &mut self.probe.results;
-        if results.len() <= index {
-            results.resize(index + 1, None);
-        }
-        results[index].is_none().then(|| &mut results[index])
+        self.probe.results.get_mut(index).filter(|r| r.is_none())
     }
 
     /// What the run found of this pod.
@@ -257,7 +277,18 @@ impl PodState {
                 pod: self.seen.last,
                 events: self.seen.events,
                 events_forbidden: self.seen.events_forbidden,
-                probe_lines: self.probe.lines,
+                probe_lines: {
+                    let mut lines = self.probe.lines;
+                    if self.probe.dropped > 0 {
+                        lines.push(format!(
+                            "(jr2-preflight: {} more lines not kept: the evidence keeps at most {} lines, {} MiB)",
+                            self.probe.dropped,
+                            MAX_EVIDENCE_LINES,
+                            MAX_EVIDENCE_BYTES >> 20
+                        ));
+                    }
+                    lines
+                },
                 custodian_log: self.custodian.lines.unwrap_or_default(),
             },
             name: self.name,
@@ -307,18 +338,24 @@ mod tests {
     }
 
     #[test]
-    fn a_result_is_taken_once_and_grows_the_list() {
+    fn a_result_is_taken_once_and_an_index_past_the_spec_has_no_slot() {
         let mut st = state(&["a/b"]);
         assert!(!st.all_results() && !st.began());
-        assert!(st.result_slot(0).is_some());
+        *st.result_slot(0).expect("a slot") = Some(serde_json::from_value(result()).unwrap());
+        assert!(st.result_slot(0).is_none(), "taken once");
+        for index in [1, 100_000_000, 1 << 40, usize::MAX] {
+            assert!(st.result_slot(index).is_none(), "{index}");
+        }
         assert_eq!(st.probe.results.len(), 1);
-        assert!(
-            st.result_slot(2).is_some(),
-            "an index past the spec grows the list"
-        );
-        assert_eq!(st.probe.results.len(), 3);
         assert_eq!(st.model(0), "a/b");
         assert_eq!(st.model(2), "(unknown)");
+    }
+
+    fn result() -> serde_json::Value {
+        serde_json::json!({"model":"a/b","id":"b","api":"openai-completions","baseUrl":"http://h/v1","host":"h",
+            "route":{"kind":"custom","apiKeySet":false,"maxTokensSet":true},"outcome":"ok","level":"pass",
+            "code":"PROVIDER_OK","nextAction":"","error":null,"httpStatus":200,"stopReason":null,"toolName":null,
+            "answer":null,"maxTokens":1024,"elapsedMs":1,"tries":[]})
     }
 
     #[test]
@@ -335,5 +372,49 @@ mod tests {
             })
         ));
         assert_eq!(run.results, [None]);
+    }
+
+    /// What is kept of the probe's log is bounded by its bytes, not only its lines (issue 25, item 2): 200 lines of
+    /// 7 MiB kept nothing like 1.3 GB.
+    #[test]
+    fn the_lines_kept_are_bounded_by_their_bytes() {
+        let mut st = state(&["a/b"]);
+        st.log_opened();
+        let big = "x".repeat(7 << 20);
+        st.keep_line("first".to_owned());
+        for _ in 0..3 {
+            st.keep_line(big.clone());
+        }
+        let mib = "y".repeat(1 << 20);
+        for _ in 0..10 {
+            st.keep_line(mib.clone());
+        }
+        st.keep_line("last".to_owned());
+        let kept: usize = st.probe.lines.iter().map(String::len).sum();
+        assert!(kept <= MAX_EVIDENCE_BYTES, "{kept}");
+        assert_eq!(st.probe.lines[0], "first");
+        assert_eq!(st.probe.lines.last().map(String::as_str), Some("last"));
+        assert_eq!(
+            st.probe.lines.len(),
+            1 + 3 + 1,
+            "three lines of 1 MiB fit beside the first and last"
+        );
+        assert_eq!(st.probe.dropped, 3 + 7);
+        // Read again: the lines of the first read, kept or not, are not taken twice.
+        st.log_opened();
+        st.keep_line("first".to_owned());
+        for _ in 0..13 {
+            st.keep_line(String::new());
+        }
+        st.keep_line("last".to_owned());
+        st.keep_line("new".to_owned());
+        assert_eq!(st.probe.lines.last().map(String::as_str), Some("new"));
+        let run = st.into_run(false);
+        assert_eq!(
+            run.evidence.probe_lines.last().map(String::as_str),
+            Some(
+                "(jr2-preflight: 10 more lines not kept: the evidence keeps at most 10000 lines, 4 MiB)"
+            )
+        );
     }
 }

@@ -8,6 +8,10 @@
 //! characters). What a line names of a model (its name, id, API, base URL, host and route) is the plan's, by the
 //! model's index in the run spec, never the pod's; a `level` and `nextAction` are derived again from the outcome and
 //! code.
+//!
+//! A line that names a model the pod's run spec does not have (an `index` past its models, a verdict of more models
+//! than it has) is no event but a [`ProtocolError`]: the pod spoke out of turn (a probe image of another release, a
+//! swapped or compromised one), and its run is over. The driver never sizes anything by what the pod says.
 
 use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::endpoint::Cause;
@@ -24,6 +28,33 @@ const MAX_NAME_CHARS: usize = 253;
 const MAX_TEXT_CHARS: usize = 400;
 /// The longest of the probe's own lines kept in its verdict.
 const MAX_LINE_CHARS: usize = 1000;
+
+/// A line of the pod's log that breaks the protocol: what the pod said that its run spec cannot mean.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// An event about a model index the run spec does not have.
+    #[error(
+        "its probe spoke out of turn: a {event} event for model index {index}, and its run spec has {models}"
+    )]
+    UnknownModel {
+        /// The event's name (`result`, `modelStarted`, ...).
+        event: &'static str,
+        /// The index the pod named.
+        index: usize,
+        /// How many models its run spec has.
+        models: usize,
+    },
+    /// A verdict of more models than the run spec has.
+    #[error(
+        "its probe spoke out of turn: a verdict of {said} models, and its run spec has {models}"
+    )]
+    TooManyModels {
+        /// How many the verdict has.
+        said: usize,
+        /// How many the run spec has.
+        models: usize,
+    },
+}
 
 /// What the driver knows of a pod's models before its probe says anything, and how to clean what it says.
 pub(super) struct Trusted<'a> {
@@ -120,6 +151,8 @@ impl Trusted<'_> {
 
     fn summary(&self, mut s: Summary) -> Summary {
         s.schema = self.name(&s.schema);
+        // Only the run spec's models: an entry past them names a model the plan does not have.
+        s.models.truncate(self.models.len());
         for (i, m) in s.models.iter_mut().enumerate() {
             m.model = m.model.as_deref().map(|said| self.model(i, said));
             m.error = m
@@ -189,9 +222,42 @@ impl Trusted<'_> {
     }
 }
 
-/// Reads one line of the probe's log, cleaned: `None` for a line that is not one of its events.
-pub(super) fn event(line: &str, trusted: &Trusted) -> Option<ProbeEvent> {
-    ProbeEvent::from_line(line).map(|e| trusted.event(e))
+/// Reads one line of the probe's log, cleaned: `None` for a line that is not one of its events, an error for an
+/// event the run spec cannot mean (a model index it does not have).
+pub(super) fn event(line: &str, trusted: &Trusted) -> Result<Option<ProbeEvent>, ProtocolError> {
+    let Some(e) = ProbeEvent::from_line(line) else {
+        return Ok(None);
+    };
+    check(&e, trusted.models.len())?;
+    Ok(Some(trusted.event(e)))
+}
+
+/// An event names only models of the run spec (`models` of them).
+pub fn check(e: &ProbeEvent, models: usize) -> Result<(), ProtocolError> {
+    if let Some(index) = e.index()
+        && index >= models
+    {
+        let event = match e {
+            ProbeEvent::ModelStarted { .. } => "modelStarted",
+            ProbeEvent::Try { .. } => "try",
+            ProbeEvent::Waiting { .. } => "waiting",
+            _ => "result",
+        };
+        return Err(ProtocolError::UnknownModel {
+            event,
+            index,
+            models,
+        });
+    }
+    if let ProbeEvent::Summary { verdict } = e
+        && verdict.models.len() > models
+    {
+        return Err(ProtocolError::TooManyModels {
+            said: verdict.models.len(),
+            models,
+        });
+    }
+    Ok(())
 }
 
 /// What a termination message holds.
@@ -210,8 +276,9 @@ pub(super) fn termination(message: &str, trusted: &Trusted) -> Termination {
     if let Ok(s) = serde_json::from_str::<Summary>(message.trim()) {
         return Termination::Summary(trusted.summary(s));
     }
+    // A line out of turn is no verdict.
     let verdict = message.lines().rev().find_map(|l| match event(l, trusted) {
-        Some(ProbeEvent::Summary { verdict }) => Some(verdict),
+        Ok(Some(ProbeEvent::Summary { verdict })) => Some(verdict),
         _ => None,
     });
     verdict.map_or(Termination::Nothing, Termination::Verdict)
@@ -222,11 +289,13 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
+    /// A pod of two models.
     fn trusted() -> Trusted<'static> {
         static REDACTOR: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+        static MODELS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
         Trusted {
             redactor: REDACTOR.get_or_init(Redactor::default),
-            models: &[],
+            models: MODELS.get_or_init(|| vec!["a/b".to_owned(), "c/d".to_owned()]),
             resolved: &[],
         }
     }
@@ -236,7 +305,7 @@ mod tests {
     }
 
     fn event(line: &str) -> Option<ProbeEvent> {
-        super::event(line, &trusted())
+        super::event(line, &trusted()).expect("no protocol error")
     }
 
     fn verdict() -> Verdict {
@@ -284,11 +353,12 @@ mod tests {
         assert_eq!(event("not json"), None);
         assert_eq!(event(r#"{"event":"result","index":0}"#), None);
         assert_eq!(
-            event(r#"{"event":"modelStarted","index":1,"model":"a/b"}"#),
+            event(r#"{"event":"modelStarted","index":1,"model":"x/y"}"#),
             Some(ProbeEvent::ModelStarted {
                 index: 1,
-                model: "a/b".to_owned()
-            })
+                model: "c/d".to_owned()
+            }),
+            "the plan names the model"
         );
     }
 
@@ -340,7 +410,7 @@ mod tests {
         };
         let line = r#"{"event":"waiting","index":0,"model":"forged\u001b[2J","waitedMs":30000,"timeoutMs":120000}"#;
         assert_eq!(
-            super::event(line, &t),
+            super::event(line, &t).unwrap(),
             Some(ProbeEvent::Waiting {
                 index: 0,
                 model: "vllm/slow".to_owned(),
@@ -349,4 +419,66 @@ mod tests {
             })
         );
     }
+
+    /// An index the run spec does not have is the pod speaking out of turn (issue 25, item 1): an error, never a
+    /// slot sized by it, and never a model named by the pod.
+    #[test]
+    fn an_index_the_run_spec_lacks_is_a_protocol_error() {
+        let t = trusted();
+        for index in ["2", "100000000", "1099511627776", "18446744073709551615"] {
+            for (kind, line) in [
+                (
+                    "result",
+                    format!(r#"{{"event":"result","index":{index},"result":{RESULT}}}"#),
+                ),
+                (
+                    "modelStarted",
+                    format!(r#"{{"event":"modelStarted","index":{index},"model":"evil/x"}}"#),
+                ),
+                (
+                    "waiting",
+                    format!(
+                        r#"{{"event":"waiting","index":{index},"model":"evil/x","waitedMs":1,"timeoutMs":2}}"#
+                    ),
+                ),
+            ] {
+                let Err(e) = super::event(&line, &t) else {
+                    panic!("{kind} {index}: accepted");
+                };
+                assert_eq!(
+                    e,
+                    ProtocolError::UnknownModel {
+                        event: kind,
+                        index: index.parse().unwrap(),
+                        models: 2
+                    }
+                );
+                assert!(!e.to_string().contains("evil"), "{e}");
+            }
+        }
+        // Within the run spec: an event, named by the plan.
+        let line = format!(r#"{{"event":"result","index":1,"result":{RESULT}}}"#);
+        let Ok(Some(ProbeEvent::Result { result, .. })) = super::event(&line, &t) else {
+            panic!("a result");
+        };
+        assert_eq!(result.model, "c/d");
+    }
+
+    #[test]
+    fn a_verdict_of_more_models_than_the_run_spec_is_a_protocol_error() {
+        let r: ModelResult = serde_json::from_str(RESULT).unwrap();
+        let mut v = verdict();
+        v.models = vec![r.clone(), r.clone(), r];
+        let line = ProbeEvent::Summary {
+            verdict: Box::new(v),
+        }
+        .to_line();
+        assert_eq!(
+            super::event(&line, &trusted()),
+            Err(ProtocolError::TooManyModels { said: 3, models: 2 })
+        );
+        assert_eq!(termination(&line), Termination::Nothing);
+    }
+
+    const RESULT: &str = r#"{"model":"evil/x","id":"x","api":"openai-completions","baseUrl":"http://h/v1","host":"h","route":{"kind":"custom","apiKeySet":false,"maxTokensSet":true},"outcome":"ok","level":"pass","code":"PROVIDER_OK","nextAction":"","error":null,"httpStatus":200,"stopReason":null,"toolName":null,"answer":null,"maxTokens":1024,"elapsedMs":1,"tries":[]}"#;
 }

@@ -94,6 +94,8 @@ pub struct DriverRun {
     pub cpu: Option<Duration>,
     /// When the signal was sent, if it was.
     pub signalled_at: Option<Instant>,
+    /// The driver's peak RSS in KiB (its `VmHWM`, read every 5 ms while it ran; 0 when it could not be read).
+    pub peak_rss_kib: u64,
 }
 
 impl DriverRun {
@@ -205,6 +207,24 @@ pub fn run_driver_blocking(
         let _ = err.read_to_end(&mut buf);
         buf
     });
+    // The high-water mark of its memory, read until it exits (a zombie has none).
+    let rss_t = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        loop {
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                return peak;
+            };
+            let Some(kib) = status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            else {
+                return peak;
+            };
+            peak = peak.max(kib);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
     // The signal is sent only while the process is not reaped: its pid cannot be anyone else's.
     let reaped = Arc::new(Mutex::new(false));
     let signalled_at = Arc::new(Mutex::new(None));
@@ -225,6 +245,7 @@ pub fn run_driver_blocking(
     let (stdout, verdict_at) = out_t.join().expect("stdout reader");
     let stderr = err_t.join().expect("stderr reader");
     let cpu = zombie_cpu(pid, Duration::from_secs(60));
+    let peak_rss_kib = rss_t.join().expect("the RSS reader");
     let status = {
         let mut gone = reaped.lock().unwrap();
         let status = child.wait().expect("wait for jr2-preflight");
@@ -260,6 +281,7 @@ pub fn run_driver_blocking(
         ended,
         cpu,
         signalled_at,
+        peak_rss_kib,
     }
 }
 

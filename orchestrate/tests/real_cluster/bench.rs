@@ -272,7 +272,10 @@ fn main() {
             ]}]
         });
         let mut plan = plan(&ns, &[("direct", spec, &["auth"])]);
-        plan["placements"][0].as_object_mut().unwrap().remove("custodianContainer");
+        plan["placements"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("custodianContainer");
         plan["models"][0]["keyHeld"] = json!(false);
         let start = t0.elapsed();
         let began = Instant::now();
@@ -282,7 +285,11 @@ fn main() {
         let id = run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
         let prefix = format!("jr2-preflight-{ns}-direct-{id}");
         direct.push(ms);
-        rows.push((format!("preflight  1 model, no Custodian #{rep}"), ms, phases(&seen, &prefix, start)));
+        rows.push((
+            format!("preflight  1 model, no Custodian #{rep}"),
+            ms,
+            phases(&seen, &prefix, start),
+        ));
     }
 
     // jr2's current design: one `kubectl run --rm` per model, in sequence.

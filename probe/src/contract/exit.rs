@@ -17,6 +17,8 @@ pub enum Exit {
     Interrupted,
     /// Stopped by SIGTERM: 128 + 15.
     Terminated,
+    /// Stopped by SIGHUP (the terminal or SSH session closed): 128 + 1.
+    HungUp,
 }
 
 impl Exit {
@@ -30,6 +32,8 @@ impl Exit {
     pub const INTERRUPTED: u8 = 130;
     /// [`Exit::Terminated`]'s code.
     pub const TERMINATED: u8 = 143;
+    /// [`Exit::HungUp`]'s code.
+    pub const HUNG_UP: u8 = 129;
 
     /// The code the process ends with.
     pub const fn code(self) -> u8 {
@@ -39,6 +43,7 @@ impl Exit {
             Exit::Usage => Self::USAGE,
             Exit::Interrupted => Self::INTERRUPTED,
             Exit::Terminated => Self::TERMINATED,
+            Exit::HungUp => Self::HUNG_UP,
         }
     }
 
@@ -55,6 +60,7 @@ impl Exit {
             Self::USAGE => Some(Exit::Usage),
             Self::INTERRUPTED => Some(Exit::Interrupted),
             Self::TERMINATED => Some(Exit::Terminated),
+            Self::HUNG_UP => Some(Exit::HungUp),
             _ => None,
         }
     }
@@ -84,6 +90,7 @@ mod tests {
             (Exit::Usage, 2),
             (Exit::Interrupted, 130),
             (Exit::Terminated, 143),
+            (Exit::HungUp, 129),
         ];
         for (exit, code) in all {
             assert_eq!(exit.code(), code);

@@ -370,11 +370,13 @@ pub enum PodCode {
     PermissionMissing,
     #[serde(rename = "PROVIDER_POD_SECURITY")]
     PodSecurity,
+    #[serde(rename = "PROVIDER_POD_LEFT")]
+    Left,
 }
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 15] = [
+    pub const ALL: [PodCode; 16] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -390,6 +392,7 @@ impl PodCode {
         PodCode::Interrupted,
         PodCode::PermissionMissing,
         PodCode::PodSecurity,
+        PodCode::Left,
     ];
 
     /// The code as it appears in the JSON.
@@ -410,6 +413,7 @@ impl PodCode {
             PodCode::Interrupted => "PROVIDER_INTERRUPTED",
             PodCode::PermissionMissing => "PROVIDER_PERMISSION_MISSING",
             PodCode::PodSecurity => "PROVIDER_POD_SECURITY",
+            PodCode::Left => "PROVIDER_POD_LEFT",
         }
     }
 
@@ -482,6 +486,10 @@ impl PodCode {
                 "the namespace's Pod Security level refuses the check pod (the error names the field, copied from \
                  the Harness spec's Custodian or pod): make that container of the Harness spec meet the level in \
                  jr2.config.ts (a Harness pod would be refused too), then run jr2 up again"
+            }
+            PodCode::Left => {
+                "the cluster did not confirm the delete of the check pod (the error says why): delete it with the \
+                 kubectl line in the error, then run jr2 up again"
             }
         }
     }

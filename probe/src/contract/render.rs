@@ -617,6 +617,15 @@ pub fn pod_stopped_before_any_model(reason: &str) -> String {
     )
 }
 
+/// Beyond the contract, in the family of [`pod_stopped`]: the pod's run was stopped once every model had its result
+/// (its probe spoke out of turn after them):
+/// `error: provider preflight: the check pod stopped (<reason>) after every model was checked`.
+pub fn pod_stopped_after_every_model(reason: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod stopped ({reason}) after every model was checked"
+    )
+}
+
 /// A stopped line that carries the probe's own error (its `error:` line, without that word, already cleaned):
 /// `<stopped line> — the probe said: <error>`.
 pub fn with_probe_error(stopped: &str, error: &str) -> String {
@@ -663,6 +672,12 @@ pub fn events_forbidden_warning(message: &str) -> String {
 /// SIGTERM.
 pub fn interrupted() -> String {
     "error: provider preflight: interrupted; the check pods were deleted".to_owned()
+}
+
+/// [`interrupted`] when a check pod may outlive the run (its [`pod_left`] line is above).
+pub fn interrupted_pods_left() -> String {
+    "error: provider preflight: interrupted; not every check pod could be deleted (see the kubectl line above)"
+        .to_owned()
 }
 
 /// `error: provider preflight: cannot reach the cluster: <why>` (the kubeconfig or the client cannot be set up).
@@ -720,6 +735,14 @@ pub fn pod_security_hint() -> String {
 pub fn pod_may_still_exist(namespace: &str, pod: &str) -> String {
     format!(
         "warning: provider: the check pod {pod} may still exist: kubectl -n {namespace} delete pod {pod}"
+    )
+}
+
+/// A check pod whose delete the cluster did not confirm, after its retries (`PROVIDER_POD_LEFT`): why, and the
+/// exact line that deletes it.
+pub fn pod_left(namespace: &str, pod: &str, why: &str) -> String {
+    format!(
+        "error: provider preflight: the check pod {pod} may still exist ({why}): kubectl -n {namespace} delete pod {pod}"
     )
 }
 

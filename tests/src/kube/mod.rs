@@ -29,6 +29,9 @@
 //!
 //! Every request is recorded ([`FakeKube::requests`]), with when it came.
 //!
+//! **Faults** ([`FakeKube::set_faults`], `faults`): a pod create stored then answered 504 or not at all, a create
+//! answered late, a delete that fails or is dropped, an endless line in a pod watch, an endless pod list body.
+//!
 //! **The kubelet stand-in**: when a pod is created it plays the [`Scenario`] set for the fake: it schedules the pod
 //! (`spec.nodeName`, `PodScheduled`), starts the Custodian (the `initContainers` sidecar) as running, then runs the
 //! real `jr2-probe` binary as a child process with the probe container's `args` (its `--termination-log` pointed
@@ -45,12 +48,13 @@
 //!
 //! Dropping the fake stops the server, ends its streams and kills the probe processes.
 //!
-//! The rooms: `store` (the objects, their versions and history, and the moments of each pod), `selector` (label
+//! The rooms: `faults` (what it does wrong on purpose), `store` (the objects, their versions and history, and the moments of each pod), `selector` (label
 //! and field selectors), `routes` (the HTTP API surface: discovery, dispatch, the `Status` answers), `pods` (create,
 //! delete and the container log), `watch` (list and watch), `kubelet` (the kubelet stand-in and its [`PodCtl`]); this
 //! file holds the server, its [`Scenario`] and the handle a test holds ([`FakeKube`]).
 
 mod authz;
+mod faults;
 mod kubelet;
 mod pods;
 mod routes;
@@ -71,6 +75,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 pub use authz::{Rule, attributes};
+pub use faults::Faults;
 pub use kubelet::{PodCtl, ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
 pub use routes::ApiRequest;
 pub use store::{PodTimes, rfc3339};
@@ -150,6 +155,8 @@ struct Inner {
     bookmark_every: Mutex<Duration>,
     /// Makes the uids of two fakes in one test process differ (their port).
     uid_base: u64,
+    /// What it does wrong on purpose.
+    faults: Mutex<Faults>,
 }
 
 impl Inner {
@@ -192,6 +199,7 @@ impl FakeKube {
             probe_bin: probe_bin.into(),
             bookmark_every: Mutex::new(Duration::from_secs(5)),
             uid_base: u64::from(addr.port()),
+            faults: Mutex::new(Faults::default()),
         });
         let served = inner.clone();
         let stop_tx = accept_until_stopped(listener, move |stream| {
@@ -244,6 +252,15 @@ impl FakeKube {
             .scenario
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = scenario;
+    }
+
+    /// What the fake does wrong on purpose from now on ([`Faults`]).
+    pub fn set_faults(&self, faults: Faults) {
+        *self
+            .inner
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = faults;
     }
 
     /// How often a watch that allows bookmarks gets one (5 s by default).

@@ -3,7 +3,6 @@
 //! `Status` bodies the API server answers with (`NotFound`, `BadRequest`, `Conflict`...).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,6 +10,7 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
+use super::faults::{self, Dropped, Spoiled};
 use super::pods::{create_pod, delete_pod, pod_log};
 use super::store::Kind;
 use super::watch::collection;
@@ -75,11 +75,11 @@ pub(super) fn not_found(kind: Kind, name: &str) -> Response<Body> {
     )
 }
 
-/// Records a request, then answers it.
+/// Records a request, then answers it; or closes the connection with no answer (a fault the test set).
 pub(super) async fn handle(
     req: Request<Incoming>,
     inner: Arc<Inner>,
-) -> Result<Response<Body>, Infallible> {
+) -> Result<Response<Body>, Dropped> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = parse_query(req.uri().query().unwrap_or(""));
@@ -122,6 +122,35 @@ pub(super) async fn handle(
             &authz::forbidden_message(&rule, &ns),
             Some(details),
         ));
+    }
+    let segs: Vec<&str> = recorded.path.trim_matches('/').split('/').collect();
+    let spoil = |s: Spoiled| match s {
+        Spoiled::Answer(a) => Ok(a),
+        Spoiled::Dropped => Err(Dropped),
+    };
+    match (method.as_str(), segs.as_slice()) {
+        ("GET", ["api", "v1", "namespaces", _, "pods"]) => {
+            if let Some(endless) = faults::pod_collection(&inner, recorded.is_watch()) {
+                return Ok(endless);
+            }
+        }
+        ("POST", ["api", "v1", "namespaces", _, "pods"]) => {
+            let answer = route(&inner, &method, &recorded).await;
+            if answer.status() != StatusCode::CREATED {
+                return Ok(answer);
+            }
+            let (spoiled, delay) = faults::after_create(&inner);
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            return spoiled.map_or(Ok(answer), spoil);
+        }
+        ("DELETE", ["api", "v1", "namespaces", _, "pods", _]) => {
+            if let Some(s) = faults::before_delete(&inner) {
+                return spoil(s);
+            }
+        }
+        _ => {}
     }
     Ok(route(&inner, &method, &recorded).await)
 }

@@ -17,9 +17,9 @@ export interface DriverVerdict {
    */
   ok: boolean;
   /**
-   * The process's exit code: 0 when ok, 1 on an error, 130 / 143 when interrupted by SIGINT / SIGTERM (the check pods deleted).
+   * The process's exit code: 0 when ok, 1 on an error, 129 / 130 / 143 when interrupted by SIGHUP / SIGINT / SIGTERM (the check pods deleted).
    */
-  exitCode: 0 | 1 | 130 | 143;
+  exitCode: 0 | 1 | 129 | 130 | 143;
   /**
    * The run's id: the check pods' jr2.dev/preflight-run label.
    */
@@ -127,7 +127,7 @@ export interface PodVerdict {
 }
 
 /**
- * The stable code of a check pod's failure. PROVIDER_POD_IMAGE_PULL: a node cannot pull an image. PROVIDER_POD_SECRET_MISSING: harness.envFrom names a Secret the namespace does not hold. PROVIDER_POD_SECRET_KEY_MISSING: a harness.env valueFrom names a key (or Secret) that does not exist. PROVIDER_POD_CUSTODIAN_VOLUME: a Secret or key a secrets valueFrom names is missing, so the Custodian's volume does not mount. PROVIDER_POD_CUSTODIAN_REFUSED: the Custodian refused a held value at start. PROVIDER_POD_OUT_OF_MEMORY: a container ran out of memory. PROVIDER_POD_CANNOT_START: another reason the containers cannot start. PROVIDER_POD_REFUSED: the API server refused the pod (quota, Pod Security, a webhook). PROVIDER_POD_STOPPED: the pod stopped before the probe finished (evicted, preempted, deleted, its deadline). PROVIDER_POD_PROBE_ERROR: the probe refused its run (exit 2: a run spec of another release). PROVIDER_POD_NOT_STARTED: the pod did not start in time. PROVIDER_CLUSTER_UNREACHABLE: the API server did not answer the create. PROVIDER_INTERRUPTED: the run was interrupted (SIGINT, SIGTERM). PROVIDER_PERMISSION_MISSING: the driver may not do what the check needs in the namespace (a SelfSubjectAccessReview said no); nothing was created. PROVIDER_POD_SECURITY: the namespace's Pod Security level would refuse the check pod; it was not created.
+ * The stable code of a check pod's failure. PROVIDER_POD_IMAGE_PULL: a node cannot pull an image. PROVIDER_POD_SECRET_MISSING: harness.envFrom names a Secret the namespace does not hold. PROVIDER_POD_SECRET_KEY_MISSING: a harness.env valueFrom names a key (or Secret) that does not exist. PROVIDER_POD_CUSTODIAN_VOLUME: a Secret or key a secrets valueFrom names is missing, so the Custodian's volume does not mount. PROVIDER_POD_CUSTODIAN_REFUSED: the Custodian refused a held value at start. PROVIDER_POD_OUT_OF_MEMORY: a container ran out of memory. PROVIDER_POD_CANNOT_START: another reason the containers cannot start. PROVIDER_POD_REFUSED: the API server refused the pod (quota, Pod Security, a webhook). PROVIDER_POD_STOPPED: the pod stopped before the probe finished (evicted, preempted, deleted, its deadline). PROVIDER_POD_PROBE_ERROR: the probe refused its run (exit 2: a run spec of another release). PROVIDER_POD_NOT_STARTED: the pod did not start in time. PROVIDER_CLUSTER_UNREACHABLE: the API server did not answer the create. PROVIDER_INTERRUPTED: the run was interrupted (SIGINT, SIGTERM). PROVIDER_PERMISSION_MISSING: the driver may not do what the check needs in the namespace (a SelfSubjectAccessReview said no); nothing was created. PROVIDER_POD_SECURITY: the namespace's Pod Security level would refuse the check pod; it was not created. PROVIDER_POD_LEFT: the cluster did not confirm the delete of the check pod, which may outlive the run (the error has its kubectl delete line).
  */
 export type PodCode =
   | "PROVIDER_POD_IMAGE_PULL"
@@ -144,4 +144,5 @@ export type PodCode =
   | "PROVIDER_CLUSTER_UNREACHABLE"
   | "PROVIDER_INTERRUPTED"
   | "PROVIDER_PERMISSION_MISSING"
-  | "PROVIDER_POD_SECURITY";
+  | "PROVIDER_POD_SECURITY"
+  | "PROVIDER_POD_LEFT";

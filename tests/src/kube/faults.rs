@@ -1,0 +1,133 @@
+//! What the fake API server does wrong on purpose, as a failing or hostile one does (issue 25): a pod create that is
+//! stored and then answered `504` (a real API server's etcd commit that outlived its timeout) or not answered at all
+//! (the connection dropped after the write), a delete that fails, and answers that never end (one endless line in a
+//! pod watch, an endless list body). Set with [`FakeKube::set_faults`](super::FakeKube::set_faults); each count is
+//! how many requests of that kind it spoils from then on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::Response;
+use hyper::body::Frame;
+
+use super::Inner;
+use super::routes::status;
+use crate::http::{Body, channel};
+
+/// The faults to play.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Every pod watch answers 200, then one line that never ends.
+    pub endless_pod_watch_line: bool,
+    /// Every pod list answers 200, then a body that never ends.
+    pub endless_pod_list: bool,
+    /// Pod creates stored, then answered `504 Timeout` (the API server's words for an etcd commit it did not see end).
+    pub create_504_after_write: u32,
+    /// Pod creates stored, then the connection closed with no answer.
+    pub create_dropped_after_write: u32,
+    /// Pod creates stored, then answered only after this long.
+    pub create_answer_delay: Option<Duration>,
+    /// Pod deletes answered `500` and not done.
+    pub delete_500: u32,
+    /// Pod deletes: the connection closed with no answer, and not done.
+    pub delete_dropped: u32,
+}
+
+/// The connection was closed with no answer (hyper closes it when the service fails).
+#[derive(Debug)]
+pub(super) struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the fake API server dropped the connection on purpose")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+/// How a spoiled request is answered.
+pub(super) enum Spoiled {
+    /// This answer.
+    Answer(Response<Body>),
+    /// The connection is closed, with no answer.
+    Dropped,
+}
+
+/// Takes one from a count: whether there was one.
+fn take(n: &mut u32) -> bool {
+    let had = *n > 0;
+    *n = n.saturating_sub(1);
+    had
+}
+
+impl Inner {
+    fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A pod create was stored: how it is answered instead of its 201, if it is spoiled; and how long to wait first.
+pub(super) fn after_create(inner: &Arc<Inner>) -> (Option<Spoiled>, Option<Duration>) {
+    let mut f = inner.faults();
+    let delay = f.create_answer_delay;
+    if take(&mut f.create_504_after_write) {
+        let answer = status(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            None,
+        );
+        return (Some(Spoiled::Answer(answer)), delay);
+    }
+    if take(&mut f.create_dropped_after_write) {
+        return (Some(Spoiled::Dropped), delay);
+    }
+    (None, delay)
+}
+
+/// A pod delete, before it is done: how it is answered instead, if it is spoiled.
+pub(super) fn before_delete(inner: &Arc<Inner>) -> Option<Spoiled> {
+    let mut f = inner.faults();
+    if take(&mut f.delete_500) {
+        return Some(Spoiled::Answer(status(
+            500,
+            "InternalError",
+            "Internal error occurred: etcdserver: leader changed",
+            None,
+        )));
+    }
+    take(&mut f.delete_dropped).then_some(Spoiled::Dropped)
+}
+
+/// A pod list or watch: an endless answer instead, if one is set.
+pub(super) fn pod_collection(inner: &Arc<Inner>, watch: bool) -> Option<Response<Body>> {
+    let f = inner.faults();
+    let (start, unit): (&[u8], &[u8]) = if watch && f.endless_pod_watch_line {
+        (
+            b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"",
+            b"x",
+        )
+    } else if !watch && f.endless_pod_list {
+        (
+            b"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[\n",
+            b"{\"metadata\":{\"name\":\"x\"}},\n",
+        )
+    } else {
+        return None;
+    };
+    drop(f);
+    let (response, tx) = channel("application/json", "no-cache", 4);
+    let chunk = Bytes::from(unit.repeat((64 << 10) / unit.len()));
+    let start = Bytes::from_static(start);
+    tokio::spawn(async move {
+        if tx.send(Ok(Frame::data(start))).await.is_err() {
+            return;
+        }
+        // Until the client goes away.
+        while tx.send(Ok(Frame::data(chunk.clone()))).await.is_ok() {}
+    });
+    Some(response)
+}
