@@ -98,7 +98,8 @@ fn a_custodian_over_its_memory_limit_is_named() {
 }
 
 /// A Custodian whose startup probe never passes: the probe container never starts (a native sidecar holds the
-/// main containers back until it has started), and the verdict at `--timeout` says what the pod waited on.
+/// main containers back until it has started), and the pending line and the verdict at `--timeout` carry the real
+/// kubelet's words for it (`Unhealthy: Startup probe failed: HTTP probe failed with statuscode: 503`).
 #[test]
 fn a_custodian_that_never_starts_holds_the_check_back() {
     let _g = shared();
