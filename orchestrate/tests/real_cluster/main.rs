@@ -10,6 +10,7 @@
 //! cargo test -p jr2-preflight --test real_cluster
 //! ```
 
+mod client;
 mod control_plane;
 mod harness;
 mod kubelet;
