@@ -266,10 +266,14 @@ impl Cleanup {
 /// Why a DELETE did not end in a confirmation.
 #[derive(Debug, thiserror::Error)]
 enum DeleteError {
-    /// Another try may pass: no answer, a dropped connection, a 429 or 5xx, the pod not terminating yet.
+    /// Another try may pass: no answer, a dropped connection, a 429 or 5xx, the pod not terminating yet; and a 401 or
+    /// 403, which an API server that has just restarted answers until its authenticator and RBAC caches have synced
+    /// (seen on the real cluster: `403 ... cannot delete resource "pods"` for the user the shipped Role binds, right
+    /// after a restart). The run's permission pre-check granted the delete, so a refusal now is taken as passing; a
+    /// lasting one costs the bounded window ([`DELETE_TIMEOUT`]) and keeps its words.
     #[error("{0}")]
     Transient(String),
-    /// The API server refused it (403...): another try would too.
+    /// The API server refused it for good (400, 422...): another try would too.
     #[error("{0}")]
     Refused(String),
 }
@@ -346,7 +350,9 @@ async fn delete_once(api: &Api<Pod>, name: &str, uid: Option<String>) -> Result<
             _ => Ok(()),
         },
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 429 || s.code >= 500 => {
+        Err(kube::Error::Api(s))
+            if s.code == 401 || s.code == 403 || s.code == 429 || s.code >= 500 =>
+        {
             Err(DeleteError::Transient(format!("{} {}", s.code, s.message)))
         }
         Err(kube::Error::Api(s)) => Err(DeleteError::Refused(format!("{} {}", s.code, s.message))),
