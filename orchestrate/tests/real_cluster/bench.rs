@@ -39,16 +39,20 @@ struct Moments {
 
 type Seen = Arc<Mutex<BTreeMap<String, Moments>>>;
 
+/// kubectl as the admin, inside the cluster's namespace.
+fn admin_kubectl() -> std::process::Command {
+    let env = env();
+    let mut cmd = env.cluster.command(env.cluster.info().bin.join("kubectl"));
+    cmd.arg(format!(
+        "--kubeconfig={}",
+        env.cluster.info().admin_kubeconfig.display()
+    ));
+    cmd
+}
+
 /// A watch of the namespace's pods: each event's arrival time, per pod.
 fn watch(ns: &str, t0: Instant) -> (std::process::Child, Seen) {
-    let env = env();
-    let mut child = env
-        .cluster
-        .command(env.cluster.info().bin.join("kubectl"))
-        .arg(format!(
-            "--kubeconfig={}",
-            env.cluster.info().admin_kubeconfig.display()
-        ))
+    let mut child = admin_kubectl()
         .args([
             "-n",
             ns,
@@ -177,13 +181,7 @@ fn main() {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        let mut logs = env
-            .cluster
-            .command(env.cluster.info().bin.join("kubectl"))
-            .arg(format!(
-                "--kubeconfig={}",
-                env.cluster.info().admin_kubeconfig.display()
-            ))
+        let mut logs = admin_kubectl()
             .args(["-n", &ns, "logs", "-f", &name])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -298,13 +296,7 @@ fn main() {
         let began = Instant::now();
         for i in 0..models {
             let name = format!("kr-{models}-{i}");
-            let out = env
-                .cluster
-                .command(env.cluster.info().bin.join("kubectl"))
-                .arg(format!(
-                    "--kubeconfig={}",
-                    env.cluster.info().admin_kubeconfig.display()
-                ))
+            let out = admin_kubectl()
                 .args([
                     "-n",
                     &ns,

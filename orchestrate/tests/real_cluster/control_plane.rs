@@ -33,153 +33,105 @@ fn assert_no_pod_left_unnamed(ns: &str, run: &DriverRun) {
     assert_no_pod_left(ns);
 }
 
+/// A run of one slow model whose control plane `disrupt` disturbs once the probe runs: the run passes (its watch
+/// and log re-established) or says why, never a crash or silence; no pod is left unnamed.
+fn disrupted_run(ns: &str, disrupt: impl FnOnce()) {
+    let path = write_plan(&plan(
+        ns,
+        &[("sandbox", harness_spec(), &["ok-delay-8000"])],
+    ));
+    let started = Instant::now();
+    let args = [
+        "run",
+        "--plan",
+        path.to_str().unwrap(),
+        "-o",
+        "json",
+        "--timeout",
+        "90s",
+    ];
+    let child = spawn_driver(As::User, &args);
+    wait_for_probe_running(ns);
+    disrupt();
+    let run = finish(child, started, Duration::from_secs(150));
+    match run.code() {
+        Some(0) => assert_passes(&run, &["ok-delay-8000"]),
+        Some(1) => assert!(
+            run.lines().iter().any(|l| l.starts_with("error: ")),
+            "a failed run says why: {}",
+            run.stderr
+        ),
+        other => panic!("exit {other:?}: {}", run.stderr),
+    }
+    assert_no_pod_left_unnamed(ns, &run);
+}
+
 #[test]
 fn the_api_server_restarted_mid_run_leaves_no_pod() {
     let _g = alone();
     let ns = namespace("rc-restart", &[]);
-    let path = write_plan(&plan(
-        &ns,
-        &[("sandbox", harness_spec(), &["ok-delay-8000"])],
-    ));
-    let started = Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "90s",
-        ],
-    );
-    let cluster = &env().cluster;
-    cluster.wait_for(
-        "the probe container to run",
-        Duration::from_secs(90),
-        || {
-            cluster.pods(&ns, MANAGED).iter().any(|p| {
-                p["status"]["containerStatuses"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
-            })
-        },
-    );
-    cluster
-        .restart("kube-apiserver")
-        .expect("the API server restarts");
-    let run = finish(child, started, Duration::from_secs(150));
-    // Either the run carried on through the restart (its watch and log re-established) and the model passed, or it
-    // said the cluster was lost: never a crash, never silence.
-    match run.code() {
-        Some(0) => assert_passes(&run, &["ok-delay-8000"]),
-        Some(1) => assert!(
-            run.lines().iter().any(|l| l.starts_with("error: ")),
-            "a failed run says why: {}",
-            run.stderr
-        ),
-        other => panic!("exit {other:?}: {}", run.stderr),
-    }
-    assert!(run.verdict().is_object());
-    assert_no_pod_left_unnamed(&ns, &run);
+    disrupted_run(&ns, || {
+        env()
+            .cluster
+            .restart("kube-apiserver")
+            .expect("the API server restarts");
+    });
 }
 
 /// A watch that expires mid-run: etcd compacted past the resource version the driver watches from, then the API
 /// server restarted (its watch cache, which would still have served the old version, starts over), so the driver's
-/// re-watch gets `410 Gone` and must list again. The run passes or says why; no pod is left.
+/// re-watch gets `410 Gone` and must list again.
 #[test]
 fn a_watch_that_expires_after_a_compaction_mid_run() {
     let _g = alone();
     let ns = namespace("rc-compact", &[]);
-    let path = write_plan(&plan(
-        &ns,
-        &[("sandbox", harness_spec(), &["ok-delay-8000"])],
-    ));
-    let started = Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "90s",
-        ],
-    );
     let cluster = &env().cluster;
-    cluster.wait_for(
-        "the probe container to run",
-        Duration::from_secs(90),
-        || {
-            cluster.pods(&ns, MANAGED).iter().any(|p| {
-                p["status"]["containerStatuses"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
-            })
-        },
-    );
-    let old = cluster.pods(&ns, MANAGED)[0]["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // etcd's JSON gateway, on the namespace's loopback: the current revision, then a compaction at it.
-    let etcd = |path: &str, body: &str| {
-        let out = cluster
-            .command("curl")
-            .args([
-                "-sf",
-                "-X",
-                "POST",
-                &format!("http://127.0.0.1:2379{path}"),
-                "-d",
-                body,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "etcd {path}: {}",
-            String::from_utf8_lossy(&out.stderr)
+    disrupted_run(&ns, || {
+        let old = cluster.pods(&ns, MANAGED)[0]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        // etcd's JSON gateway, on the namespace's loopback: the current revision, then a compaction at it.
+        let etcd = |path: &str, body: &str| {
+            let out = cluster
+                .command("curl")
+                .args([
+                    "-sf",
+                    "-X",
+                    "POST",
+                    &format!("http://127.0.0.1:2379{path}"),
+                    "-d",
+                    body,
+                ])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "etcd {path}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        };
+        let revision = etcd("/v3/kv/range", r#"{"key": "AA=="}"#)["header"]["revision"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        etcd(
+            "/v3/kv/compaction",
+            &format!(r#"{{"revision": "{revision}", "physical": true}}"#),
         );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
-    let revision = etcd("/v3/kv/range", r#"{"key": "AA=="}"#)["header"]["revision"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    etcd(
-        "/v3/kv/compaction",
-        &format!(r#"{{"revision": "{revision}", "physical": true}}"#),
-    );
-    cluster
-        .restart("kube-apiserver")
-        .expect("the API server restarts");
-    // The condition the driver's watch meets: its resource version is gone.
-    let expired = cluster.kubectl(&[
-        "get",
-        "--raw",
-        &format!("/api/v1/namespaces/{ns}/pods?watch=1&resourceVersion={old}&timeoutSeconds=1"),
-    ]);
-    assert!(
-        expired.contains("\"code\":410"),
-        "a watch from {old} expired: {expired}"
-    );
-    let run = finish(child, started, Duration::from_secs(150));
-    match run.code() {
-        Some(0) => assert_passes(&run, &["ok-delay-8000"]),
-        Some(1) => assert!(
-            run.lines().iter().any(|l| l.starts_with("error: ")),
-            "a failed run says why: {}",
-            run.stderr
-        ),
-        other => panic!("exit {other:?}: {}", run.stderr),
-    }
-    assert_no_pod_left_unnamed(&ns, &run);
+        cluster
+            .restart("kube-apiserver")
+            .expect("the API server restarts");
+        // The condition the driver's watch meets: its resource version is gone.
+        let expired = cluster.kubectl(&[
+            "get",
+            "--raw",
+            &format!("/api/v1/namespaces/{ns}/pods?watch=1&resourceVersion={old}&timeoutSeconds=1"),
+        ]);
+        assert!(
+            expired.contains("\"code\":410"),
+            "a watch from {old} expired: {expired}"
+        );
+    });
 }

@@ -400,6 +400,24 @@ pub fn run_plan(plan: &Value, extra: &[&str]) -> DriverRun {
     driver(As::User, &args)
 }
 
+/// Waits (60 s at most) until a check pod's probe container runs in `namespace`: its request is in flight.
+pub fn wait_for_probe_running(namespace: &str) {
+    let cluster = &env().cluster;
+    cluster.wait_for(
+        "the probe container to run",
+        Duration::from_secs(90),
+        || {
+            cluster.pods(namespace, MANAGED).iter().any(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["name"] == "probe" && !c["state"]["running"].is_null())
+            })
+        },
+    );
+}
+
 /// No check pod is left in `namespace` (none at all, or only terminating ones already gone from the API within 60 s:
 /// the driver deletes with a grace period, the kubelet then stops the containers).
 pub fn assert_no_pod_left(namespace: &str) {

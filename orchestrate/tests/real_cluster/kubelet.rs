@@ -7,94 +7,73 @@ use serde_json::json;
 
 use crate::harness::*;
 
-#[test]
-fn a_missing_secret_is_named() {
+/// Runs `spec` with one model in a fresh namespace `ns` (with `extra` flags, a 60 s timeout): it fails (exit 1), an
+/// `error:` line holds every one of `named`, and no pod is left.
+fn fails_naming(ns: &str, spec: serde_json::Value, extra: &[&str], named: &[&str]) {
     let _g = shared();
-    let ns = namespace("rc-nosecret", &[]);
-    let mut spec = harness_spec();
-    spec["containers"][0]["env"].as_array_mut().unwrap().push(
-        json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-app", "key": "sentry-dsn"}}}),
-    );
-    let run = run_plan(
-        &plan(&ns, &[("sandbox", spec, &["ok"])]),
-        &["--timeout", "60s"],
-    );
+    let ns = namespace(ns, &[]);
+    let mut args = vec!["--timeout", "60s"];
+    args.extend_from_slice(extra);
+    let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &args);
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     assert!(
         run.lines()
             .iter()
-            .any(|l| l.starts_with("error: ") && l.contains("\"jr2-app\"")),
-        "the Secret is named: {}",
+            .any(|l| l.starts_with("error: ") && named.iter().all(|n| l.contains(n))),
+        "{named:?} named in an error line: {}",
         run.stderr
     );
     assert_no_pod_left(&ns);
+}
+
+/// The Harness spec with one more env entry from a Secret's key.
+fn with_secret_env(secret: &str, key: &str) -> serde_json::Value {
+    let mut spec = harness_spec();
+    spec["containers"][0]["env"].as_array_mut().unwrap().push(
+        json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}),
+    );
+    spec
+}
+
+#[test]
+fn a_missing_secret_is_named() {
+    fails_naming(
+        "rc-nosecret",
+        with_secret_env("jr2-app", "sentry-dsn"),
+        &[],
+        &["\"jr2-app\""],
+    );
 }
 
 #[test]
 fn a_missing_key_of_a_secret_is_named() {
-    let _g = shared();
-    let ns = namespace("rc-nokey", &[]);
-    let mut spec = harness_spec();
-    spec["containers"][0]["env"].as_array_mut().unwrap().push(
-        json!({"name": "SENTRY_DSN", "valueFrom": {"secretKeyRef": {"name": "jr2-held-secrets", "key": "sentry-dsn"}}}),
+    fails_naming(
+        "rc-nokey",
+        with_secret_env("jr2-held-secrets", "sentry-dsn"),
+        &[],
+        &["sentry-dsn"],
     );
-    let run = run_plan(
-        &plan(&ns, &[("sandbox", spec, &["ok"])]),
-        &["--timeout", "60s"],
-    );
-    assert_eq!(run.code(), Some(1), "{}", run.stderr);
-    assert!(
-        run.lines()
-            .iter()
-            .any(|l| l.starts_with("error: ") && l.contains("sentry-dsn")),
-        "the key is named: {}",
-        run.stderr
-    );
-    assert_no_pod_left(&ns);
 }
 
 #[test]
 fn an_image_that_does_not_pull_is_named() {
-    let _g = shared();
-    let ns = namespace("rc-nopull", &[]);
     let image = "registry.jr2.test/jr2/jr2-probe:does-not-exist";
-    let run = run_plan(
-        &plan(&ns, &[("sandbox", harness_spec(), &["ok"])]),
-        &["--probe-image", image, "--timeout", "60s"],
+    fails_naming(
+        "rc-nopull",
+        harness_spec(),
+        &["--probe-image", image],
+        &[image],
     );
-    assert_eq!(run.code(), Some(1), "{}", run.stderr);
-    assert!(
-        run.lines()
-            .iter()
-            .any(|l| l.starts_with("error: ") && l.contains(image)),
-        "the image is named: {}",
-        run.stderr
-    );
-    assert_no_pod_left(&ns);
 }
 
 /// The Custodian allocates past its memory limit: the real kubelet reports `OOMKilled`, and the driver names the
 /// Custodian and its limit.
 #[test]
 fn a_custodian_over_its_memory_limit_is_named() {
-    let _g = shared();
-    let ns = namespace("rc-oom", &[]);
     let mut spec = harness_spec();
     spec["containers"][1] = custodian(&["--allocate-mib", "256"]);
     spec["containers"][1]["resources"]["limits"]["memory"] = json!("32Mi");
-    let run = run_plan(
-        &plan(&ns, &[("sandbox", spec, &["ok"])]),
-        &["--timeout", "60s"],
-    );
-    assert_eq!(run.code(), Some(1), "{}", run.stderr);
-    assert!(
-        run.lines()
-            .iter()
-            .any(|l| l.starts_with("error: ") && l.contains("custodian") && l.contains("32Mi")),
-        "the Custodian and its limit are named: {}",
-        run.stderr
-    );
-    assert_no_pod_left(&ns);
+    fails_naming("rc-oom", spec, &[], &["custodian", "32Mi"]);
 }
 
 /// A Custodian whose startup probe never passes: the probe container never starts (a native sidecar holds the

@@ -216,19 +216,16 @@ impl Cluster {
 
     /// kubectl as the admin, inside the namespace; panics when it fails.
     pub fn kubectl(&self, args: &[&str]) -> String {
-        let out = self.kubectl_output(&self.info.admin_kubeconfig, args, None);
-        assert!(
-            out.status.success(),
-            "kubectl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.admin(args, None)
     }
 
     /// kubectl as the admin with `stdin` as its input (`apply -f -`); panics when it fails.
     pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let out = self.kubectl_output(&self.info.admin_kubeconfig, args, Some(stdin));
+        self.admin(args, Some(stdin))
+    }
+
+    fn admin(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl_output(&self.info.admin_kubeconfig, args, stdin);
         assert!(
             out.status.success(),
             "kubectl {}: {}",
