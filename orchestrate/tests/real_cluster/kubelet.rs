@@ -101,8 +101,15 @@ fn a_custodian_that_never_starts_holds_the_check_back() {
     assert!(
         run.lines()
             .iter()
-            .any(|l| l.starts_with(PENDING) && l.contains("PodInitializing")),
-        "the pod waits on its Custodian: {}",
+            .any(|l| l.starts_with(PENDING) && l.contains("Startup probe failed")),
+        "the pod waits on its Custodian's startup probe: {}",
+        run.stderr
+    );
+    assert!(
+        run.lines()
+            .iter()
+            .any(|l| l.starts_with("error: ") && l.contains("Startup probe failed")),
+        "the verdict says what the pod waited on: {}",
         run.stderr
     );
     assert_no_pod_left(&ns);
