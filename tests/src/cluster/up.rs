@@ -911,6 +911,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "{REGISTRY}/pause:3.10"
   restrict_oom_score_adj = true
+  # The pods' network namespaces under this run's state folder (not /run/netns), so the teardown's unmount of the
+  # run's folder removes any that a sandbox removal missed.
+  netns_mounts_under_state_dir = true
   enable_selinux = false
   max_container_log_line_size = 16384
 
