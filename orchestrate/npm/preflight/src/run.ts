@@ -56,13 +56,13 @@ export interface PreflightOptions {
 
 /**
  * The driver's documented exit codes: 0 no error (warnings allowed), 1 an error, 2 bad input or usage (nothing
- * created, no verdict), 130 interrupted (SIGINT, or a cancel), 143 terminated (SIGTERM); after 130 and 143 the check
- * pods were deleted.
+ * created, no verdict), 129 hung up (SIGHUP: a closed terminal or SSH session), 130 interrupted (SIGINT, or a
+ * cancel), 143 terminated (SIGTERM); after 129, 130 and 143 the check pods were deleted.
  */
-export type ExitCode = 0 | 1 | 2 | 130 | 143;
+export type ExitCode = 0 | 1 | 2 | 129 | 130 | 143;
 
 /** The documented exit codes, for a runtime check. */
-export const EXIT_CODES: readonly ExitCode[] = [0, 1, 2, 130, 143];
+export const EXIT_CODES: readonly ExitCode[] = [0, 1, 2, 129, 130, 143];
 
 export interface PreflightResult {
   /**

@@ -192,7 +192,7 @@ describe("runPreflight", () => {
         (e) => {
           assert.equal(
             e.message,
-            "error: jr2-preflight exited 101, which is none of its documented exits (0, 1, 2, 130, 143); its last line: thread 'main' panicked at src/main.rs",
+            "error: jr2-preflight exited 101, which is none of its documented exits (0, 1, 2, 129, 130, 143); its last line: thread 'main' panicked at src/main.rs",
           );
           return true;
         },

@@ -75,6 +75,7 @@ export function exitMeaning(code: ExitCode | null): "go on" | "stop" | "bad plan
       return "stop";
     case 2:
       return "bad plan";
+    case 129:
     case 130:
     case 143:
       return "interrupted";
@@ -116,6 +117,9 @@ export function advice(code: Code): string {
       return "the endpoint";
     case "PROVIDER_NOT_CHECKED":
     case "PROVIDER_UNSUPPORTED":
+    case "PROVIDER_SKIPPED":
+    case "PROVIDER_NOT_CHECKABLE_ADC":
+    case "PROVIDER_NOT_CHECKABLE_OAUTH":
       return "not checked";
     default: {
       const never: never = code;
