@@ -7,18 +7,21 @@
 //!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
 //!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back).
 //! jr2-kube-cluster sweep
-//!     Removes what stopped clusters left (a supervisor killed with SIGKILL).
+//!     Waits (30 s at most) for the supervisors still tearing down, then removes what stopped clusters left (a
+//!     supervisor killed with SIGKILL).
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale};
+use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale, wait_for_supervisors};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("sweep") => {
+            // A supervisor whose caller just exited is still tearing down: wait for it (30 s at most) first.
+            wait_for_supervisors(std::time::Duration::from_secs(30));
             sweep_stale();
             ExitCode::SUCCESS
         }

@@ -783,6 +783,31 @@ fn register(netns: &str, dir: &Path) {
     let _ = std::fs::write(reg.join(netns), dir.display().to_string());
 }
 
+/// Waits, `within` at most, until no registered supervisor is alive: one whose caller just exited is still tearing
+/// its cluster down (about 2 s).
+pub fn wait_for_supervisors(within: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        let Ok(entries) = std::fs::read_dir(registry_dir()) else {
+            return;
+        };
+        let alive = entries.flatten().any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("jr2k-")
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| {
+                    pid != std::process::id()
+                        && std::fs::read(format!("/proc/{pid}/cmdline"))
+                            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("jr2-kube-cluster"))
+                })
+        });
+        if !alive {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Tears down the leftovers of every supervisor that is gone (killed with SIGKILL, or its machine's test run
 /// stopped): its namespace's name carries its PID.
 pub fn sweep_stale() {
