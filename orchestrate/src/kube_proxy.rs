@@ -409,6 +409,8 @@ impl Write for Stream {
 
 #[cfg(test)]
 mod tests {
+    //! Addresses are from 198.18.0.0/15 (RFC 2544's benchmarking range): the rules are data here, nothing is dialed.
+
     use super::*;
 
     fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
@@ -434,11 +436,11 @@ mod tests {
         assert_eq!(
             via(
                 "https://127.0.0.1:6443",
-                Some("http://10.1.1.1:3128"),
-                &[("HTTPS_PROXY", "http://10.2.2.2:3128"), ("NO_PROXY", "*")]
+                Some("http://198.18.1.1:3128"),
+                &[("HTTPS_PROXY", "http://198.18.2.2:3128"), ("NO_PROXY", "*")]
             )
             .as_deref(),
-            Some("http://10.1.1.1:3128/ (kubeconfig proxy-url)")
+            Some("http://198.18.1.1:3128/ (kubeconfig proxy-url)")
         );
     }
 
@@ -495,14 +497,14 @@ mod tests {
     fn no_proxy_as_go_reads_it() {
         let cases: &[(&str, &str, bool)] = &[
             // (NO_PROXY, server, proxied)
-            ("10.0.0.0/8", "https://10.3.4.5:6443", false),
-            ("10.0.0.0/8", "https://11.3.4.5:6443", true),
-            ("10.1.2.3/8", "https://10.9.9.9", false),
+            ("198.18.0.0/15", "https://198.18.4.5:6443", false),
+            ("198.18.0.0/15", "https://198.20.4.5:6443", true),
+            ("198.18.2.3/15", "https://198.19.9.9", false),
             ("fd00::/8", "https://[fd00::1]:6443", false),
-            ("10.3.4.5", "https://10.3.4.5:6443", false),
-            ("10.3.4.5:6443", "https://10.3.4.5:6443", false),
-            ("10.3.4.5:443", "https://10.3.4.5:6443", true),
-            ("10.3.4.5:443", "https://10.3.4.5", false),
+            ("198.18.4.5", "https://198.18.4.5:6443", false),
+            ("198.18.4.5:6443", "https://198.18.4.5:6443", false),
+            ("198.18.4.5:443", "https://198.18.4.5:6443", true),
+            ("198.18.4.5:443", "https://198.18.4.5", false),
             ("[fd00::1]:6443", "https://[fd00::1]:6443", false),
             ("example.com", "https://example.com", false),
             ("example.com", "https://api.example.com", false),
@@ -519,8 +521,8 @@ mod tests {
             ("", "https://anything.example", true),
             (",,", "https://anything.example", true),
             // A name never matches an IP, a CIDR never a name.
-            ("10.0.0.0/8", "https://ten.example", true),
-            ("example.com", "https://10.0.0.1", true),
+            ("198.18.0.0/15", "https://ten.example", true),
+            ("example.com", "https://198.18.0.1", true),
         ];
         for (no_proxy, server, proxied) in cases {
             let uri: http::Uri = server.parse().unwrap();
