@@ -55,14 +55,8 @@ pub async fn client(
         context,
         ..Default::default()
     };
-    // Every file kube reads is checked first: a regular file of bounded size (`kubeconfig_files.rs`).
+    let file = read_kubeconfig(kubeconfig)?;
     let files = |e: crate::kubeconfig_files::FileError| ClusterError::Kubeconfig(e.to_string());
-    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).map_err(files)?;
-    let file = match kubeconfig {
-        Some(path) => kube::config::Kubeconfig::read_from(path),
-        None => kube::config::Kubeconfig::read(),
-    }
-    .map_err(kube_error)?;
     crate::kubeconfig_files::check_referenced(&file).map_err(files)?;
     let kubeconfig_proxy = cluster_proxy_url(&file, options.context.as_deref());
     let mut config = kube::Config::from_custom_kubeconfig(file, &options)
@@ -78,24 +72,43 @@ pub async fn client(
     client_of(config)
 }
 
-/// The `proxy-url` of the cluster of the context `context` (else the current one), if it has one.
-fn cluster_proxy_url(file: &kube::config::Kubeconfig, context: Option<&str>) -> Option<String> {
-    let name = context
-        .map(str::to_owned)
-        .or(file.current_context.clone())?;
-    let cluster = file
+/// The kubeconfig (`kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`), each file checked first: a regular file
+/// of bounded size (`kubeconfig_files.rs`). The one reader of the kubeconfig: the client, the envelope and the
+/// context's namespace all go through it, so `/dev/zero` or a FIFO is never read, whichever asks first.
+fn read_kubeconfig(kubeconfig: Option<&Path>) -> Result<kube::config::Kubeconfig, ClusterError> {
+    crate::kubeconfig_files::check_kubeconfigs(kubeconfig)
+        .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    match kubeconfig {
+        Some(path) => kube::config::Kubeconfig::read_from(path),
+        None => kube::config::Kubeconfig::read(),
+    }
+    .map_err(|e| ClusterError::Kubeconfig(e.to_string()))
+}
+
+/// The context `context` (else the current one) and its cluster, as the file names them.
+fn context_cluster<'a>(
+    file: &'a kube::config::Kubeconfig,
+    context: Option<&str>,
+) -> Option<(&'a kube::config::Context, Option<&'a kube::config::Cluster>)> {
+    let name = context.or(file.current_context.as_deref())?;
+    let ctx = file
         .contexts
         .iter()
         .find(|c| c.name == name)?
         .context
-        .as_ref()?
-        .cluster
-        .clone();
-    file.clusters
+        .as_ref()?;
+    let cluster = file
+        .clusters
         .iter()
-        .find(|c| c.name == cluster)?
-        .cluster
-        .as_ref()?
+        .find(|c| c.name == ctx.cluster)
+        .and_then(|c| c.cluster.as_ref());
+    Some((ctx, cluster))
+}
+
+/// The `proxy-url` of the cluster of the context `context` (else the current one), if it has one.
+fn cluster_proxy_url(file: &kube::config::Kubeconfig, context: Option<&str>) -> Option<String> {
+    context_cluster(file, context)?
+        .1?
         .proxy_url
         .clone()
         .filter(|p| !p.is_empty())
@@ -107,38 +120,19 @@ pub fn describe(
     kubeconfig: Option<&Path>,
     context: Option<&str>,
 ) -> (Option<String>, Option<String>) {
-    let file = match kubeconfig {
-        Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
-        None => kube::config::Kubeconfig::read().ok(),
-    };
-    let Some(file) = file else {
+    let Ok(file) = read_kubeconfig(kubeconfig) else {
         return (context.map(str::to_owned), None);
     };
     let name = context.map(str::to_owned).or(file.current_context.clone());
-    let server = name.as_deref().and_then(|name| {
-        let cluster = file
-            .contexts
-            .iter()
-            .find(|c| c.name == name)?
-            .context
-            .as_ref()?
-            .cluster
-            .clone();
-        let server = file
-            .clusters
-            .iter()
-            .find(|c| c.name == cluster)?
-            .cluster
-            .as_ref()?
-            .server
-            .clone()?;
-        let uri = server.parse::<http::Uri>().ok()?;
-        let host = uri.host()?;
-        Some(match uri.port_u16() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_owned(),
-        })
-    });
+    let server = context_cluster(&file, context)
+        .and_then(|(_, cluster)| cluster?.server.as_deref()?.parse::<http::Uri>().ok())
+        .and_then(|uri| {
+            let host = uri.host()?.to_owned();
+            Some(match uri.port_u16() {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            })
+        });
     (name, server)
 }
 
@@ -146,19 +140,9 @@ pub fn describe(
 /// plugin runs, nothing is contacted): kubectl's default namespace. `None` when the file, the context or its
 /// namespace is missing.
 pub fn context_namespace(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<String> {
-    crate::kubeconfig_files::check_kubeconfigs(kubeconfig).ok()?;
-    let file = match kubeconfig {
-        Some(path) => kube::config::Kubeconfig::read_from(path).ok()?,
-        None => kube::config::Kubeconfig::read().ok()?,
-    };
-    let name = context
-        .map(str::to_owned)
-        .or(file.current_context.clone())?;
-    file.contexts
-        .iter()
-        .find(|c| c.name == name)?
-        .context
-        .as_ref()?
+    let file = read_kubeconfig(kubeconfig).ok()?;
+    context_cluster(&file, context)?
+        .0
         .namespace
         .clone()
         .filter(|ns| !ns.is_empty())

@@ -378,6 +378,32 @@ async fn a_kubeconfig_that_is_a_device_is_not_read() {
             vec![("KUBECONFIG".into(), "/dev/zero".into())],
             "kubeconfig /dev/zero is not a regular file",
         ),
+        // With the JSON verdict: its envelope (the context and the server) reads the kubeconfig again, through the
+        // same checked reader (it read `/dev/zero` whole before: the merge of the envelope and the checks).
+        (
+            vec![
+                "run".into(),
+                "--plan".into(),
+                plan.clone(),
+                "-o".into(),
+                "json".into(),
+                "--kubeconfig".into(),
+                "/dev/zero".into(),
+            ],
+            Vec::new(),
+            "kubeconfig /dev/zero is not a regular file",
+        ),
+        (
+            vec![
+                "run".into(),
+                "--plan".into(),
+                plan.clone(),
+                "-o".into(),
+                "json".into(),
+            ],
+            vec![("KUBECONFIG".into(), "/dev/zero".into())],
+            "kubeconfig /dev/zero is not a regular file",
+        ),
         (
             vec![
                 "run".into(),
