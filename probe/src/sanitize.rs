@@ -47,19 +47,26 @@ impl Redactor {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut secrets: Vec<String> = secrets
+        let held: Vec<String> = secrets
             .into_iter()
             .map(|s| fold(&s.into()))
             .filter(|s| s.chars().count() >= 4 && !is_placeholder(s) && !is_stand_in(s))
             .collect();
         // A value echoed in base64 (an `Authorization: Basic` token, a header dumped encoded) is the value: its
         // encoding, without the padding, is held too (issue 25, item 10).
-        let encoded: Vec<String> = secrets
+        let encoded = held
             .iter()
             .filter(|s| s.len() >= 8)
-            .map(|s| base64_unpadded(s.as_bytes()))
+            .map(|s| base64_unpadded(s.as_bytes()));
+        // Held as they are [`Reading::Joined`] read: without whitespace, so a value split over words or lines (a
+        // wrapped header, a key echoed in groups) is found whole.
+        let mut secrets: Vec<String> = held
+            .iter()
+            .cloned()
+            .chain(encoded)
+            .map(|s| s.chars().filter(|c| !c.is_whitespace()).collect::<String>())
+            .filter(|s| !s.is_empty())
             .collect();
-        secrets.extend(encoded);
         // Longest first, so a key that contains another key is removed whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
@@ -97,14 +104,14 @@ impl Redactor {
         for secret in &self.secrets {
             // Whatever the case of its ASCII letters (an upper-cased echo); ASCII case keeps every byte's place.
             let wanted = secret.to_ascii_lowercase();
-            out = replace_folded(&out, |view| {
+            out = replace_folded(&out, Reading::Joined, |view| {
                 view.to_ascii_lowercase()
                     .match_indices(wanted.as_str())
                     .map(|(at, s)| at..at + s.len())
                     .collect()
             });
         }
-        let out = replace_folded(&out, key_tokens);
+        let out = replace_folded(&out, Reading::Shown, key_tokens);
         mask_userinfo(&out)
     }
 
@@ -113,7 +120,7 @@ impl Redactor {
     /// cut off. The longest such start is masked.
     pub fn redact_cut(&self, text: &str) -> String {
         let out = self.redact(text);
-        replace_folded(&out, |view| {
+        replace_folded(&out, Reading::Joined, |view| {
             let mut longest = 0usize;
             for secret in &self.secrets {
                 for (at, c) in secret.char_indices().skip(3) {
@@ -294,25 +301,78 @@ fn fold(text: &str) -> String {
     text.chars().filter(|c| !is_invisible(*c)).collect()
 }
 
-/// Replaces with [`REDACTED`] the ranges that `find` names in `text` with its invisible characters left out
-/// (non-overlapping, in order), mapped back onto `text`: a range covers the invisible characters inside it.
-fn replace_folded(text: &str, find: impl Fn(&str) -> Vec<Range<usize>>) -> String {
-    if !text.chars().any(is_invisible) {
-        return replace_ranges(text, &find(text));
+/// How a text is read when a value is looked for in it: as a reader would see the value, not byte for byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// Invisible characters ([`is_invisible`]) left out, and JSON's `\uXXXX` escapes read as the characters they
+    /// stand for (`\u0073k-…` is `sk-…`; a body's raw text shows the escapes its JSON decodes).
+    Shown,
+    /// [`Reading::Shown`], and whitespace left out too: a held value split by spaces or line breaks is the value.
+    Joined,
+}
+
+/// `text` as `reading` reads it, and for each byte of that view the range of `text` it came from (a decoded escape
+/// comes from all of its 6 or 12 bytes); `None` when the view is `text` itself.
+fn read_as(text: &str, reading: Reading) -> Option<(String, Vec<Range<usize>>)> {
+    let skipped = |c: char| is_invisible(c) || (reading == Reading::Joined && c.is_whitespace());
+    if !text.contains("\\u") && !text.chars().any(skipped) {
+        return None;
     }
-    // For each byte of the folded text, the byte of `text` it came from.
-    let mut folded = String::with_capacity(text.len());
-    let mut from = Vec::with_capacity(text.len());
-    for (at, c) in text.char_indices() {
-        if !is_invisible(c) {
-            folded.push(c);
-            from.extend(at..at + c.len_utf8());
+    let mut view = String::with_capacity(text.len());
+    let mut from: Vec<Range<usize>> = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let (c, len) = json_escape(&text[at..]).unwrap_or_else(|| {
+            let c = text[at..].chars().next().unwrap_or_default();
+            (c, c.len_utf8())
+        });
+        if !skipped(c) {
+            view.push(c);
+            from.extend(std::iter::repeat_n(at..at + len, c.len_utf8()));
         }
+        at += len;
     }
-    let ranges: Vec<Range<usize>> = find(&folded)
+    Some((view, from))
+}
+
+/// The character a JSON `\uXXXX` escape (or a `\uD8xx\uDCxx` surrogate pair) at the start of `text` stands for,
+/// and the escape's length in bytes; `None` when `text` does not start with one (a lone surrogate is not one).
+fn json_escape(text: &str) -> Option<(char, usize)> {
+    let unit = |s: &str| -> Option<u32> {
+        let hex = s.strip_prefix("\\u")?.get(..4)?;
+        if hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            u32::from_str_radix(hex, 16).ok()
+        } else {
+            None
+        }
+    };
+    let first = unit(text)?;
+    if (0xd800..0xdc00).contains(&first) {
+        let second = unit(&text[6..])?;
+        if !(0xdc00..0xe000).contains(&second) {
+            return None;
+        }
+        let c = char::from_u32(0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00))?;
+        Some((c, 12))
+    } else {
+        char::from_u32(first).map(|c| (c, 6))
+    }
+}
+
+/// Replaces with [`REDACTED`] the ranges that `find` names in `text` as `reading` reads it (non-overlapping, in
+/// order), mapped back onto `text`: a range covers the characters left out inside it and whole escapes.
+fn replace_folded(
+    text: &str,
+    reading: Reading,
+    find: impl Fn(&str) -> Vec<Range<usize>>,
+) -> String {
+    let Some((view, from)) = read_as(text, reading) else {
+        return replace_ranges(text, &find(text));
+    };
+    let ranges: Vec<Range<usize>> = find(&view)
         .into_iter()
         .filter(|r| !r.is_empty())
-        .map(|r| from[r.start]..from[r.end - 1] + 1)
+        .map(|r| from[r.start].start..from[r.end - 1].end)
         .collect();
     replace_ranges(text, &ranges)
 }
@@ -654,6 +714,57 @@ mod tests {
     }
 
     #[test]
+    fn a_held_value_echoed_split_or_escaped_is_redacted() {
+        // Issue 25, item 10: a provider that echoes the held key in groups, wrapped, or JSON-escaped.
+        let key = "gsk_live0123456789abcdefQRST";
+        let r = Redactor::new([key]);
+        assert_eq!(
+            r.redact("key gsk_live 0123 4567 89ab cdef QRST refused"),
+            "key [redacted] refused"
+        );
+        assert_eq!(
+            r.redact("key gsk_live0123456789\n  abcdefQRST."),
+            "key [redacted]."
+        );
+        // Every character of it as an escape, or one of them, in either case of hex digit.
+        let escaped: String = key
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        assert_eq!(
+            r.redact(&format!("{{\"key\":\"{escaped}\"}}")),
+            "{\"key\":\"[redacted]\"}"
+        );
+        assert_eq!(
+            r.redact("\"gsk\\u005Flive0123456789abcdef\\u0051RST\""),
+            "\"[redacted]\""
+        );
+        // Upper-cased and split at once.
+        assert_eq!(r.redact("GSK_LIVE0123 456789ABCDEFQRST"), "[redacted]");
+        // Text around it is untouched, a lone or broken escape too.
+        assert_eq!(
+            r.redact("a \\ud800 b \\u12 c \\uzzzz"),
+            "a \\ud800 b \\u12 c \\uzzzz"
+        );
+        assert_eq!(r.redact("gsk_live 0123"), "gsk_live 0123");
+    }
+
+    #[test]
+    fn a_key_shape_behind_json_escapes_is_redacted() {
+        // A key the probe never held (in Custodian mode it holds only the Stand-in), escaped in a raw body.
+        let r = Redactor::default();
+        assert_eq!(
+            r.redact("{\"error\":\"key \\u0067sk_abcdefghijklmnopqrstuv is invalid\"}"),
+            "{\"error\":\"key [redacted] is invalid\"}"
+        );
+        // A surrogate pair before it is read as one character and kept.
+        assert_eq!(
+            r.redact("\\ud83d\\ude00 sk-abcdefghijkl"),
+            "\\ud83d\\ude00 [redacted]"
+        );
+    }
+
+    #[test]
     fn short_values_are_not_secrets() {
         let r = Redactor::new(["ab", ""]);
         assert_eq!(r.clean("ab cd"), "ab cd");
@@ -765,9 +876,10 @@ mod tests {
             Redactor::default().clean("key sk-proj\u{200b}-abcdefgh12345678 refused"),
             "key [redacted] refused"
         );
-        // Only invisible characters are looked through, not text.
+        // Invisible characters and whitespace are looked through (issue 25, item 10: a space-split echo), not text.
         let r = Redactor::new(["abcdefgh"]);
-        assert_eq!(r.clean("abcd efgh"), "abcd efgh");
+        assert_eq!(r.clean("abcd efgh"), "[redacted]");
+        assert_eq!(r.clean("abcd-efgh"), "abcd-efgh");
     }
 
     #[test]

@@ -1212,3 +1212,106 @@ async fn a_held_key_in_a_base_url_path_is_masked_in_the_verdict() {
         v["models"][0]["baseUrl"]
     );
 }
+
+/// A handler whose every answer is a 401 that echoes the key the request carried as `shape` words it: split in groups
+/// of 4 (a key shown grouped), wrapped over two lines, or each character a JSON `\uXXXX` escape in a body that is
+/// not JSON (a gateway that shows an upstream's raw body as text).
+fn mangled_echo_handler(shape: &'static str) -> Handler {
+    Arc::new(move |req: Recorded, _try_n: u32| {
+        Box::pin(async move {
+            let header = req.header("authorization").unwrap_or_default();
+            let key = header.trim_start_matches("Bearer ").to_owned();
+            let chars: Vec<char> = key.chars().collect();
+            let echoed = match shape {
+                "grouped" => chars
+                    .chunks(4)
+                    .map(|g| g.iter().collect::<String>())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                "wrapped" => format!("{}\n  {}", &key[..12], &key[12..]),
+                _ => chars
+                    .iter()
+                    .map(|c| format!("\\u{:04x}", *c as u32))
+                    .collect(),
+            };
+            if shape == "escaped" {
+                full(
+                    StatusCode::UNAUTHORIZED,
+                    "text/plain",
+                    format!("upstream said: {{\"error\":\"bad key {echoed}\"}}"),
+                )
+            } else {
+                json_error(
+                    StatusCode::UNAUTHORIZED,
+                    json!({"error": {"message": format!("Incorrect API key provided: {echoed}"), "code": "invalid_api_key"}}),
+                )
+            }
+        })
+    })
+}
+
+/// Issue 25, item 10: a provider that echoes the held key split by spaces, wrapped, or `\u`-escaped: no line, no JSON
+/// field and no debug log shows it in any of those forms, and the 401's line is still the key's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_echoed_grouped_wrapped_or_escaped_is_never_shown() {
+    let escaped: String = KEY
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    let grouped: Vec<String> = KEY
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(4)
+        .map(|g| g.iter().collect())
+        .collect();
+    for shape in ["grouped", "wrapped", "escaped"] {
+        let fake = FakeProvider::start_with(mangled_echo_handler(shape), None).await;
+        let base = fake.base_url();
+        for output in ["human", "json"] {
+            let run = probe(
+                &[
+                    "check",
+                    "--base-url",
+                    &base,
+                    "--model",
+                    "m",
+                    "--api-key-env",
+                    KEY_ENV,
+                    "-o",
+                    output,
+                ],
+                &[(KEY_ENV, KEY), ("RUST_LOG", "jr2_probe=debug")],
+            )
+            .await;
+            assert_eq!(run.code, 1, "{shape}/{output}: {}", run.stderr);
+            // The server did echo the key: the test had something to catch.
+            assert!(
+                run.stdout.contains("Incorrect API key")
+                    || run.stderr.contains("Incorrect API key")
+                    || run.stdout.contains("bad key")
+                    || run.stderr.contains("bad key"),
+                "{shape}/{output}: {}{}",
+                run.stdout,
+                run.stderr
+            );
+            for (what, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+                let joined: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+                assert!(
+                    !joined.contains(KEY),
+                    "{shape}/{output}: the key is in {what}:\n{text}"
+                );
+                assert!(
+                    !text.contains(&escaped[..60]),
+                    "{shape}/{output}: the escaped key is in {what}:\n{text}"
+                );
+                // Not even a group of it that only the key holds.
+                for group in grouped.iter().skip(1).filter(|g| g.len() == 4) {
+                    assert!(
+                        !text.contains(&format!(" {group} ")),
+                        "{shape}/{output}: {group} in {what}:\n{text}"
+                    );
+                }
+            }
+        }
+    }
+}
