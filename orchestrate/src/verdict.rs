@@ -489,13 +489,16 @@ pub fn pods_left(verdict: &mut DriverVerdict, left: &[(String, String)]) {
             .clean_to(why, jr2_probe::sanitize::MAX_ERROR_CHARS);
         let line = render::pod_left(&verdict.namespace, pod, &why);
         verdict.lines.push(line.clone());
-        if let Some(p) = verdict.pods.iter_mut().find(|p| p.name == *pod)
-            && p.code.is_none()
-        {
-            p.outcome = "failed".to_owned();
-            p.failure = vec![line];
-            p.code = Some(PodCode::Left);
-            p.next_action = Some(PodCode::Left.next_action().to_owned());
+        match verdict.pods.iter_mut().find(|p| p.name == *pod) {
+            Some(p) if p.code.is_none() => {
+                p.outcome = "failed".to_owned();
+                p.failure = vec![line];
+                p.code = Some(PodCode::Left);
+                p.next_action = Some(PodCode::Left.next_action().to_owned());
+            }
+            // The pod's first cause keeps its code (an interrupted run); its failure names the pod left too.
+            Some(p) => p.failure.push(line),
+            None => {}
         }
     }
     if !left.is_empty() {

@@ -593,10 +593,11 @@ impl ApiServerVerifier {
                 r.method == Method::POST && r.path == pods_path()
             })
             .await;
-        assert!(
-            req.query.is_empty(),
-            "no dry run, no field manager: {:?}",
-            req.query
+        // No dry run, no field manager; the API server's deadline for the create, after which a create that got no
+        // answer can no longer be written.
+        assert_eq!(
+            req.query,
+            BTreeMap::from([("timeout".to_owned(), "15s".to_owned())]),
         );
         assert_eq!(req.body["kind"], "Pod");
         assert_eq!(req.body["metadata"]["labels"]["jr2.dev/preflight-run"], RUN);
@@ -1289,7 +1290,7 @@ async fn success_the_verdict_comes_from_the_log() {
             .position(|r| r.starts_with(prefix))
             .unwrap_or_else(|| panic!("{prefix}: {c:#?}"))
     };
-    assert_eq!(c[0], "POST /api/v1/namespaces/demo/pods?");
+    assert_eq!(c[0], "POST /api/v1/namespaces/demo/pods?&timeout=15s");
     assert!(
         at("GET /api/v1/namespaces/demo/pods?&labelSelector=")
             < at("GET /api/v1/namespaces/demo/pods?&watch=true")
@@ -1493,7 +1494,10 @@ async fn create_forbidden_by_pod_security_is_refused_with_the_api_servers_messag
         )]
     );
     // Nothing else: no watch, no delete.
-    assert_eq!(o.conversation, ["POST /api/v1/namespaces/demo/pods?"]);
+    assert_eq!(
+        o.conversation,
+        ["POST /api/v1/namespaces/demo/pods?&timeout=15s"]
+    );
 }
 
 #[tokio::test]
@@ -1533,7 +1537,10 @@ async fn create_invalid_is_refused() {
             "error: provider preflight: the cluster refused the check pod: {message}"
         )]
     );
-    assert_eq!(o.conversation, ["POST /api/v1/namespaces/demo/pods?"]);
+    assert_eq!(
+        o.conversation,
+        ["POST /api/v1/namespaces/demo/pods?&timeout=15s"]
+    );
 }
 
 #[tokio::test]

@@ -481,3 +481,91 @@ async fn ctrl_c_during_a_create_answered_past_the_cleanup_s_bound_leaves_no_pod(
     assert_eq!(s.kube.deleted(), s.kube.created(), "deleted by name");
     assert_small(&run);
 }
+
+/// Waits, at most `within`, until the fake API server has stored `n` pods.
+async fn until_created(s: &Setup, n: usize, within: Duration) {
+    let until = tokio::time::Instant::now() + within;
+    while s.kube.created().len() < n {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the fake stored {} pods, not {n}",
+            s.kube.created().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Item 4, the race: a create whose connection is cut at once, which the API server stores all the same 4 s later,
+/// after the retry's pod ran its check and was deleted. Until that create can no longer be written, a pod gone is no
+/// confirmation: its name is deleted again, and the pod the late write leaves is found and deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_cut_off_and_stored_after_its_retry_s_pod_was_deleted_leaves_no_pod() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.set_faults(Faults {
+        create_dropped_before_write: 1,
+        dropped_create_stored_after: Duration::from_secs(4),
+        ..Faults::default()
+    });
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s.run(s.args(&plan, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.verdict()["ok"], true);
+    // The retry's pod and the late one, both ours, both stored before the driver ended, both deleted.
+    let created = s.kube.created();
+    assert_eq!(created.len(), 2, "{created:?}\n{}", run.stderr);
+    assert_eq!(created[0], created[1]);
+    assert!(
+        s.kube.pods_matching(MANAGED).is_empty(),
+        "left: {:#?}",
+        s.kube.pods()
+    );
+    assert_eq!(s.kube.deleted().len(), 2, "{:?}", s.kube.deleted());
+    assert_small(&run);
+}
+
+/// Item 4, the race past the cleanup's bound: the create is stored 14 s after it came, after the driver's cleanup
+/// (10 s) is over. What is known is said: the verdict names the pod, why it may exist, and the `kubectl delete` line,
+/// and the interrupted line says not every pod could be deleted. The pod the API server then writes is that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_create_stored_after_the_cleanup_names_the_pod() {
+    let s = Setup::new(Scenario::Nothing).await;
+    s.kube.set_faults(Faults {
+        create_write_delay: Some(Duration::from_secs(14)),
+        ..Faults::default()
+    });
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run_with(
+            s.args(&plan, &["--timeout", "60"]),
+            Vec::new(),
+            Some((Duration::from_millis(1200), "INT")),
+        )
+        .await;
+    assert_eq!(run.code(), Some(130), "{}", run.stderr);
+    assert!(s.kube.created().is_empty(), "stored only later");
+    let v = run.verdict();
+    // Interrupted first: that stays the pod's code; its failure names it left, with the kubectl line.
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_INTERRUPTED", "{v}");
+    let named = v["pods"][0]["name"]
+        .as_str()
+        .expect("the pod's name")
+        .to_owned();
+    let line = format!(
+        "error: provider preflight: the check pod {named} may still exist (its create was not answered, and the API server may still write it): kubectl -n {NS} delete pod {named}"
+    );
+    assert_eq!(v["pods"][0]["failure"], json!([line]), "{v}");
+    assert_eq!(v["lines"], json!([line]), "{v}");
+    assert!(run.lines().contains(&line.as_str()), "{}", run.stderr);
+    assert_eq!(
+        run.lines().last(),
+        Some(
+            &"error: provider preflight: interrupted; not every check pod could be deleted (see the kubectl line above)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_small(&run);
+    // The pod the API server writes later is the one named.
+    until_created(&s, 1, Duration::from_secs(20)).await;
+    assert_eq!(s.kube.created(), [named]);
+}

@@ -12,6 +12,12 @@
 //! backoff while it may pass on another try (a dropped connection, a 429 or 5xx, no answer), within a bounded time,
 //! and counts only once the API server confirms the pod gone or terminating; what could not be confirmed is in the
 //! [`CleanupReport`], for the verdict to name with its `kubectl delete` line (item 5).
+//!
+//! A create that got no answer at all (its connection broke, the driver gave up on it, the run stopped while it was
+//! on its way) may still be written after the by-name DELETE found nothing: the API server works on a request until
+//! its own deadline (the create's `timeout`, [`super::create::CREATE_SERVER_TIMEOUT`]). Until then a 404 is no
+//! confirmation, so the DELETE is tried again; a name still unsettled when the cleanup's time is up is in the report,
+//! with words that say so.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -29,6 +35,8 @@ use tokio::time::Instant;
 pub(super) const DELETE_TIMEOUT: Duration = Duration::from_secs(8);
 /// How long one DELETE request may take.
 const DELETE_TRY_TIMEOUT: Duration = Duration::from_secs(4);
+/// Why a pod whose create got no answer may outlive the run although its delete found nothing.
+const UNSETTLED: &str = "its create was not answered, and the API server may still write it";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Tracked {
@@ -48,6 +56,8 @@ struct CleanupState {
     closing: bool,
     tasks: Vec<JoinHandle<()>>,
     done: BTreeMap<String, Result<(), String>>,
+    /// For each pod, the creates of it that got no answer (yet): until when the API server may still write each.
+    unsettled: BTreeMap<String, Vec<Instant>>,
 }
 
 /// The check pods a run created (or is creating), and their deletion. Cheap to clone; every clone is the same.
@@ -108,8 +118,25 @@ impl Cleanup {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(super) fn creating(&self, name: &str) {
-        self.lock().pods.insert(name.to_owned(), Tracked::Creating);
+    /// A create request for `name` leaves now; the API server gives up on it by `until` at the latest.
+    pub(super) fn creating(&self, name: &str, until: Instant) {
+        let mut st = self.lock();
+        st.pods.insert(name.to_owned(), Tracked::Creating);
+        st.unsettled.entry(name.to_owned()).or_default().push(until);
+    }
+
+    /// The create request for `name` sent with `until` was answered (whatever the answer): the API server is done
+    /// with it. Another try of it that got no answer is not.
+    pub(super) fn answered(&self, name: &str, until: Instant) {
+        if let Some(tries) = self.lock().unsettled.get_mut(name) {
+            tries.retain(|u| *u != until);
+        }
+    }
+
+    /// A pod of `name` written by an earlier try of ours was found: the tries that got no answer are settled (a
+    /// create writes one pod, and that one is it).
+    pub(super) fn settled(&self, name: &str) {
+        self.lock().unsettled.remove(name);
     }
 
     /// The create was answered: the pod exists. When the run already stopped, it is deleted at once.
@@ -174,24 +201,29 @@ impl Cleanup {
         };
         let mut st = self.lock();
         st.closing |= closing;
-        let todo: Vec<(String, Option<String>)> = st
-            .pods
+        let CleanupState {
+            pods, unsettled, ..
+        } = &mut *st;
+        let todo: Vec<(String, Option<String>, Option<Instant>)> = pods
             .iter_mut()
             .filter(|(name, _)| which(name))
             .filter_map(|(name, t)| match t {
                 Tracked::Created(uid) => {
                     let uid = uid.take();
                     *t = Tracked::Deleting;
-                    Some((name.clone(), uid))
+                    let unsettled = unsettled
+                        .get(name)
+                        .and_then(|tries| tries.iter().max().copied());
+                    Some((name.clone(), uid, unsettled))
                 }
                 _ => None,
             })
             .collect();
-        for (name, uid) in todo {
+        for (name, uid, unsettled) in todo {
             let api = self.api.clone();
             let state = self.state.clone();
             st.tasks.push(rt.spawn(async move {
-                let outcome = delete_pod(&api, &name, uid).await;
+                let outcome = delete_pod(&api, &name, uid, unsettled).await;
                 if let Err(e) = &outcome {
                     // The verdict names it, with its kubectl line (`verdict::pods_left`).
                     tracing::debug!(pod = %name, error = %e, "cannot delete the check pod");
@@ -251,10 +283,17 @@ impl Cleanup {
         }
         let st = self.lock();
         let mut report = CleanupReport::default();
+        let now = Instant::now();
         for (name, t) in &st.pods {
+            let unsettled = st
+                .unsettled
+                .get(name)
+                .is_some_and(|tries| tries.iter().any(|until| *until > now));
             match (t, st.done.get(name)) {
                 (Tracked::Kept, _) => report.kept.push(name.clone()),
                 (_, Some(Ok(()))) => report.deleted.push(name.clone()),
+                // Nothing of it found in time, but it may still be written: the words say so.
+                (_, None) if unsettled => report.failed.push((name.clone(), UNSETTLED.to_owned())),
                 (_, Some(Err(e))) => report.failed.push((name.clone(), e.clone())),
                 (_, None) => report.unfinished.push(name.clone()),
             }
@@ -281,16 +320,34 @@ enum DeleteError {
 /// Deletes at once (a check pod has nothing to finish), only the pod this run created (`uid` precondition),
 /// retried with backoff while another try may pass, within [`DELETE_TIMEOUT`]. `Ok` once the API server confirms:
 /// gone already (404), replaced by someone else's (409), deleted, or terminating (its answer has a
-/// `deletionTimestamp`).
+/// `deletionTimestamp`). Until `unsettled`, while a create of that name that got no answer may still be written, a
+/// confirmation counts only for a pod deleted by name (a create writes one pod): once gone, the name is deleted again
+/// until then, by name, as whatever is written under it is that create's.
 pub(super) async fn delete_pod(
     api: &Api<Pod>,
     name: &str,
     uid: Option<String>,
+    unsettled: Option<Instant>,
 ) -> Result<(), String> {
     use backon::{ExponentialBuilder, Retryable};
+    let uid = std::sync::Mutex::new(uid);
     let once = || async {
-        match tokio::time::timeout(DELETE_TRY_TIMEOUT, delete_once(api, name, uid.clone())).await {
-            Ok(r) => r,
+        let current = uid
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let by_name = current.is_none();
+        let answer =
+            tokio::time::timeout(DELETE_TRY_TIMEOUT, delete_once(api, name, current)).await;
+        let open = unsettled.is_some_and(|until| Instant::now() < until);
+        match answer {
+            Ok(Ok(Gone::Deleted)) if by_name => Ok(()),
+            Ok(Ok(_)) if open => {
+                *uid.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                Err(DeleteError::Transient(UNSETTLED.to_owned()))
+            }
+            Ok(r) => r.map(|_| ()),
             Err(_) => Err(DeleteError::Transient(format!(
                 "no answer in {} s",
                 DELETE_TRY_TIMEOUT.as_secs()
@@ -322,6 +379,7 @@ pub(super) async fn delete_pod(
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .take()
                 {
+                    Some(e) if e == UNSETTLED => e,
                     Some(e) => format!("its delete failed for {secs} s: {e}"),
                     None => format!("its delete was not confirmed in {secs} s"),
                 },
@@ -331,7 +389,15 @@ pub(super) async fn delete_pod(
 }
 
 /// One DELETE, and what its answer confirms.
-async fn delete_once(api: &Api<Pod>, name: &str, uid: Option<String>) -> Result<(), DeleteError> {
+/// How a DELETE found the pod gone.
+enum Gone {
+    /// Deleted by this request, or terminating already.
+    Deleted,
+    /// Not there (404), or replaced by someone else's (409).
+    NotFound,
+}
+
+async fn delete_once(api: &Api<Pod>, name: &str, uid: Option<String>) -> Result<Gone, DeleteError> {
     let dp = DeleteParams {
         grace_period_seconds: Some(0),
         propagation_policy: Some(PropagationPolicy::Background),
@@ -347,9 +413,9 @@ async fn delete_once(api: &Api<Pod>, name: &str, uid: Option<String>) -> Result<
             Some(pod) if pod.metadata.deletion_timestamp.is_none() => Err(DeleteError::Transient(
                 "the API server answered the delete, but the pod is not terminating".to_owned(),
             )),
-            _ => Ok(()),
+            _ => Ok(Gone::Deleted),
         },
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Gone::NotFound),
         Err(kube::Error::Api(s))
             if s.code == 401 || s.code == 403 || s.code == 429 || s.code >= 500 =>
         {

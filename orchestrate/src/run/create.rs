@@ -16,6 +16,30 @@ use tokio::time::Instant;
 
 use super::cleanup::Cleanup;
 
+/// The deadline the API server is given for each create (its `timeout` query parameter, as kubectl's
+/// `--request-timeout` sets it; the API server's own bound is 34 s): after it, plus a margin for the clock, a create
+/// that got no answer can no longer be written, and a by-name 404 confirms the pod is not there. Admission webhooks
+/// take 10 s at most by default.
+pub(super) const CREATE_SERVER_TIMEOUT: Duration = Duration::from_secs(15);
+const CREATE_SETTLED_AFTER: Duration = Duration::from_secs(16);
+
+/// POSTs `pod` with [`CREATE_SERVER_TIMEOUT`] as its server-side deadline.
+async fn post(api: &Api<Pod>, pod: &Pod) -> Result<Pod, kube::Error> {
+    let body = serde_json::to_vec(pod).map_err(kube::Error::SerdeError)?;
+    let request = kube::core::Request::new(api.resource_url())
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    let (mut parts, body) = request.into_parts();
+    let uri = format!("{}&timeout={}s", parts.uri, CREATE_SERVER_TIMEOUT.as_secs());
+    parts.uri = uri.parse().map_err(|e: http::uri::InvalidUri| {
+        kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
+    })?;
+    api.clone()
+        .into_client()
+        .request::<Pod>(http::Request::from_parts(parts, body))
+        .await
+}
+
 /// How a create ended.
 pub(super) enum Created {
     /// Created: the pod as the API server answered.
@@ -58,7 +82,6 @@ pub(super) async fn create_pod(
     deadline: Instant,
 ) -> Created {
     let name = pod.name_any();
-    cleanup.creating(&name);
     let mut wait = Duration::from_millis(500);
     let mut last: (Option<u16>, String) = (None, String::new());
     let mut unreachable = None;
@@ -72,7 +95,12 @@ pub(super) async fn create_pod(
             tokio::time::sleep(wait).await;
             wait *= 2;
         }
-        let r = tokio::time::timeout_at(deadline, api.create(&PostParams::default(), &pod)).await;
+        let settled_by = Instant::now() + CREATE_SETTLED_AFTER;
+        cleanup.creating(&name, settled_by);
+        let r = tokio::time::timeout_at(deadline, post(&api, &pod)).await;
+        if let Ok(Ok(_) | Err(kube::Error::Api(_))) = &r {
+            cleanup.answered(&name, settled_by);
+        }
         match r {
             Ok(Ok(p)) => {
                 cleanup.created(&name, p.metadata.uid.clone());
@@ -143,6 +171,8 @@ async fn ours_after_conflict(
     let run = |p: &Pod| p.labels().get(crate::pod::LABEL_RUN).cloned();
     match tokio::time::timeout_at(deadline, api.get(&name)).await {
         Ok(Ok(found)) if run(&found) == run(&posted) => {
+            // Written by an earlier try of ours that got no answer: that try is settled.
+            cleanup.settled(&name);
             cleanup.created(&name, found.metadata.uid.clone());
             Created::Ok(Box::new(found))
         }

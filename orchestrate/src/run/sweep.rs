@@ -55,7 +55,7 @@ pub async fn sweep_stale(
     let outcomes = join_all(stale.into_iter().map(|(name, uid)| {
         let api = api.clone();
         async move {
-            let r = tokio::time::timeout(DELETE_TIMEOUT, delete_pod(&api, &name, uid))
+            let r = tokio::time::timeout(DELETE_TIMEOUT, delete_pod(&api, &name, uid, None))
                 .await
                 .unwrap_or_else(|_| Err(format!("no answer in {} s", DELETE_TIMEOUT.as_secs())));
             (name, r)

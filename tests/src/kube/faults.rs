@@ -28,6 +28,15 @@ pub struct Faults {
     pub create_dropped_after_write: u32,
     /// Pod creates stored, then answered only after this long.
     pub create_answer_delay: Option<Duration>,
+    /// Pod creates stored only after this long, and answered then: the write goes on when the client has gone (a
+    /// real API server works on a request until its own deadline, whoever still listens).
+    pub create_write_delay: Option<Duration>,
+    /// Pod creates whose connection is closed at once, with no answer, and which are stored all the same
+    /// [`Faults::dropped_create_stored_after`] later (a proxy or load balancer in front of the API server that cut
+    /// the connection of a request the API server goes on with).
+    pub create_dropped_before_write: u32,
+    /// How long after its connection was closed a create of [`Faults::create_dropped_before_write`] is stored.
+    pub dropped_create_stored_after: Duration,
     /// Pod deletes answered `500` and not done.
     pub delete_500: u32,
     /// Pod deletes: the connection closed with no answer, and not done.
@@ -86,6 +95,25 @@ pub(super) fn after_create(inner: &Arc<Inner>) -> (Option<Spoiled>, Option<Durat
         return (Some(Spoiled::Dropped), delay);
     }
     (None, delay)
+}
+
+/// How a pod create goes before it is stored, if it is spoiled.
+pub(super) enum BeforeCreate {
+    /// Stored after this long, and answered then.
+    Delayed(Duration),
+    /// The connection closed at once; stored after this long all the same.
+    DroppedThenStored(Duration),
+}
+
+/// How a pod create goes before it is stored, if it is spoiled.
+pub(super) fn before_create(inner: &Arc<Inner>) -> Option<BeforeCreate> {
+    let mut f = inner.faults();
+    if take(&mut f.create_dropped_before_write) {
+        return Some(BeforeCreate::DroppedThenStored(
+            f.dropped_create_stored_after,
+        ));
+    }
+    f.create_write_delay.map(BeforeCreate::Delayed)
 }
 
 /// A pod delete, before it is done: how it is answered instead, if it is spoiled.

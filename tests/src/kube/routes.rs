@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -135,7 +135,24 @@ pub(super) async fn handle(
             }
         }
         ("POST", ["api", "v1", "namespaces", _, "pods"]) => {
-            let answer = route(&inner, &method, &recorded).await;
+            // Stored by a task of its own, which a client that goes away does not stop.
+            let store_after = |delay: Duration| {
+                let (inner, method, recorded) = (inner.clone(), method.clone(), recorded.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    route(&inner, &method, &recorded).await
+                })
+            };
+            let answer = match faults::before_create(&inner) {
+                Some(faults::BeforeCreate::Delayed(delay)) => {
+                    store_after(delay).await.map_err(|_| Dropped)?
+                }
+                Some(faults::BeforeCreate::DroppedThenStored(delay)) => {
+                    drop(store_after(delay));
+                    return Err(Dropped);
+                }
+                None => route(&inner, &method, &recorded).await,
+            };
             if answer.status() != StatusCode::CREATED {
                 return Ok(answer);
             }
