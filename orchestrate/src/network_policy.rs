@@ -10,12 +10,23 @@
 //!   pod is named, with the check pod's labels to allow the same for (issue 27, item 2; before, such an allowlist was
 //!   named as if it held the Harness pods back);
 //! - the same: nothing is said. Rules are compared whole (a rule in one set and not the other is a difference).
+//!
+//! Ingress, the other direction: a provider that runs in the cluster (a vLLM or gateway pod in this namespace) sits
+//! behind the Ingress policies that select it, and they admit callers by their labels. The Ingress policies with the
+//! same `podSelector` are read as one set (they add up the same way: a source is admitted when any rule of any of them
+//! admits it); when the set admits the Harness pods and not the check pod, each policy of it that admits the Harness
+//! pods is named (the check can fail where a Turn passes; admit the check pod's labels too), and the other way round
+//! (the check can pass where a Turn fails). A source is told apart only by its pod labels: an `ipBlock` peer admits
+//! neither by label, a `namespaceSelector` alone admits both alike (they share a namespace), and the policies of other
+//! namespaces are not read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use jr2_probe::contract::render;
-use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicySpec};
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -44,6 +55,10 @@ pub async fn warnings(client: Client, plan: &Plan, checks: &[CheckPod]) -> Vec<S
             Difference::CheckHeld { labels } => {
                 render::network_policy_opens_warning(&name, &labels)
             }
+            Difference::IngressHeld { labels } => {
+                render::network_policy_ingress_held_warning(&name, &labels)
+            }
+            Difference::IngressFreer => render::network_policy_ingress_freer_warning(&name),
         })
         .collect()
 }
@@ -59,6 +74,15 @@ enum Difference {
         /// `app.kubernetes.io/name=jr2-provider-preflight`.
         labels: String,
     },
+    /// It admits the Harness pods to the pods it selects, and its set admits the check pod nowhere: the check can
+    /// fail where a Turn passes, if a provider runs there. `labels`: the check pod's, to admit too.
+    IngressHeld {
+        /// `app.kubernetes.io/name=jr2-provider-preflight`.
+        labels: String,
+    },
+    /// It admits the check pod to the pods it selects, and its set admits the Harness pods nowhere: the check can pass
+    /// where a Turn fails, if a provider runs there.
+    IngressFreer,
 }
 
 /// What the Egress policies that select a pod allow it: all egress, or the union of their rules.
@@ -114,9 +138,6 @@ fn differences(
         let specs = || policies.iter().filter_map(|p| p.spec.as_ref());
         let for_harness = Allowed::of(specs().filter(|s| selects(&s.pod_selector, harness)));
         let for_check = Allowed::of(specs().filter(|s| selects(&s.pod_selector, check_labels)));
-        if for_harness == for_check {
-            continue;
-        }
         // The policies that select the Harness pods and not the check pod make the difference.
         let only_harness = policies.iter().filter(|p| {
             p.spec.as_ref().is_some_and(|s| {
@@ -126,11 +147,20 @@ fn differences(
             })
         });
         let name = |p: &NetworkPolicy| p.metadata.name.clone().unwrap_or_default();
+        let labels = check_labels
+            .get("app.kubernetes.io/name")
+            .map(|v| format!("app.kubernetes.io/name={v}"))
+            .unwrap_or_default();
+        names.extend(ingress_differences(
+            policies,
+            harness,
+            check_labels,
+            &labels,
+        ));
+        if for_harness == for_check {
+            continue;
+        }
         if for_check.less_than(&for_harness) {
-            let labels = check_labels
-                .get("app.kubernetes.io/name")
-                .map(|v| format!("app.kubernetes.io/name={v}"))
-                .unwrap_or_default();
             for p in only_harness {
                 if p.spec
                     .as_ref()
@@ -153,6 +183,74 @@ fn differences(
         }
     }
     names
+}
+
+/// The Ingress policies, in sets of the same `podSelector`, that admit the Harness pods and not the check pod to the
+/// pods they select, or the other way round. `labels`: the check pod's, for the words.
+fn ingress_differences(
+    policies: &[NetworkPolicy],
+    harness: &BTreeMap<String, String>,
+    check: &BTreeMap<String, String>,
+    labels: &str,
+) -> Vec<(String, Difference)> {
+    let mut sets: BTreeMap<String, Vec<&NetworkPolicy>> = BTreeMap::new();
+    for p in policies {
+        if let Some(spec) = p.spec.as_ref().filter(|s| of_type_ingress(s)) {
+            let key = serde_json::to_string(&spec.pod_selector).unwrap_or_default();
+            sets.entry(key).or_default().push(p);
+        }
+    }
+    let name = |p: &NetworkPolicy| p.metadata.name.clone().unwrap_or_default();
+    let mut found = Vec::new();
+    for set in sets.values() {
+        let admits_harness = set.iter().any(|p| admits(p, harness));
+        let admits_check = set.iter().any(|p| admits(p, check));
+        if admits_harness && !admits_check {
+            found.extend(set.iter().filter(|p| admits(p, harness)).map(|p| {
+                let labels = labels.to_owned();
+                (name(p), Difference::IngressHeld { labels })
+            }));
+        } else if admits_check && !admits_harness {
+            found.extend(
+                set.iter()
+                    .filter(|p| admits(p, check))
+                    .map(|p| (name(p), Difference::IngressFreer)),
+            );
+        }
+    }
+    found
+}
+
+/// The policy is of type Ingress: given in `policyTypes`, or by the API server's default (always Ingress).
+fn of_type_ingress(spec: &NetworkPolicySpec) -> bool {
+    spec.policy_types
+        .as_ref()
+        .is_none_or(|types| types.iter().any(|t| t == "Ingress"))
+}
+
+/// An Ingress policy admits a source pod of this namespace with these labels (on some port).
+fn admits(policy: &NetworkPolicy, labels: &BTreeMap<String, String>) -> bool {
+    let rules = policy.spec.as_ref().and_then(|s| s.ingress.as_ref());
+    rules
+        .into_iter()
+        .flatten()
+        .any(|rule| match rule.from.as_deref() {
+            // No `from`: every source.
+            None | Some([]) => true,
+            Some(peers) => peers.iter().any(|peer| peer_admits(peer, labels)),
+        })
+}
+
+/// A `from` peer admits a source pod of this namespace with these labels: by its `podSelector`; a `namespaceSelector`
+/// alone admits every pod of the namespaces it selects (both alike); an `ipBlock` admits none by label.
+fn peer_admits(peer: &NetworkPolicyPeer, labels: &BTreeMap<String, String>) -> bool {
+    if peer.ip_block.is_some() {
+        return false;
+    }
+    match &peer.pod_selector {
+        Some(selector) => selects(&Some(selector.clone()), labels),
+        None => peer.namespace_selector.is_some(),
+    }
 }
 
 /// The policy limits the egress of the pods it selects: it is of type Egress (given, or by default when it has egress
@@ -324,6 +422,16 @@ mod tests {
             differences(&plan, &checks, &[deny, for_all]),
             BTreeSet::new()
         );
+        // An Ingress-only policy says nothing of egress.
+        let ingress_only = policy(
+            "vllm-ingress",
+            serde_json::json!({"podSelector": {"matchLabels": {"app": "vllm"}}, "policyTypes": ["Ingress"],
+                "ingress": [{"from": [{"podSelector": {}}]}]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, &[ingress_only]),
+            BTreeSet::new()
+        );
         // The line names the labels to allow the same egress for.
         assert_eq!(
             render::network_policy_opens_warning(
@@ -332,5 +440,75 @@ mod tests {
             ),
             "warning: provider: NetworkPolicy \"allow-harness\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight)"
         );
+    }
+
+    /// The ingress side (issue 27, item 2): a provider in the cluster behind a policy that admits the Harness pods by
+    /// their labels refuses the check pod, so the check can fail where a Turn passes; Ingress policies over the same
+    /// pods add up; one that admits every pod of the namespace, or every source, says nothing.
+    #[test]
+    fn an_ingress_allowlist_for_the_harness_pods_holds_the_check_pod_back() {
+        let (plan, checks) = example();
+        let labels = "app.kubernetes.io/name=jr2-provider-preflight".to_owned();
+        let from_harness = policy(
+            "vllm-from-harness",
+            serde_json::json!({"podSelector": {"matchLabels": {"app": "vllm"}},
+                "ingress": [{"from": [{"podSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name",
+                                 "operator": "In", "values": ["jr2-sandbox", "jr2-harness"]}]}}],
+                             "ports": [{"port": 8000}]}]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, std::slice::from_ref(&from_harness)),
+            BTreeSet::from([(
+                "vllm-from-harness".to_owned(),
+                Difference::IngressHeld {
+                    labels: labels.clone()
+                }
+            )])
+        );
+        // A second policy over the same pods that admits the check pod: they add up, nothing to say.
+        let from_check = policy(
+            "vllm-from-preflight",
+            serde_json::json!({"podSelector": {"matchLabels": {"app": "vllm"}},
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-provider-preflight"}}}]}]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, &[from_harness.clone(), from_check.clone()]),
+            BTreeSet::new()
+        );
+        // The check pod alone admitted: the check can pass where a Turn fails (for both placements: one line).
+        assert_eq!(
+            differences(&plan, &checks, std::slice::from_ref(&from_check)),
+            BTreeSet::from([("vllm-from-preflight".to_owned(), Difference::IngressFreer)])
+        );
+        // Every pod of the namespace, every source, a namespace selector, or an ipBlock only: the same for both.
+        for (name, ingress) in [
+            (
+                "all-pods",
+                serde_json::json!([{"from": [{"podSelector": {}}]}]),
+            ),
+            ("anyone", serde_json::json!([{}])),
+            (
+                "namespaces",
+                serde_json::json!([{"from": [{"namespaceSelector": {}}]}]),
+            ),
+            (
+                "cidr",
+                serde_json::json!([{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]),
+            ),
+            ("none", serde_json::json!([])),
+        ] {
+            let p = policy(
+                name,
+                serde_json::json!({"podSelector": {"matchLabels": {"app": "vllm"}}, "ingress": ingress}),
+            );
+            assert_eq!(differences(&plan, &checks, &[p]), BTreeSet::new(), "{name}");
+        }
+        // An Egress-only policy's ingress is not read.
+        let egress_only = policy(
+            "egress-only",
+            serde_json::json!({"podSelector": {"matchLabels": {"app": "vllm"}}, "policyTypes": ["Egress"],
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-sandbox"}}}]}]}),
+        );
+        assert_eq!(differences(&plan, &checks, &[egress_only]), BTreeSet::new());
     }
 }

@@ -662,3 +662,58 @@ async fn no_secret_value_in_any_output_of_the_driver() {
     );
     s.assert_cleaned_up();
 }
+
+/// The ingress side (issue 27, item 2): a vLLM in the namespace behind a policy that admits only the Harness pods (by
+/// their labels) refuses the check pod, so the check can fail where a Turn passes: that policy is named, with the
+/// check pod's labels to admit too. A policy over the same pods that admits the check pod too (they add up) and a
+/// policy over other pods that admits every pod say nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingress_policy_that_admits_only_the_harness_pods_is_named() {
+    let s = Setup::new(Scenario::AllOk).await;
+    let vllm = json!({"matchLabels": {"app": "vllm"}});
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "vllm-from-harness"}, "spec": {"podSelector": vllm.clone(),
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}}}],
+                         "ports": [{"port": 8000}]}]}}),
+    );
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "gateway-from-all"}, "spec": {"podSelector": {"matchLabels": {"app": "gateway"}},
+            "ingress": [{"from": [{"podSelector": {}}]}]}}),
+    );
+    let mut plan = plan(&s.provider.base_url(), &[("harness", &["ok"])]);
+    plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
+    let path = s.write_plan(&plan);
+    let run = s.run(s.args(&path, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let line = "warning: provider: NetworkPolicy \"vllm-from-harness\" admits the Harness pods to the pods it selects, and not the check pod — if a provider runs there, this check can fail where a Turn passes: admit the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight) too";
+    let lines = run.lines();
+    assert_eq!(lines[..1], [line], "{lines:#?}");
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("warning:")).count(),
+        1,
+        "{lines:#?}"
+    );
+    assert_eq!(run.verdict()["lines"][0], line);
+    s.assert_cleaned_up();
+
+    // Admitted too, by a second policy over the same pods: nothing to say.
+    let s = Setup::new(Scenario::AllOk).await;
+    for (name, from) in [
+        ("vllm-from-harness", "jr2-harness"),
+        ("vllm-from-preflight", "jr2-provider-preflight"),
+    ] {
+        s.kube.add_network_policy(
+            NS,
+            json!({"metadata": {"name": name}, "spec": {"podSelector": vllm.clone(),
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": from}}}]}]}}),
+        );
+    }
+    let path = s.write_plan(&plan);
+    let run = s.run(s.args(&path, &[])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert!(!run.stderr.contains("NetworkPolicy"), "{}", run.stderr);
+    s.assert_cleaned_up();
+}

@@ -477,6 +477,24 @@ pub fn network_policy_opens_warning(name: &str, check_labels: &str) -> String {
     )
 }
 
+/// Ingress (issue 27, item 2): a provider in the cluster behind a policy that admits the Harness pods by their labels
+/// refuses the check pod: `warning: provider: NetworkPolicy "<name>" admits the Harness pods to the pods it selects,
+/// and not the check pod — if a provider runs there, this check can fail where a Turn passes: admit the check pod's
+/// labels (<labels>) too`.
+pub fn network_policy_ingress_held_warning(name: &str, check_labels: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" admits the Harness pods to the pods it selects, and not the check pod — if a provider runs there, this check can fail where a Turn passes: admit the check pod's labels ({check_labels}) too"
+    )
+}
+
+/// Ingress, the other way round: `warning: provider: NetworkPolicy "<name>" admits the check pod to the pods it
+/// selects, and not the Harness pods — if a provider runs there, this check can pass while a Turn fails`.
+pub fn network_policy_ingress_freer_warning(name: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" admits the check pod to the pods it selects, and not the Harness pods — if a provider runs there, this check can pass while a Turn fails"
+    )
+}
+
 /// The `<error>` of a timeout: a custom-provider or gateway model may be one that loads on first use.
 pub fn timeout_error(seconds: &str, may_load_on_first_use: bool) -> String {
     with_first_use_tail(format!("no answer in {seconds} s"), may_load_on_first_use)
@@ -1197,6 +1215,17 @@ mod tests {
                     "allow-harness",
                     "app.kubernetes.io/name=jr2-provider-preflight"
                 )]
+            ),
+            (
+                "network policy, ingress held",
+                vec![network_policy_ingress_held_warning(
+                    "vllm-from-harness",
+                    "app.kubernetes.io/name=jr2-provider-preflight"
+                )]
+            ),
+            (
+                "network policy, ingress freer",
+                vec![network_policy_ingress_freer_warning("vllm-from-preflight")]
             ),
             (
                 "loopback, by hand",
