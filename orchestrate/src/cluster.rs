@@ -263,9 +263,9 @@ impl<Res>
 /// verification at all under `insecure-skip-tls-verify`.
 pub fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, ClusterError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = RootCertStore::empty();
-    match &config.root_cert {
+    let roots = match &config.root_cert {
         Some(ders) => {
+            let mut roots = RootCertStore::empty();
             for der in ders {
                 roots
                     .add(CertificateDer::from(der.clone()))
@@ -274,13 +274,11 @@ pub fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, Cluster
                         why: e.to_string(),
                     })?;
             }
+            roots
         }
-        None => {
-            roots.add_parsable_certificates(
-                webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned(),
-            );
-        }
-    }
+        // The probe's trust, as it trusts a provider: one root store in the workspace.
+        None => jr2_probe::transport::bundled_roots(),
+    };
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| ClusterError::Tls {
