@@ -266,21 +266,15 @@ fn images(args: &ImagesArgs) -> ExitCode {
         .map_or_else(stdout_failed, |()| Exit::Ok.into())
 }
 
+/// Clap's errors as `jr2_probe::cli::usage_error` ends on them, naming the help of the subcommand asked for (clap
+/// names none in the error; `run` when none was).
 fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return Exit::Ok.into();
-    }
-    let line = jr2_probe::cli::usage_line(&e);
-    // The help of the subcommand asked for (clap names none in the error).
     let arg = std::env::args().nth(1);
     let sub = arg
         .as_deref()
         .filter(|sub| ["images", "check", "rbac"].contains(sub))
         .unwrap_or("run");
-    jr2_probe::say!("error: {line} (see jr2-preflight {sub} --help)");
-    Exit::Usage.into()
+    jr2_probe::cli::usage_error(&e, "jr2-preflight", Some(sub)).into()
 }
 
 /// Writes a line on stderr and keeps it for the verdict.

@@ -57,6 +57,37 @@ pub fn usage_line(e: &clap::Error) -> String {
     crate::sanitize::escape(line.strip_prefix("error: ").unwrap_or(&line))
 }
 
+/// A clap error as both binaries end on it: help and version as clap prints them (exit 0; help shown because an
+/// argument or subcommand is missing, exit 2), any other as one `error:` line naming the help to read (`see <program>
+/// [<subcommand>] --help`, exit 2). The one place the two binaries' usage errors are worded.
+pub fn usage_error(
+    e: &clap::Error,
+    program: &str,
+    subcommand: Option<&str>,
+) -> crate::contract::Exit {
+    use crate::contract::Exit;
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            Exit::Ok
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            Exit::Usage
+        }
+        _ => {
+            let line = usage_line(e);
+            let help = match subcommand {
+                Some(sub) => format!("{program} {sub}"),
+                None => program.to_owned(),
+            };
+            crate::say!("error: {line} (see {help} --help)");
+            Exit::Usage
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

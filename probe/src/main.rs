@@ -224,31 +224,12 @@ fn main() -> ExitCode {
     })
 }
 
-/// Clap's usage errors as one `error:` line (exit 2); help and version as clap prints them (exit 0).
+/// Clap's errors as `jr2_probe::cli::usage_error` ends on them, naming the subcommand's help when one was given.
 fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
-        let _ = e.print();
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-            Exit::Usage
-        } else {
-            Exit::Ok
-        }
-        .into();
-    }
-    let line = jr2_probe::cli::usage_line(&e);
-    let command = std::env::args()
+    let sub = std::env::args()
         .nth(1)
-        .filter(|c| c == "check" || c == "run")
-        .map(|c| format!(" {c}"))
-        .unwrap_or_default();
-    jr2_probe::say!("error: {line} (see jr2-probe{command} --help)");
-    Exit::Usage.into()
+        .filter(|c| c == "check" || c == "run");
+    jr2_probe::cli::usage_error(&e, "jr2-probe", sub.as_deref()).into()
 }
 
 async fn check(args: CheckArgs) -> ExitCode {
