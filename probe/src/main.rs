@@ -21,9 +21,9 @@ use jr2_probe::retry::RetryPolicy;
 use jr2_probe::run::RunOptions;
 use jr2_probe::sanitize::{self, Redactor};
 use jr2_probe::spec::{self, ModelSpec, Remedy, RunSpec, Source, SpecInput};
-use jr2_probe::target::{Facts, Key, Secret, Target, new_session_id};
+use jr2_probe::target::{Key, Secret, Target, new_session_id};
 use jr2_probe::transport::{CaFile, ClientFactory, ProxyEnv, Trust, ca_sources_from_env};
-use jr2_probe::verdict::{Origin, Route, Verdict};
+use jr2_probe::verdict::{Origin, Verdict};
 
 /// Asks each model for one tool call, as a Turn of pi-ai 0.82.1 asks it, and says whether it can call tools.
 #[derive(Debug, Parser)]
@@ -362,48 +362,18 @@ fn prepare(args: &CheckArgs) -> Result<(Vec<Target>, Checker, Vec<String>), Inpu
     let session_id = new_session_id();
     let targets = match &args.base_url {
         Some(base) => {
-            let api = api.unwrap_or(ApiKind::OpenAiCompletions);
-            let mut base_url = spec::parse_base_url(base)
-                .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?;
-            let mut named_port = jr2_probe::target::named_default_port(base);
-            // Azure's base URL comes from the environment first, as pi takes it: resolved once, here, as
-            // spec::resolve does for a spec.
-            if api == ApiKind::AzureOpenAiResponses
-                && let Ok(resolved) =
-                    spec::azure::base_url(&base_url, &jr2_probe::api::openai_responses::process_env)
-            {
-                base_url = resolved;
-                named_port = None;
-            }
-            let max_tokens = jr2_probe::prompt::token_cap(
-                args.max_tokens.unwrap_or(1024),
-                args.context_window.unwrap_or(0),
-            );
-            args.models
-                .iter()
-                .map(|model| Target {
-                    named_port,
-                    model: model.clone(),
-                    id: model.clone(),
-                    api,
-                    base_url: base_url.clone(),
-                    route: Route::Custom {
-                        api_key_set: named_key.is_some(),
-                        // By hand the cap is the flag's or its default, never jr2's unset 0.
-                        max_tokens_set: args.max_tokens != Some(0),
-                    },
-                    key: named_key.clone(),
-                    max_tokens,
-                    tool_choice: args.tool_choice.into(),
-                    // A custom provider's model: pi builds it with `reasoning: true` and no compat of its own.
-                    facts: Facts {
-                        reasoning: true,
-                        context_window: args.context_window.filter(|w| *w > 0),
-                        ..Facts::default()
-                    },
-                    session_id: session_id.clone(),
-                })
-                .collect()
+            let endpoint = spec::Endpoint {
+                base_url: base,
+                api: api.unwrap_or(ApiKind::OpenAiCompletions),
+                key: named_key.clone(),
+                // By hand the cap is the flag's or its default, never jr2's unset 0.
+                max_tokens: args.max_tokens.unwrap_or(1024),
+                max_tokens_set: args.max_tokens != Some(0),
+                context_window: args.context_window,
+                tool_choice: args.tool_choice.into(),
+            };
+            spec::endpoint_targets(&endpoint, &args.models, &session_id)
+                .map_err(|problem| input_error("--base-url", problem.message(in_flags)))?
         }
         None => catalog_targets(args, api, named_key.as_ref(), &session_id)?,
     };

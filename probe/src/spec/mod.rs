@@ -511,6 +511,69 @@ pub fn resolve(
     Ok(target)
 }
 
+/// One endpoint checked by hand (`jr2-probe check --base-url`): the models are its ids as given, whole (no
+/// `<provider>/` to split off), as a custom provider's models.
+#[derive(Clone, Debug)]
+pub struct Endpoint<'a> {
+    /// `--base-url`, as typed.
+    pub base_url: &'a str,
+    /// `--api`, else `openai-completions`.
+    pub api: ApiKind,
+    /// The key `--api-key-env` names, read.
+    pub key: Option<Key>,
+    /// The cap asked for.
+    pub max_tokens: u64,
+    /// The cap was given (a cap of 0 is jr2's unset one).
+    pub max_tokens_set: bool,
+    /// `--context-window`.
+    pub context_window: Option<u64>,
+    /// `--tool-choice`.
+    pub tool_choice: ToolChoice,
+}
+
+/// The targets of `models` at one endpoint by hand: a custom provider's models as pi builds them (`reasoning: true`,
+/// no compat of their own), the cap clamped as pi clamps it, Azure's base URL from the environment first (as
+/// [`resolve`] takes it for a spec).
+pub fn endpoint_targets(
+    endpoint: &Endpoint<'_>,
+    models: &[String],
+    session_id: &str,
+) -> Result<Vec<Target>, SpecProblem> {
+    let mut base_url = parse_base_url(endpoint.base_url)?;
+    let mut named_port = crate::target::named_default_port(endpoint.base_url);
+    if endpoint.api == ApiKind::AzureOpenAiResponses
+        && let Ok(resolved) = azure::base_url(&base_url, &crate::api::openai_responses::process_env)
+    {
+        base_url = resolved;
+        named_port = None;
+    }
+    let max_tokens =
+        crate::prompt::token_cap(endpoint.max_tokens, endpoint.context_window.unwrap_or(0));
+    Ok(models
+        .iter()
+        .map(|model| Target {
+            named_port,
+            model: model.clone(),
+            id: model.clone(),
+            api: endpoint.api,
+            base_url: base_url.clone(),
+            route: Route::Custom {
+                api_key_set: endpoint.key.is_some(),
+                max_tokens_set: endpoint.max_tokens_set,
+            },
+            key: endpoint.key.clone(),
+            max_tokens,
+            tool_choice: endpoint.tool_choice,
+            facts: Facts {
+                reasoning: true,
+                context_window: endpoint.context_window.filter(|w| *w > 0),
+                ..Facts::default()
+            },
+            session_id: session_id.to_owned(),
+        })
+        .collect())
+}
+
 /// A base URL the environment names (`AZURE_OPENAI_BASE_URL`), when set: it parses, and carries no credentials.
 fn check_env_url(
     env: &dyn Fn(&str) -> Option<String>,
