@@ -6,6 +6,7 @@
 //! classification, lines) does not care which wire it is on.
 
 pub mod anthropic_messages;
+pub mod azure;
 pub mod bedrock;
 pub mod error_body;
 pub mod google;

@@ -18,7 +18,7 @@
 //! whose path is empty, `/openai` or `/openai/v1/responses` gets `/openai/v1`. The body's `model` is the deployment
 //! name: the model id unless `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`id=deployment,...`) maps it. The probe reads these
 //! variables from its own environment, as pi reads them from the Harness's: the base URL once, when the target is
-//! built ([`crate::spec::azure`]), the `api-version` and the deployment map when it builds the request
+//! built ([`crate::api::azure`]), the `api-version` and the deployment map when it builds the request
 //! ([`azure_config`] takes the lookup, so tests inject values).
 //!
 //! The stream: the event's `type` (in the JSON, as the OpenAI SDK reads it) decides. A `response.output_item.added`
@@ -45,11 +45,11 @@ use super::{
     HttpRequest, ProtocolError, ProviderError, RequestError, StopKind, StreamEvent, StreamReader,
     ToolChoice, Wire,
 };
+use crate::api::azure;
 use crate::contract::outcome::{Code, Outcome};
 use crate::contract::verdict::Route;
 use crate::framing::sse;
 use crate::prompt;
-use crate::spec::azure;
 use crate::target::Target;
 
 /// The path appended to the base URL.
@@ -74,7 +74,7 @@ pub enum Flavor {
 }
 
 /// An environment lookup: the value of a variable, `None` when unset. pi treats an empty value as unset.
-pub use crate::spec::azure::Env;
+pub use crate::api::azure::Env;
 
 /// The probe's own environment, empty values read as unset (pi's `getProviderEnvValue`).
 pub fn process_env(name: &str) -> Option<String> {
@@ -247,7 +247,7 @@ fn config_error(message: String) -> RequestError {
     }
 }
 
-/// Where an Azure request goes: the target's base URL, which [`crate::spec::azure`] resolved when the target was
+/// Where an Azure request goes: the target's base URL, which [`crate::api::azure`] resolved when the target was
 /// built, and the `api-version` of the environment. A target whose base URL is still the placeholder (nothing named
 /// Azure's when it was built) is resolved here, so the error says why (a Turn fails the same way before it sends).
 pub fn azure_config(target: &Target, env: Env<'_>) -> Result<AzureConfig, RequestError> {

@@ -89,7 +89,7 @@ pub struct Settings {
 
 impl Settings {
     /// Models at once, in all, by default: every model of a plan of two endpoints at full width.
-    pub const DEFAULT_CONCURRENCY: usize = 32;
+    pub const DEFAULT_CONCURRENCY: usize = crate::spec::RunSpec::DEFAULT_CONCURRENCY;
     /// Models at once against one endpoint by default: 16 models of one endpoint take about as long as one, and a
     /// provider never sees more than 16 requests of a check at once (a Turn of each of 16 Harness pods does as much).
     pub const DEFAULT_PER_HOST: usize = 16;

@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod input;
 
-pub mod azure;
-
+use crate::api::azure;
 use crate::catalog;
 use crate::contract::api_kind::{ApiKind, ToolChoice};
 use crate::contract::verdict::Route;
@@ -102,7 +101,7 @@ impl RunSpec {
     /// Tries per model when the spec says nothing.
     pub const DEFAULT_MAX_TRIES: u32 = 4;
     /// Models at once when the spec says nothing.
-    pub const DEFAULT_CONCURRENCY: usize = crate::check::Settings::DEFAULT_CONCURRENCY;
+    pub const DEFAULT_CONCURRENCY: usize = 32;
 
     /// A spec of these models with every default: what a JSON spec that names only its models reads as.
     pub fn new(models: Vec<ModelSpec>) -> Self {
