@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{Parser, Subcommand, ValueEnum};
 use jr2_preflight::access::{self, Access};
 use jr2_preflight::one_off::{self, OneOff, SecretKey};
-use jr2_preflight::plan::{Plan, PlanError};
+use jr2_preflight::plan::{Field, Plan, PlanError};
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
     RunResult, RunUpdate, run_pods, sweep_stale,
@@ -229,7 +229,7 @@ fn bad_input(e: &PlanError) -> ExitCode {
 /// or the probe image alone without a plan. Bad input: one `error:` line, exit 2.
 fn images(args: &ImagesArgs) -> ExitCode {
     if let Some(image) = &args.probe_image
-        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+        && let Err(e) = jr2_preflight::plan::image_reference(Field::Flag("--probe-image"), image)
     {
         return bad_input(&e);
     }
@@ -317,11 +317,11 @@ async fn run(args: RunArgs) -> ExitCode {
         common
             .namespace
             .as_deref()
-            .map(|ns| jr2_preflight::plan::check_namespace("--namespace", ns)),
+            .map(|ns| jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)),
         common
             .probe_image
             .as_deref()
-            .map(|image| jr2_preflight::plan::image_reference("--probe-image", image)),
+            .map(|image| jr2_preflight::plan::image_reference(Field::Flag("--probe-image"), image)),
     ];
     if let Some(e) = flags.into_iter().flatten().find_map(Result::err) {
         return bad_input(&e);
@@ -360,7 +360,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         match api.parse::<ApiKind>() {
             Ok(kind) => one_off.api = Some(kind),
             Err(e) => errors.push(PlanError::Invalid {
-                field: "--api".to_owned(),
+                field: Field::Flag("--api"),
                 message: e.to_string(),
             }),
         }
@@ -377,7 +377,7 @@ async fn check(args: CheckArgs) -> ExitCode {
             one_off.node = Some(node.clone());
         } else {
             errors.push(PlanError::Invalid {
-                field: "--node".to_owned(),
+                field: Field::Flag("--node"),
                 message: format!(
                     "\"{}\" is not a node name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
                     sanitize::escape_truncate(node, 100)
@@ -391,18 +391,18 @@ async fn check(args: CheckArgs) -> ExitCode {
                 one_off.node_selector.push((k.to_owned(), v.to_owned()))
             }
             _ => errors.push(PlanError::Invalid {
-                field: "--node-selector".to_owned(),
+                field: Field::Flag("--node-selector"),
                 message: format!("\"{pair}\" is not KEY=VALUE"),
             }),
         }
     }
     if let Some(ns) = &common.namespace
-        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+        && let Err(e) = jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)
     {
         errors.push(e);
     }
     if let Some(image) = &common.probe_image
-        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+        && let Err(e) = jr2_preflight::plan::image_reference(Field::Flag("--probe-image"), image)
     {
         errors.push(e);
     }
@@ -948,7 +948,7 @@ fn print_verdict(
 /// `jr2-preflight rbac`: the Role of `access::ALL`, and the RoleBinding to the subjects named.
 fn rbac(args: &RbacArgs) -> ExitCode {
     if let Some(ns) = &args.namespace
-        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+        && let Err(e) = jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)
     {
         return bad_input(&e);
     }
@@ -975,7 +975,7 @@ fn rbac(args: &RbacArgs) -> ExitCode {
         _ => None,
     }) {
         return bad_input(&PlanError::Invalid {
-            field: "--user/--group/--service-account".to_owned(),
+            field: Field::Flag("--user/--group/--service-account"),
             message: format!("{} is not a name", sanitize::escape(bad)),
         });
     }

@@ -26,8 +26,8 @@ use k8s_openapi::api::core::v1::{
     NodeSelectorTerm, PodSecurityContext, PodSpec, SeccompProfile, SecretKeySelector,
 };
 
-use crate::plan::{self, Placement, Plan, PlanError, PlanModel};
-use crate::secret_env::PROVIDER_KEY_ENV;
+use crate::plan::secret_env::PROVIDER_KEY_ENV;
+use crate::plan::{self, Field, ModelField, Placement, Plan, PlanError, PlanModel, Step, TopField};
 use crate::workload::{HarnessWorkload, WorkloadError};
 
 /// The Instance the check pods of `check` belong to (their names and labels, and the stale sweep's selector).
@@ -50,7 +50,7 @@ impl SecretKey {
     /// `NAME/KEY`: a Secret's name (a DNS subdomain) and a key (`[-._a-zA-Z0-9]+`), as the API server takes them.
     pub fn parse(text: &str) -> Result<SecretKey, PlanError> {
         let bad = |message: &str| PlanError::Invalid {
-            field: "--api-key-secret".to_owned(),
+            field: Field::Flag("--api-key-secret"),
             message: message.to_owned(),
         };
         let Some((name, key)) = text.split_once('/') else {
@@ -136,14 +136,14 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
         if !ok {
             return Err(PlanError::Invalid {
-                field: "--provider".to_owned(),
+                field: Field::Flag("--provider"),
                 message: "a provider id is letters, digits, '-', '_' or '.' (harness.provider.id)"
                     .to_owned(),
             });
         }
     } else if o.provider.is_some() {
         return Err(PlanError::Invalid {
-            field: "--provider".to_owned(),
+            field: Field::Flag("--provider"),
             message:
                 "names the custom provider of --base-url; a catalog model names its provider itself"
                     .to_owned(),
@@ -245,31 +245,26 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
 
 /// A plan error of a field the flags made, named by its flag.
 fn as_flag(e: PlanError) -> PlanError {
-    match e {
-        PlanError::Invalid { field, message } => {
-            let flag = if field.ends_with(".baseUrl") {
-                "--base-url"
-            } else if field.ends_with(".api") {
-                "--api"
-            } else if field.starts_with("plan.models") {
-                "--model"
-            } else if field == "plan.probeImage" {
-                "--probe-image"
-            } else if field == "plan.namespace" {
-                "--namespace"
-            } else if field.contains("nodeSelector") {
-                "--node-selector"
-            } else if field.contains("affinity") {
-                "--node"
-            } else {
-                return PlanError::Invalid { field, message };
-            };
-            PlanError::Invalid {
-                field: flag.to_owned(),
-                message,
-            }
-        }
-        other => other,
+    let PlanError::Invalid { field, message } = e else {
+        return e;
+    };
+    let under_spec = |key: &str| match &field {
+        Field::PodSpec(_, path) => matches!(path.steps().first(), Some(Step::Key(k)) if k == key),
+        _ => false,
+    };
+    let flag = match &field {
+        Field::Model(_, Some(ModelField::BaseUrl)) => "--base-url",
+        Field::Model(_, Some(ModelField::Api)) => "--api",
+        Field::Model(..) | Field::Top(TopField::Models) => "--model",
+        Field::Top(TopField::ProbeImage) => "--probe-image",
+        Field::Top(TopField::Namespace) => "--namespace",
+        _ if under_spec("nodeSelector") => "--node-selector",
+        _ if under_spec("affinity") => "--node",
+        _ => return PlanError::Invalid { field, message },
+    };
+    PlanError::Invalid {
+        field: Field::Flag(flag),
+        message,
     }
 }
 
@@ -480,7 +475,7 @@ mod tests {
     #[test]
     fn bad_flags_are_named() {
         let field = |o: OneOff| match plan(&o).unwrap_err() {
-            PlanError::Invalid { field, .. } => field,
+            PlanError::Invalid { field, .. } => field.to_string(),
             other => panic!("{other}"),
         };
         let mut o = one_off();
@@ -507,7 +502,7 @@ mod tests {
             &long_label,
         ] {
             let e = SecretKey::parse(bad).unwrap_err();
-            assert_eq!(e.field(), Some("--api-key-secret"), "{bad}");
+            assert_eq!(e.field(), Some(&Field::Flag("--api-key-secret")), "{bad}");
         }
         let dotted = format!("{}.keys/k", "a".repeat(63));
         assert!(SecretKey::parse(&dotted).is_ok());
@@ -523,7 +518,11 @@ mod tests {
             "sk-proj-pw4242abcdefghijkl/k",
         ] {
             let e = SecretKey::parse(pasted).unwrap_err();
-            assert_eq!(e.field(), Some("--api-key-secret"), "{pasted}");
+            assert_eq!(
+                e.field(),
+                Some(&Field::Flag("--api-key-secret")),
+                "{pasted}"
+            );
             assert!(
                 !e.to_string().contains("PW4242") && !e.to_string().contains("pw4242"),
                 "{e}"

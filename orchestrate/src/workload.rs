@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 use kube::{Api, Client};
 use thiserror::Error;
 
-use crate::plan::{NetworkPolicyCheck, Plan, PlanError};
+use crate::plan::{Field, NetworkPolicyCheck, Plan, PlanError};
 
 /// How long the API server has to answer the read.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(15);
@@ -148,7 +148,7 @@ pub fn apply(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
     plan.validate().map_err(|e| match e {
         PlanError::Invalid { field, message } => WorkloadError::Invalid {
             name: workload.name.clone(),
-            field: as_deployment_field(&field),
+            field: as_deployment_field(field),
             message,
         },
         other => WorkloadError::Invalid {
@@ -159,17 +159,12 @@ pub fn apply(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
     })
 }
 
-/// `plan.placements[3].podSpec.containers[0]` → `spec.template.spec.containers[0]`; other fields as they are.
-fn as_deployment_field(field: &str) -> String {
-    let Some(rest) = field.strip_prefix("plan.placements[") else {
-        return field.to_owned();
-    };
-    let Some((_, after)) = rest.split_once(']') else {
-        return field.to_owned();
-    };
-    match after.strip_prefix(".podSpec") {
-        Some(tail) => format!("spec.template.spec{tail}"),
-        None => field.to_owned(),
+/// `plan.placements[3].podSpec.containers[0]` → `spec.template.spec.containers[0]`; other fields as the plan names
+/// them.
+fn as_deployment_field(field: Field) -> String {
+    match field {
+        Field::PodSpec(_, path) => format!("spec.template.spec{path}"),
+        other => other.to_string(),
     }
 }
 
@@ -186,19 +181,21 @@ mod tests {
 
     #[test]
     fn fields_are_named_as_the_deployment_names_them() {
+        use crate::plan::{PlacementField, SpecPath};
+        let containers = SpecPath::default().key("containers").index(0);
         assert_eq!(
-            as_deployment_field("plan.placements[1].podSpec.containers[0].env[2]"),
+            as_deployment_field(Field::PodSpec(1, containers.key("env").index(2))),
             "spec.template.spec.containers[0].env[2]"
         );
         assert_eq!(
-            as_deployment_field("plan.placements[0].podSpec"),
+            as_deployment_field(Field::PodSpec(0, SpecPath::default())),
             "spec.template.spec"
         );
         assert_eq!(
-            as_deployment_field("plan.placements[0].harnessContainer"),
+            as_deployment_field(Field::placement(0, PlacementField::HarnessContainer)),
             "plan.placements[0].harnessContainer"
         );
-        assert_eq!(as_deployment_field("plan.models[0]"), "plan.models[0]");
+        assert_eq!(as_deployment_field(Field::Model(0, None)), "plan.models[0]");
     }
 
     #[test]

@@ -445,7 +445,8 @@ fn plan_errors_name_their_field() {
         let e = Plan::from_value(v).expect_err(name);
         let field = e
             .field()
-            .unwrap_or_else(|| panic!("{name}: {e} names no field"));
+            .unwrap_or_else(|| panic!("{name}: {e} names no field"))
+            .to_string();
         let text = e.to_string();
         assert!(text.starts_with(&format!("{field}: ")), "{name}: {text}");
         assert!(field.starts_with("plan"), "{name}: {text}");
