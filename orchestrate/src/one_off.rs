@@ -27,7 +27,9 @@ use k8s_openapi::api::core::v1::{
 };
 
 use crate::plan::secret_env::PROVIDER_KEY_ENV;
-use crate::plan::{self, Field, ModelField, Placement, Plan, PlanError, PlanModel, Step, TopField};
+use crate::plan::{
+    self, Field, ModelField, Placement, PlanError, PlanModel, RawPlan, Step, TopField,
+};
 use crate::workload::{HarnessWorkload, WorkloadError};
 
 /// The Instance the check pods of `check` belong to (their names and labels, and the stale sweep's selector).
@@ -126,8 +128,9 @@ fn key_env_of(model: &PlanModel) -> Option<String> {
     }
 }
 
-/// The plan of `check` (validated: a model the probe cannot check, a bad URL, is bad input named by its flag).
-pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
+/// The plan of `check`, not yet validated: its errors, once it is, are worded by [`as_flag`] (a model the probe
+/// cannot check, a bad URL, is bad input named by its flag).
+pub fn plan(o: &OneOff) -> Result<RawPlan, PlanError> {
     let provider = o.provider.as_deref().unwrap_or("custom");
     if o.base_url.is_some() {
         let ok = !provider.is_empty()
@@ -225,7 +228,7 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
         }),
         ..PodSpec::default()
     };
-    let mut plan = Plan::new(
+    let mut plan = RawPlan::new(
         &o.namespace,
         INSTANCE,
         vec![Placement {
@@ -239,12 +242,11 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
     if let Some(image) = &o.probe_image {
         plan.probe_image = image.clone();
     }
-    plan.validate().map_err(as_flag)?;
     Ok(plan)
 }
 
-/// A plan error of a field the flags made, named by its flag.
-fn as_flag(e: PlanError) -> PlanError {
+/// A plan error of a field the flags made, named by its flag: how `check` words the errors of its plan.
+pub fn as_flag(e: PlanError) -> PlanError {
     let PlanError::Invalid { field, message } = e else {
         return e;
     };
@@ -270,9 +272,9 @@ fn as_flag(e: PlanError) -> PlanError {
 
 /// `--from-deployment`: the Deployment's template becomes the placement, its container `harness` (or its only
 /// container) the Harness, its container `custodian` the Custodian; each model's key is the one its Harness
-/// container holds (a Stand-in the Custodian swaps, or a `valueFrom`), else none. Then the plan is validated as a
-/// `run --from-deployment` plan is.
-pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
+/// container holds (a Stand-in the Custodian swaps, or a `valueFrom`), else none. The caller then validates the
+/// plan as a `run --from-deployment` plan is.
+pub fn adopt(plan: &mut RawPlan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
     let spec = &workload.pod_spec;
     let all: Vec<&Container> = spec
         .containers
@@ -335,12 +337,26 @@ pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
         m.key_held = key_env.as_ref().is_some_and(|k| held.contains(k));
         m.key_env = key_env;
     }
-    crate::workload::apply(plan, workload)
+    crate::workload::apply(plan, workload);
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::ValidPlan;
+
+    /// The plan of `check`, validated as `jr2-preflight check` validates it.
+    fn plan(o: &OneOff) -> Result<ValidPlan, PlanError> {
+        super::plan(o).and_then(RawPlan::validate).map_err(as_flag)
+    }
+
+    /// `adopt`, then the plan validated again, as `jr2-preflight check --from-deployment` does.
+    fn adopted(plan: ValidPlan, w: &HarnessWorkload) -> Result<ValidPlan, WorkloadError> {
+        let mut plan = plan.into_raw();
+        adopt(&mut plan, w)?;
+        plan.validate().map_err(|e| crate::workload::invalid(w, e))
+    }
 
     fn one_off() -> OneOff {
         OneOff {
@@ -421,7 +437,7 @@ mod tests {
             namespace: "team-a".to_owned(),
             ..OneOff::default()
         };
-        let mut plan = plan(&o).unwrap();
+        let plan = plan(&o).unwrap();
         let spec: PodSpec = serde_json::from_value(serde_json::json!({
             "securityContext": {"runAsNonRoot": true, "fsGroup": 2000},
             "containers": [
@@ -437,7 +453,7 @@ mod tests {
             pod_spec: spec,
             labels: BTreeMap::from([("app".to_owned(), "h".to_owned())]),
         };
-        adopt(&mut plan, &workload).unwrap();
+        let plan = adopted(plan, &workload).unwrap();
         let p = &plan.placements[0];
         assert_eq!(p.custodian_container.as_deref(), Some("custodian"));
         assert!(p.via_custodian());
@@ -447,10 +463,9 @@ mod tests {
         let spec = plan.run_spec_for(PLACEMENT);
         assert!(spec.models[0].via_custodian);
         // A template whose Harness holds no key for the model: not held, so the line says which key to set.
-        let mut plan2 = plan_of_catalog();
         let mut w = workload.clone();
         w.pod_spec.containers[0].env = None;
-        adopt(&mut plan2, &w).unwrap();
+        let plan2 = adopted(plan_of_catalog(), &w).unwrap();
         assert!(!plan2.models[0].key_held);
         // No container to take for the Harness: the containers are named.
         let mut w = workload;
@@ -459,11 +474,11 @@ mod tests {
             name: "sidecar".to_owned(),
             ..Container::default()
         });
-        let e = adopt(&mut plan_of_catalog(), &w).unwrap_err().to_string();
+        let e = adopted(plan_of_catalog(), &w).unwrap_err().to_string();
         assert!(e.contains("\"agent\", \"custodian\", \"sidecar\""), "{e}");
     }
 
-    fn plan_of_catalog() -> Plan {
+    fn plan_of_catalog() -> ValidPlan {
         plan(&OneOff {
             models: vec!["anthropic/claude-haiku-4-5".to_owned()],
             namespace: "team-a".to_owned(),

@@ -166,13 +166,13 @@ fn labels(
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::plan::{PLAN_SCHEMA, Plan, PlanError};
+    use crate::plan::{PLAN_SCHEMA, PlanError, RawPlan, ValidPlan};
 
     /// An edit of a pod spec.
     type Edit = Box<dyn FnOnce(&mut Value)>;
 
     /// A plan whose one placement has `edit` applied to its pod spec.
-    fn plan_with(edit: impl FnOnce(&mut Value)) -> Result<Plan, PlanError> {
+    fn plan_with(edit: impl FnOnce(&mut Value)) -> Result<ValidPlan, PlanError> {
         let mut spec = json!({
             "securityContext": {"fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [
@@ -186,12 +186,13 @@ mod tests {
             "volumes": [{"name": "values", "secret": {"secretName": "anthropic"}}]
         });
         edit(&mut spec);
-        Plan::from_value(json!({
+        RawPlan::from_value(json!({
             "schema": PLAN_SCHEMA, "namespace": "demo", "instance": "demo", "probeImage": "ghcr.io/jr2/probe:0.1.0",
             "placements": [{"name": "harness", "custodianContainer": "custodian", "podSpec": spec}],
             "models": [{"model": "anthropic/claude-haiku-4-5", "placement": "harness", "source": "catalog",
                         "keyEnv": "ANTHROPIC_API_KEY", "keyHeld": true}]
         }))
+        .and_then(RawPlan::validate)
     }
 
     fn field_of(edit: impl FnOnce(&mut Value)) -> String {

@@ -12,8 +12,13 @@
 //! is about, as data ([`Field`]), which each front end words its own way.
 //!
 //! A plan never holds a secret value: the Harness env carries Stand-ins (`jr2-held-<NAME>`) and `valueFrom`
-//! references, the models name the env var of their key. [`Plan::parse`] refuses a plan whose Harness env sets a
+//! references, the models name the env var of their key. [`RawPlan::validate`] refuses a plan whose Harness env sets a
 //! model's key env var to a literal that is not its Stand-in.
+//!
+//! A plan is read as a [`RawPlan`], takes the flags' values ([`Overrides`]), and is validated once into a
+//! [`ValidPlan`], which is what the rest of the driver takes (ripgrep's `LowArgs` → `HiArgs`): the models' resolution
+//! ([`Resolved`]) comes with it, never missing. `--from-deployment` takes a valid plan back to a raw one
+//! ([`ValidPlan::into_raw`]), puts the Deployment's template in it, and validates it again: a template is new input.
 //!
 //! Every error names the field it is about (`plan.models[2].placement: no placement "sandbox-gpu" ...`), and the
 //! caller exits with [`PlanError::EXIT`] (2, bad input) before contacting the cluster.
@@ -36,7 +41,7 @@ use jr2_probe::contract::verdict::Route;
 use jr2_probe::spec::input::InputError;
 use jr2_probe::spec::{ModelSpec, RunSpec, Source};
 use jr2_probe::target::Target;
-use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::core::v1::{Container, LocalObjectReference, PodSpec};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -55,10 +60,12 @@ pub const MAX_SECONDS: u64 = 86_400;
 /// The default name of the Harness container in a placement's pod spec.
 pub const DEFAULT_HARNESS_CONTAINER: &str = "harness";
 
-/// The plan `jr2 up` hands over.
+/// The plan as `jr2 up` hands it over, or as `check` builds it from its flags: read, not yet checked. The flags'
+/// values go in here ([`RawPlan::override_with`]); [`RawPlan::validate`] makes it the [`ValidPlan`] the rest of the
+/// driver takes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Plan {
+pub struct RawPlan {
     /// [`PLAN_SCHEMA`].
     pub schema: String,
     /// The namespace of the Instance: the check pods are created there.
@@ -204,9 +211,6 @@ pub struct PlanModel {
     /// The `tool_choice` to send; absent: none, as a Turn sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
-    /// What the probe's resolution gave when [`Plan::validate`] checked this model; never read from the plan.
-    #[serde(skip)]
-    resolved: Option<Resolved>,
 }
 
 /// What the probe's resolution of a model gave on the host, when the plan was validated: the facts a result names
@@ -214,8 +218,6 @@ pub struct PlanModel {
 /// probe resolves it again where it runs, from the pod's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {
-    /// The spec it was resolved from: a model changed since is resolved again.
-    spec: ModelSpec,
     /// The id sent in the request.
     pub id: String,
     /// The API kind.
@@ -229,9 +231,8 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    pub(super) fn of(spec: ModelSpec, target: &Target) -> Self {
+    fn of(target: &Target) -> Self {
         Resolved {
-            spec,
             id: target.id.clone(),
             api: target.api,
             base_url: target.base_url.to_string(),
@@ -255,7 +256,6 @@ impl PlanModel {
             max_tokens: None,
             context_window: None,
             tool_choice: None,
-            resolved: None,
         }
     }
 
@@ -273,12 +273,6 @@ impl PlanModel {
             context_window: self.context_window,
             tool_choice: self.tool_choice,
         }
-    }
-
-    /// What the probe's resolution gave for this model when the plan was validated ([`Plan::validate`]); `None`
-    /// before.
-    pub fn resolved(&self) -> Option<&Resolved> {
-        self.resolved.as_ref()
     }
 }
 
@@ -361,15 +355,67 @@ pub const MAX_PLAN_BYTES: u64 = jr2_probe::spec::input::MIB;
 /// Linux takes at most 128 KiB per argument (`MAX_ARG_STRLEN`, with its NUL). Past it the container cannot start.
 pub const MAX_RUN_SPEC_BYTES: usize = 128 * 1024 - 1;
 
-impl Plan {
+/// A plan that passed validation ([`RawPlan::validate`], the only way to one): its fields as the plan gives them
+/// (through `Deref`, read-only), and what the probe's resolution gave for each of its models.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidPlan {
+    plan: RawPlan,
+    /// Per model of `plan.models`, in order.
+    resolved: Vec<Resolved>,
+}
+
+impl std::ops::Deref for ValidPlan {
+    type Target = RawPlan;
+
+    fn deref(&self) -> &RawPlan {
+        &self.plan
+    }
+}
+
+impl Serialize for ValidPlan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.plan.serialize(s)
+    }
+}
+
+impl ValidPlan {
+    /// What the probe's resolution gave for model `index` of the plan when it was validated.
+    pub fn resolved(&self, index: usize) -> &Resolved {
+        &self.resolved[index]
+    }
+
+    /// The plan as it was read, to change (`--from-deployment`) and validate again.
+    pub fn into_raw(self) -> RawPlan {
+        self.plan
+    }
+
+    /// The image-pull secrets of placement `index`'s Harness pods, read from their ServiceAccount
+    /// (`pull_secrets.rs`). Validation reads no pull secret, so the plan stays valid.
+    pub fn set_pull_secrets(&mut self, index: usize, secrets: Vec<LocalObjectReference>) {
+        self.plan.placements[index].pod_spec.image_pull_secrets = Some(secrets);
+    }
+}
+
+/// What the command line puts in place of a plan's own values. Each is checked under its flag's name
+/// (`--namespace: ...`) before it stands in for the plan's, which is then not checked: the plan is validated as it
+/// will run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--namespace`.
+    pub namespace: Option<String>,
+    /// `--probe-image`.
+    pub probe_image: Option<String>,
+}
+
+impl RawPlan {
     /// A plan of these placements and models, every other field its default (not validated).
     pub fn new(
         namespace: &str,
         instance: &str,
         placements: Vec<Placement>,
         models: Vec<PlanModel>,
-    ) -> Plan {
-        Plan {
+    ) -> RawPlan {
+        RawPlan {
             schema: PLAN_SCHEMA.to_owned(),
             namespace: namespace.to_owned(),
             instance: instance.to_owned(),
@@ -452,7 +498,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("harnessContainer");
-        let plan = Plan::from_value(v).unwrap();
+        let plan = RawPlan::from_value(v).unwrap().validate().unwrap();
         assert_eq!(plan.deadline_seconds, DEFAULT_DEADLINE_SECONDS);
         assert_eq!(plan.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
         assert_eq!(plan.placements[1].harness_container, "harness");
@@ -460,7 +506,7 @@ mod tests {
 
     #[test]
     fn run_spec_takes_the_placements_models_in_plan_order() {
-        let plan = Plan::from_value(example()).unwrap();
+        let plan = RawPlan::from_value(example()).unwrap().validate().unwrap();
         let spec = plan.run_spec_for("instance-harness");
         assert_eq!(spec.schema, RUN_SPEC_SCHEMA);
         assert_eq!(spec.timeout_seconds, 120.0);
@@ -483,7 +529,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("custodianContainer");
-        let plan = Plan::from_value(v).unwrap();
+        let plan = RawPlan::from_value(v).unwrap().validate().unwrap();
         assert!(!plan.run_spec_for("sandbox").models[0].via_custodian);
         assert!(plan.run_spec_for("instance-harness").models[0].via_custodian);
     }

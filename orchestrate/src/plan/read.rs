@@ -16,21 +16,21 @@ use serde_path_to_error::Segment;
 
 use super::{
     Field, MAX_PLAN_BYTES, ModelField, NetworkPolicyCheck, NetworkPolicyField, PLAN_SCHEMA,
-    Placement, PlacementField, Plan, PlanError, PlanModel, SpecPath, Step, TopField, invalid,
+    Placement, PlacementField, PlanError, PlanModel, RawPlan, SpecPath, Step, TopField, invalid,
 };
 
-impl Plan {
-    /// Reads a plan from a file, or stdin for `-` (at most [`MAX_PLAN_BYTES`]), and validates it. A pipe or a
-    /// process substitution (`--plan <(jr2 plan)`) is read like a file.
-    pub fn read(path: &Path) -> Result<Plan, PlanError> {
+impl RawPlan {
+    /// Reads a plan from a file, or stdin for `-` (at most [`MAX_PLAN_BYTES`]). A pipe or a process substitution
+    /// (`--plan <(jr2 plan)`) is read like a file.
+    pub fn read(path: &Path) -> Result<RawPlan, PlanError> {
         let text = jr2_probe::spec::input::read_text(path)?;
-        Plan::parse(&text)
+        RawPlan::parse(&text)
     }
 
     /// Reads one plan from the start of `input` (stdin under `--cancel-on-stdin`), and not a byte past it: the end of
     /// its JSON value ends the plan, not the end of the input, which the caller keeps open to cancel the run. The same
-    /// limit and the same errors as [`Plan::read`] (a plan cut short reads as the JSON error it is).
-    pub fn read_leading(mut input: impl std::io::BufRead) -> Result<Plan, PlanError> {
+    /// limit and the same errors as [`RawPlan::read`] (a plan cut short reads as the JSON error it is).
+    pub fn read_leading(mut input: impl std::io::BufRead) -> Result<RawPlan, PlanError> {
         let io = |source| InputError::Io {
             path: "-".into(),
             source,
@@ -42,7 +42,7 @@ impl Plan {
             inner: std::io::Read::take(&mut input, MAX_PLAN_BYTES + 1),
             bytes: Vec::new(),
         };
-        // Only to find where the value ends; `Plan::parse` then reads it with the strict rules.
+        // Only to find where the value ends; `RawPlan::parse` then reads it with the strict rules.
         let whole = serde::de::IgnoredAny::deserialize(&mut serde_json::Deserializer::from_reader(
             &mut seen,
         ));
@@ -63,28 +63,25 @@ impl Plan {
             path: "-".into(),
             at: e.utf8_error().valid_up_to(),
         })?;
-        Plan::parse(&text)
+        RawPlan::parse(&text)
     }
 
-    /// Parses and validates a plan. A leading UTF-8 byte order mark (what some Windows editors write) is skipped; a
+    /// Parses a plan. A leading UTF-8 byte order mark (what some Windows editors write) is skipped; a
     /// key given twice in one object is refused (serde_json would keep the last one: a second `namespace` could
     /// point the run elsewhere than the first one a reader sees).
-    pub fn parse(text: &str) -> Result<Plan, PlanError> {
+    pub fn parse(text: &str) -> Result<RawPlan, PlanError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let value = strict_json::parse(text).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => PlanError::Repeated(e.to_string()),
             _ => PlanError::Json(e.to_string()),
         })?;
-        Plan::from_value(value)
+        RawPlan::from_value(value)
     }
 
-    /// Reads and validates a plan already parsed as JSON.
-    pub fn from_value(value: Value) -> Result<Plan, PlanError> {
+    /// Reads a plan already parsed as JSON: its schema, then its types.
+    pub fn from_value(value: Value) -> Result<RawPlan, PlanError> {
         check_schema(&value)?;
-        let mut plan: Plan =
-            serde_path_to_error::deserialize(&value).map_err(|e| locate(&value, e))?;
-        plan.validate()?;
-        Ok(plan)
+        serde_path_to_error::deserialize(&value).map_err(|e| locate(&value, e))
     }
 }
 
@@ -252,7 +249,7 @@ fn fields_of(field: &Field) -> &'static [&'static str] {
         Field::Top(TopField::NetworkPolicyCheck) | Field::NetworkPolicy(_) => {
             serde_fields::<NetworkPolicyCheck>()
         }
-        _ => serde_fields::<Plan>(),
+        _ => serde_fields::<RawPlan>(),
     }
 }
 
@@ -447,7 +444,6 @@ mod strict_json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Plan;
 
     fn example() -> Value {
         serde_json::from_str(include_str!("../../examples/plan.json")).unwrap()
@@ -461,8 +457,8 @@ mod tests {
             include_str!("../../examples/plan.json").trim_end()
         );
         let mut input = Cursor::new(text.into_bytes());
-        let plan = Plan::read_leading(&mut input).expect("the example, then a cancel line");
-        assert_eq!(plan, Plan::from_value(example()).unwrap());
+        let plan = RawPlan::read_leading(&mut input).expect("the example, then a cancel line");
+        assert_eq!(plan, RawPlan::from_value(example()).unwrap());
         let mut rest = String::new();
         while input.read_line(&mut rest).expect("a cursor") > 0 {}
         assert_eq!(rest, "\ncancel\n");
@@ -471,10 +467,10 @@ mod tests {
     #[test]
     fn a_leading_plan_cut_short_or_too_long_is_refused_as_read_would() {
         let cut = r#"{"schema": "jr2.dev/provider-preflight-plan/v1", "namespace""#;
-        let from_leading = Plan::read_leading(std::io::Cursor::new(cut)).unwrap_err();
+        let from_leading = RawPlan::read_leading(std::io::Cursor::new(cut)).unwrap_err();
         assert_eq!(
             from_leading.to_string(),
-            Plan::parse(cut).unwrap_err().to_string()
+            RawPlan::parse(cut).unwrap_err().to_string()
         );
         assert!(
             matches!(from_leading, PlanError::Json(_)),
@@ -482,20 +478,24 @@ mod tests {
         );
         // A plan as long as the limit, of spaces before its value: refused without reading the rest.
         let long = " ".repeat(MAX_PLAN_BYTES as usize + 10) + "{}";
-        let e = Plan::read_leading(std::io::Cursor::new(long)).unwrap_err();
+        let e = RawPlan::read_leading(std::io::Cursor::new(long)).unwrap_err();
         assert!(
             e.to_string().starts_with("--plan: - is larger than 1 MiB"),
             "{e}"
         );
-        let e = Plan::read_leading(std::io::Cursor::new(b"{\"namespace\": \"\xff\"}".to_vec()))
+        let e = RawPlan::read_leading(std::io::Cursor::new(b"{\"namespace\": \"\xff\"}".to_vec()))
             .unwrap_err();
         assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]
     fn the_example_parses_and_round_trips() {
-        let plan = Plan::from_value(example()).expect("the example is valid");
-        let again = Plan::from_value(serde_json::to_value(&plan).unwrap()).unwrap();
+        let plan = RawPlan::from_value(example())
+            .and_then(RawPlan::validate)
+            .expect("the example is valid");
+        let again = RawPlan::from_value(serde_json::to_value(&plan).unwrap())
+            .and_then(RawPlan::validate)
+            .unwrap();
         assert_eq!(plan, again);
         assert_eq!(plan.deadline_seconds, 300);
         assert_eq!(plan.timeout_seconds, 120);
@@ -503,13 +503,13 @@ mod tests {
 
     #[test]
     fn errors_name_their_field() {
-        let e = Plan::parse("[1]").unwrap_err();
+        let e = RawPlan::parse("[1]").unwrap_err();
         assert_eq!(e.to_string(), "plan: must be a JSON object");
-        let e = Plan::parse("{").unwrap_err();
+        let e = RawPlan::parse("{").unwrap_err();
         assert!(matches!(e, PlanError::Json(_)), "{e}");
         let mut v = example();
         v["models"][1]["api"] = Value::from("openai-chat");
-        let e = Plan::from_value(v).unwrap_err();
+        let e = RawPlan::from_value(v).unwrap_err();
         assert_eq!(
             e.field().map(ToString::to_string).as_deref(),
             Some("plan.models[1].api")
@@ -522,7 +522,7 @@ mod tests {
     fn the_keys_of_each_object_are_its_types_fields() {
         let keys = |all: &[&'static str]| all.to_vec();
         assert_eq!(
-            keys(serde_fields::<Plan>()),
+            keys(serde_fields::<RawPlan>()),
             TopField::ALL.iter().map(|k| k.key()).collect::<Vec<_>>()
         );
         assert_eq!(
@@ -545,7 +545,7 @@ mod tests {
         let mut v = example();
         v["waitingNoteSeconds"] = Value::from(10);
         v["deadlineSeconds"] = Value::from("300");
-        let e = Plan::from_value(v).unwrap_err();
+        let e = RawPlan::from_value(v).unwrap_err();
         assert_eq!(
             e.to_string(),
             "plan.deadlineSeconds: invalid type: string \"300\", expected u64"
@@ -558,7 +558,7 @@ mod tests {
         let mut v = example();
         v["placements"][0]["podSpec"]["containers"][0]["ports"] =
             serde_json::json!([{"containerPort": "80"}]);
-        let e = Plan::from_value(v).unwrap_err();
+        let e = RawPlan::from_value(v).unwrap_err();
         assert!(
             e.to_string().starts_with(
                 "plan.placements[0].podSpec.containers[0].ports[0].containerPort: invalid type"
@@ -568,13 +568,13 @@ mod tests {
         let mut v = example();
         v["models"][2] = Value::from(3);
         assert_eq!(
-            Plan::from_value(v).unwrap_err().to_string(),
+            RawPlan::from_value(v).unwrap_err().to_string(),
             "plan.models[2]: must be an object, not a number"
         );
         let mut v = example();
         v["networkPolicyCheck"] = serde_json::json!({});
         assert_eq!(
-            Plan::from_value(v).unwrap_err().to_string(),
+            RawPlan::from_value(v).unwrap_err().to_string(),
             "plan.networkPolicyCheck.harnessPodLabels: missing"
         );
     }

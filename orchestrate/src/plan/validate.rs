@@ -11,18 +11,34 @@ use serde_json::Value;
 use super::names::{dns_label, image_reference};
 use super::read::schema_error;
 use super::{
-    Field, MAX_RUN_SPEC_BYTES, MAX_SECONDS, ModelField, NetworkPolicyField, PLAN_SCHEMA, Placement,
-    PlacementField, Plan, PlanError, Resolved, SpecPath, TopField, host_access, invalid,
-    secret_env,
+    Field, MAX_RUN_SPEC_BYTES, MAX_SECONDS, ModelField, NetworkPolicyField, Overrides, PLAN_SCHEMA,
+    Placement, PlacementField, PlanError, RawPlan, Resolved, SpecPath, TopField, ValidPlan,
+    host_access, invalid, secret_env,
 };
 use jr2_probe::spec::{Remedy, SpecError};
 
-impl Plan {
+impl RawPlan {
+    /// Puts the flags' values in place of the plan's own, each checked first under its flag's name.
+    pub fn override_with(&mut self, overrides: &Overrides) -> Result<(), PlanError> {
+        if let Some(namespace) = &overrides.namespace {
+            dns_label(Field::Flag("--namespace"), namespace)?;
+        }
+        if let Some(image) = &overrides.probe_image {
+            image_reference(Field::Flag("--probe-image"), image)?;
+        }
+        if let Some(namespace) = &overrides.namespace {
+            self.namespace.clone_from(namespace);
+        }
+        if let Some(image) = &overrides.probe_image {
+            self.probe_image.clone_from(image);
+        }
+        Ok(())
+    }
+
     /// Checks what the types do not: names, references between fields, the models (through the probe's own
-    /// resolution, with an empty environment), and that no secret is a literal ([`super::secret_env`]). Each model
-    /// keeps what its resolution gave ([`super::PlanModel::resolved`]); one resolved already, and unchanged since, is
-    /// not resolved again.
-    pub fn validate(&mut self) -> Result<(), PlanError> {
+    /// resolution, with an empty environment), and that no secret is a literal ([`super::secret_env`]). The only
+    /// way to a [`ValidPlan`], which keeps what each model's resolution gave.
+    pub fn validate(self) -> Result<ValidPlan, PlanError> {
         if self.schema != PLAN_SCHEMA {
             return Err(schema_error(&Value::String(self.schema.clone())));
         }
@@ -102,14 +118,9 @@ impl Plan {
             // The probe's own resolution: a model without a provider, not in the catalog, a bad base URL. The env is
             // empty: validation never reads a key.
             let spec = m.spec(placement.via_custodian());
-            match &m.resolved {
-                Some(r) if r.spec == spec => resolved.push(r.clone()),
-                _ => {
-                    let target = jr2_probe::spec::resolve(&spec, &at, &|_| None, "plan")
-                        .map_err(|e| spec_error(i, e))?;
-                    resolved.push(Resolved::of(spec, &target));
-                }
-            }
+            let target = jr2_probe::spec::resolve(&spec, &at, &|_| None, "plan")
+                .map_err(|e| spec_error(i, e))?;
+            resolved.push(Resolved::of(&target));
             if let Some(first) = checked.insert((&m.placement, &m.model), i) {
                 return Err(invalid(
                     Field::model(i, ModelField::Model),
@@ -121,9 +132,6 @@ impl Plan {
                     ),
                 ));
             }
-        }
-        for (m, r) in self.models.iter_mut().zip(resolved) {
-            m.resolved = Some(r);
         }
         for p in &self.placements {
             let bytes =
@@ -155,7 +163,10 @@ impl Plan {
                 }
             }
         }
-        Ok(())
+        Ok(ValidPlan {
+            plan: self,
+            resolved,
+        })
     }
 }
 
@@ -319,7 +330,7 @@ mod tests {
     fn a_key_shaped_key_env_is_refused_unrepeated() {
         let mut v = example();
         v["models"][0]["keyEnv"] = serde_json::json!("AIzaSyD3kq8PW4242abcdefghijklmnopqrstu");
-        let e = Plan::from_value(v).unwrap_err();
+        let e = RawPlan::from_value(v).unwrap().validate().unwrap_err();
         assert_eq!(
             e.field().map(ToString::to_string).as_deref(),
             Some("plan.models[0].keyEnv"),
