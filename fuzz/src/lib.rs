@@ -321,7 +321,7 @@ pub fn run_spec(data: &[u8]) {
     }
 }
 
-/// The driver's plan, as `jr2 up` hands it over: whatever arrives, `Plan::parse` answers without panicking, a refusal
+/// The driver's plan, as `jr2 up` hands it over: whatever arrives, `RawPlan::parse` and `validate` answer without panicking, a refusal
 /// is one line of bounded length, and a plan it accepts builds its check pods, whose `--dry-run` YAML (our own
 /// writer, which quotes what a YAML 1.1 reader could take for something else) reads back as the same objects, with no
 /// env literal holding anything but what the plan's own env gave.
@@ -329,7 +329,9 @@ pub fn plan(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let plan = match jr2_preflight::plan::Plan::parse(text) {
+    let plan = match jr2_preflight::plan::RawPlan::parse(text)
+        .and_then(jr2_preflight::plan::RawPlan::validate)
+    {
         Ok(plan) => plan,
         Err(e) => {
             // What `jr2-preflight run` prints: `error: ` and this, escaped.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::{Parser, Subcommand, ValueEnum};
 use jr2_preflight::access::{self, Access};
 use jr2_preflight::one_off::{self, OneOff, SecretKey};
-use jr2_preflight::plan::{Plan, PlanError};
+use jr2_preflight::plan::{Field, Overrides, PlanError, RawPlan, ValidPlan};
 use jr2_preflight::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
     RunResult, RunUpdate, run_pods, sweep_stale,
@@ -225,11 +225,18 @@ fn bad_input(e: &PlanError) -> ExitCode {
     PlanError::EXIT.into()
 }
 
+/// The one place a plan becomes a [`ValidPlan`]: the flags' values in place of the plan's own (each checked under its
+/// flag's name), then the plan validated as it will run.
+fn valid_plan(mut plan: RawPlan, overrides: &Overrides) -> Result<ValidPlan, PlanError> {
+    plan.override_with(overrides)?;
+    plan.validate()
+}
+
 /// `jr2-preflight images`: the images of the check pods `run --dry-run` would print (the probe's, each Custodian's),
 /// or the probe image alone without a plan. Bad input: one `error:` line, exit 2.
 fn images(args: &ImagesArgs) -> ExitCode {
     if let Some(image) = &args.probe_image
-        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+        && let Err(e) = jr2_preflight::plan::image_reference(Field::Flag("--probe-image"), image)
     {
         return bad_input(&e);
     }
@@ -240,12 +247,11 @@ fn images(args: &ImagesArgs) -> ExitCode {
                 .unwrap_or_else(|| jr2_preflight::plan::DEFAULT_PROBE_IMAGE.to_owned()),
         ],
         Some(path) => {
-            let mut plan = match Plan::read(path).and_then(|mut plan| {
-                if let Some(image) = &args.probe_image {
-                    plan.probe_image = image.clone();
-                }
-                plan.validate().map(|()| plan)
-            }) {
+            let overrides = Overrides {
+                namespace: None,
+                probe_image: args.probe_image.clone(),
+            };
+            let plan = match RawPlan::read(path).and_then(|plan| valid_plan(plan, &overrides)) {
                 Ok(plan) => plan,
                 Err(e) => {
                     return bad_input(&e);
@@ -253,7 +259,7 @@ fn images(args: &ImagesArgs) -> ExitCode {
             };
             // A plan without models has no check pod; the probe image is still what a mirror needs for the next.
             if plan.models.is_empty() {
-                vec![std::mem::take(&mut plan.probe_image)]
+                vec![plan.probe_image.clone()]
             } else {
                 let checks = pod::check_pods(&plan, &pod::new_run_id(), SystemTime::now());
                 pod::images(checks.iter().map(|c| &c.pod))
@@ -295,40 +301,22 @@ async fn run(args: RunArgs) -> ExitCode {
     let from_stdin = args.plan.as_os_str() == "-";
     let read = if args.cancel_on_stdin && from_stdin {
         // The plan's JSON value ends it: stdin stays open for the cancel.
-        Plan::read_leading(std::io::stdin().lock())
+        RawPlan::read_leading(std::io::stdin().lock())
     } else {
-        Plan::read(&args.plan)
+        RawPlan::read(&args.plan)
     };
-    let mut plan = match read {
+    let common = &args.common;
+    // The flags' values are checked under their own names, then stand in for the plan's.
+    let overrides = Overrides {
+        namespace: common.namespace.clone(),
+        probe_image: common.probe_image.clone(),
+    };
+    let plan = match read.and_then(|plan| valid_plan(plan, &overrides)) {
         Ok(p) => p,
         Err(e) => {
             return bad_input(&e);
         }
     };
-    let common = &args.common;
-    // The flags' values are checked under their own names, before they stand in for the plan's.
-    let flags = [
-        common
-            .namespace
-            .as_deref()
-            .map(|ns| jr2_preflight::plan::check_namespace("--namespace", ns)),
-        common
-            .probe_image
-            .as_deref()
-            .map(|image| jr2_preflight::plan::image_reference("--probe-image", image)),
-    ];
-    if let Some(e) = flags.into_iter().flatten().find_map(Result::err) {
-        return bad_input(&e);
-    }
-    if let Some(ns) = &common.namespace {
-        plan.namespace = ns.clone();
-    }
-    if let Some(image) = &common.probe_image {
-        plan.probe_image = image.clone();
-    }
-    if let Err(e) = plan.validate() {
-        return bad_input(&e);
-    }
     let exec = Exec {
         common,
         from_deployment: args.from_deployment.as_deref(),
@@ -354,7 +342,7 @@ async fn check(args: CheckArgs) -> ExitCode {
         match api.parse::<ApiKind>() {
             Ok(kind) => one_off.api = Some(kind),
             Err(e) => errors.push(PlanError::Invalid {
-                field: "--api".to_owned(),
+                field: Field::Flag("--api"),
                 message: e.to_string(),
             }),
         }
@@ -371,7 +359,7 @@ async fn check(args: CheckArgs) -> ExitCode {
             one_off.node = Some(node.clone());
         } else {
             errors.push(PlanError::Invalid {
-                field: "--node".to_owned(),
+                field: Field::Flag("--node"),
                 message: format!(
                     "\"{}\" is not a node name (a DNS subdomain: lowercase letters, digits, '-' and '.')",
                     sanitize::escape_truncate(node, 100)
@@ -385,18 +373,18 @@ async fn check(args: CheckArgs) -> ExitCode {
                 one_off.node_selector.push((k.to_owned(), v.to_owned()))
             }
             _ => errors.push(PlanError::Invalid {
-                field: "--node-selector".to_owned(),
+                field: Field::Flag("--node-selector"),
                 message: format!("\"{pair}\" is not KEY=VALUE"),
             }),
         }
     }
     if let Some(ns) = &common.namespace
-        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+        && let Err(e) = jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)
     {
         errors.push(e);
     }
     if let Some(image) = &common.probe_image
-        && let Err(e) = jr2_preflight::plan::image_reference("--probe-image", image)
+        && let Err(e) = jr2_preflight::plan::image_reference(Field::Flag("--probe-image"), image)
     {
         errors.push(e);
     }
@@ -412,7 +400,11 @@ async fn check(args: CheckArgs) -> ExitCode {
         .unwrap_or_else(|| "default".to_owned())
     });
     one_off.probe_image = common.probe_image.clone();
-    let plan = match one_off::plan(&one_off) {
+    // Its namespace and probe image are in the plan already, their flags checked above.
+    let plan = match one_off::plan(&one_off)
+        .and_then(|plan| valid_plan(plan, &Overrides::default()))
+        .map_err(one_off::as_flag)
+    {
         Ok(plan) => plan,
         Err(e) => return bad_input(&e),
     };
@@ -436,7 +428,7 @@ struct Exec<'a> {
     cancel_on_stdin: bool,
 }
 
-async fn execute(mut plan: Plan, exec: &Exec<'_>, mut signals: Signals) -> ExitCode {
+async fn execute(mut plan: ValidPlan, exec: &Exec<'_>, mut signals: Signals) -> ExitCode {
     let common = exec.common;
     let run_id = pod::new_run_id();
     // Skipped, or nothing to check: no pod, nothing contacted.
@@ -719,7 +711,7 @@ struct Connected {
 /// placements' pod spec from the Deployment. `Err`: the exit, its line written.
 async fn connect(
     exec: &Exec<'_>,
-    plan: &mut Plan,
+    plan: &mut ValidPlan,
     lines: &mut Lines,
 ) -> Result<Connected, ExitCode> {
     let common = exec.common;
@@ -744,13 +736,15 @@ async fn connect(
     }
     if let Some(name) = exec.from_deployment {
         let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
-            Ok(w) if exec.one_off => one_off::adopt(plan, &w),
-            Ok(w) => workload::apply(plan, &w),
+            Ok(w) => adopt(exec, plan.clone(), &w),
             Err(e) => Err(e),
         };
-        if let Err(e) = applied {
-            jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
-            return Err(workload::WorkloadError::EXIT.into());
+        match applied {
+            Ok(adopted) => *plan = adopted,
+            Err(e) => {
+                jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
+                return Err(workload::WorkloadError::EXIT.into());
+            }
         }
     }
     // What the run lacks, said once the plan is whole: a Deployment's template may name no ServiceAccount, or give
@@ -770,6 +764,23 @@ async fn connect(
     Ok(Connected { client, access })
 }
 
+/// `--from-deployment`: the Deployment's template in the plan (and for `check`, its containers and the keys they
+/// hold), which is then validated again, as a plan is: a template is new input. Its errors are named as the
+/// Deployment names its fields.
+fn adopt(
+    exec: &Exec<'_>,
+    plan: ValidPlan,
+    w: &workload::HarnessWorkload,
+) -> Result<ValidPlan, workload::WorkloadError> {
+    let mut plan = plan.into_raw();
+    if exec.one_off {
+        one_off::adopt(&mut plan, w)?;
+    } else {
+        workload::apply(&mut plan, w);
+    }
+    valid_plan(plan, &Overrides::default()).map_err(|e| workload::invalid(w, e))
+}
+
 /// What is known before the create: warnings to write, and the pods the namespace's Pod Security level refuses
 /// (by their index), which are not created.
 struct Prepared {
@@ -781,7 +792,7 @@ struct Prepared {
 /// warning lines, and the Pod Security level of the namespace against each check pod (all at once).
 async fn prepare(
     client: kube::Client,
-    plan: &Plan,
+    plan: &ValidPlan,
     checks: &[pod::CheckPod],
     now: SystemTime,
     access: &Access,
@@ -856,7 +867,7 @@ async fn prepare(
 async fn run_checks(
     connected: Connected,
     common: &Common,
-    plan: &Plan,
+    plan: &ValidPlan,
     to_run: &[PodToRun],
     signals: &mut Signals,
     lines: &mut Lines,
@@ -942,7 +953,7 @@ fn print_verdict(
 /// `jr2-preflight rbac`: the Role of `access::ALL`, and the RoleBinding to the subjects named.
 fn rbac(args: &RbacArgs) -> ExitCode {
     if let Some(ns) = &args.namespace
-        && let Err(e) = jr2_preflight::plan::check_namespace("--namespace", ns)
+        && let Err(e) = jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)
     {
         return bad_input(&e);
     }
@@ -969,7 +980,7 @@ fn rbac(args: &RbacArgs) -> ExitCode {
         _ => None,
     }) {
         return bad_input(&PlanError::Invalid {
-            field: "--user/--group/--service-account".to_owned(),
+            field: Field::Flag("--user/--group/--service-account"),
             message: format!("{} is not a name", sanitize::escape(bad)),
         });
     }

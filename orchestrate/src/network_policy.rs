@@ -31,13 +31,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-use crate::plan::Plan;
+use crate::plan::ValidPlan;
 use crate::pod::CheckPod;
 
 /// The NetworkPolicies of the namespace that limit the egress of a placement's Harness pods and do not select that
 /// placement's check pod (matched on the labels it is created with). A policy list that cannot be read yields no
 /// warning.
-pub async fn warnings(client: Client, plan: &Plan, checks: &[CheckPod]) -> Vec<String> {
+pub async fn warnings(client: Client, plan: &ValidPlan, checks: &[CheckPod]) -> Vec<String> {
     if plan.network_policy_check.is_none() {
         return Vec::new();
     }
@@ -124,7 +124,7 @@ impl Allowed {
 
 /// The policies that make a placement's check pod's egress differ from its Harness pods', sorted and once each.
 fn differences(
-    plan: &Plan,
+    plan: &ValidPlan,
     checks: &[CheckPod],
     policies: &[NetworkPolicy],
 ) -> BTreeSet<(String, Difference)> {
@@ -378,9 +378,10 @@ mod tests {
             .unwrap()
     }
 
-    fn example() -> (Plan, Vec<CheckPod>) {
-        let mut plan = Plan::parse(include_str!("../examples/plan.json")).unwrap();
-        plan.validate().unwrap();
+    fn example() -> (ValidPlan, Vec<CheckPod>) {
+        let plan = crate::plan::RawPlan::parse(include_str!("../examples/plan.json"))
+            .and_then(crate::plan::RawPlan::validate)
+            .unwrap();
         let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
         (plan, checks)
     }

@@ -26,8 +26,10 @@ use k8s_openapi::api::core::v1::{
     NodeSelectorTerm, PodSecurityContext, PodSpec, SeccompProfile, SecretKeySelector,
 };
 
-use crate::plan::{self, Placement, Plan, PlanError, PlanModel};
-use crate::secret_env::PROVIDER_KEY_ENV;
+use crate::plan::secret_env::PROVIDER_KEY_ENV;
+use crate::plan::{
+    self, Field, ModelField, Placement, PlanError, PlanModel, RawPlan, Step, TopField,
+};
 use crate::workload::{HarnessWorkload, WorkloadError};
 
 /// The Instance the check pods of `check` belong to (their names and labels, and the stale sweep's selector).
@@ -50,7 +52,7 @@ impl SecretKey {
     /// `NAME/KEY`: a Secret's name (a DNS subdomain) and a key (`[-._a-zA-Z0-9]+`), as the API server takes them.
     pub fn parse(text: &str) -> Result<SecretKey, PlanError> {
         let bad = |message: &str| PlanError::Invalid {
-            field: "--api-key-secret".to_owned(),
+            field: Field::Flag("--api-key-secret"),
             message: message.to_owned(),
         };
         let Some((name, key)) = text.split_once('/') else {
@@ -126,8 +128,9 @@ fn key_env_of(model: &PlanModel) -> Option<String> {
     }
 }
 
-/// The plan of `check` (validated: a model the probe cannot check, a bad URL, is bad input named by its flag).
-pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
+/// The plan of `check`, not yet validated: its errors, once it is, are worded by [`as_flag`] (a model the probe
+/// cannot check, a bad URL, is bad input named by its flag).
+pub fn plan(o: &OneOff) -> Result<RawPlan, PlanError> {
     let provider = o.provider.as_deref().unwrap_or("custom");
     if o.base_url.is_some() {
         let ok = !provider.is_empty()
@@ -136,14 +139,14 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
         if !ok {
             return Err(PlanError::Invalid {
-                field: "--provider".to_owned(),
+                field: Field::Flag("--provider"),
                 message: "a provider id is letters, digits, '-', '_' or '.' (harness.provider.id)"
                     .to_owned(),
             });
         }
     } else if o.provider.is_some() {
         return Err(PlanError::Invalid {
-            field: "--provider".to_owned(),
+            field: Field::Flag("--provider"),
             message:
                 "names the custom provider of --base-url; a catalog model names its provider itself"
                     .to_owned(),
@@ -225,7 +228,7 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
         }),
         ..PodSpec::default()
     };
-    let mut plan = Plan::new(
+    let mut plan = RawPlan::new(
         &o.namespace,
         INSTANCE,
         vec![Placement {
@@ -239,45 +242,39 @@ pub fn plan(o: &OneOff) -> Result<Plan, PlanError> {
     if let Some(image) = &o.probe_image {
         plan.probe_image = image.clone();
     }
-    plan.validate().map_err(as_flag)?;
     Ok(plan)
 }
 
-/// A plan error of a field the flags made, named by its flag.
-fn as_flag(e: PlanError) -> PlanError {
-    match e {
-        PlanError::Invalid { field, message } => {
-            let flag = if field.ends_with(".baseUrl") {
-                "--base-url"
-            } else if field.ends_with(".api") {
-                "--api"
-            } else if field.starts_with("plan.models") {
-                "--model"
-            } else if field == "plan.probeImage" {
-                "--probe-image"
-            } else if field == "plan.namespace" {
-                "--namespace"
-            } else if field.contains("nodeSelector") {
-                "--node-selector"
-            } else if field.contains("affinity") {
-                "--node"
-            } else {
-                return PlanError::Invalid { field, message };
-            };
-            PlanError::Invalid {
-                field: flag.to_owned(),
-                message,
-            }
-        }
-        other => other,
+/// A plan error of a field the flags made, named by its flag: how `check` words the errors of its plan.
+pub fn as_flag(e: PlanError) -> PlanError {
+    let PlanError::Invalid { field, message } = e else {
+        return e;
+    };
+    let under_spec = |key: &str| match &field {
+        Field::PodSpec(_, path) => matches!(path.steps().first(), Some(Step::Key(k)) if k == key),
+        _ => false,
+    };
+    let flag = match &field {
+        Field::Model(_, Some(ModelField::BaseUrl)) => "--base-url",
+        Field::Model(_, Some(ModelField::Api)) => "--api",
+        Field::Model(..) | Field::Top(TopField::Models) => "--model",
+        Field::Top(TopField::ProbeImage) => "--probe-image",
+        Field::Top(TopField::Namespace) => "--namespace",
+        _ if under_spec("nodeSelector") => "--node-selector",
+        _ if under_spec("affinity") => "--node",
+        _ => return PlanError::Invalid { field, message },
+    };
+    PlanError::Invalid {
+        field: Field::Flag(flag),
+        message,
     }
 }
 
 /// `--from-deployment`: the Deployment's template becomes the placement, its container `harness` (or its only
 /// container) the Harness, its container `custodian` the Custodian; each model's key is the one its Harness
-/// container holds (a Stand-in the Custodian swaps, or a `valueFrom`), else none. Then the plan is validated as a
-/// `run --from-deployment` plan is.
-pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
+/// container holds (a Stand-in the Custodian swaps, or a `valueFrom`), else none. The caller then validates the
+/// plan as a `run --from-deployment` plan is.
+pub fn adopt(plan: &mut RawPlan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
     let spec = &workload.pod_spec;
     let all: Vec<&Container> = spec
         .containers
@@ -340,12 +337,26 @@ pub fn adopt(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
         m.key_held = key_env.as_ref().is_some_and(|k| held.contains(k));
         m.key_env = key_env;
     }
-    crate::workload::apply(plan, workload)
+    crate::workload::apply(plan, workload);
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::ValidPlan;
+
+    /// The plan of `check`, validated as `jr2-preflight check` validates it.
+    fn plan(o: &OneOff) -> Result<ValidPlan, PlanError> {
+        super::plan(o).and_then(RawPlan::validate).map_err(as_flag)
+    }
+
+    /// `adopt`, then the plan validated again, as `jr2-preflight check --from-deployment` does.
+    fn adopted(plan: ValidPlan, w: &HarnessWorkload) -> Result<ValidPlan, WorkloadError> {
+        let mut plan = plan.into_raw();
+        adopt(&mut plan, w)?;
+        plan.validate().map_err(|e| crate::workload::invalid(w, e))
+    }
 
     fn one_off() -> OneOff {
         OneOff {
@@ -426,7 +437,7 @@ mod tests {
             namespace: "team-a".to_owned(),
             ..OneOff::default()
         };
-        let mut plan = plan(&o).unwrap();
+        let plan = plan(&o).unwrap();
         let spec: PodSpec = serde_json::from_value(serde_json::json!({
             "securityContext": {"runAsNonRoot": true, "fsGroup": 2000},
             "containers": [
@@ -442,7 +453,7 @@ mod tests {
             pod_spec: spec,
             labels: BTreeMap::from([("app".to_owned(), "h".to_owned())]),
         };
-        adopt(&mut plan, &workload).unwrap();
+        let plan = adopted(plan, &workload).unwrap();
         let p = &plan.placements[0];
         assert_eq!(p.custodian_container.as_deref(), Some("custodian"));
         assert!(p.via_custodian());
@@ -452,10 +463,9 @@ mod tests {
         let spec = plan.run_spec_for(PLACEMENT);
         assert!(spec.models[0].via_custodian);
         // A template whose Harness holds no key for the model: not held, so the line says which key to set.
-        let mut plan2 = plan_of_catalog();
         let mut w = workload.clone();
         w.pod_spec.containers[0].env = None;
-        adopt(&mut plan2, &w).unwrap();
+        let plan2 = adopted(plan_of_catalog(), &w).unwrap();
         assert!(!plan2.models[0].key_held);
         // No container to take for the Harness: the containers are named.
         let mut w = workload;
@@ -464,11 +474,11 @@ mod tests {
             name: "sidecar".to_owned(),
             ..Container::default()
         });
-        let e = adopt(&mut plan_of_catalog(), &w).unwrap_err().to_string();
+        let e = adopted(plan_of_catalog(), &w).unwrap_err().to_string();
         assert!(e.contains("\"agent\", \"custodian\", \"sidecar\""), "{e}");
     }
 
-    fn plan_of_catalog() -> Plan {
+    fn plan_of_catalog() -> ValidPlan {
         plan(&OneOff {
             models: vec!["anthropic/claude-haiku-4-5".to_owned()],
             namespace: "team-a".to_owned(),
@@ -480,7 +490,7 @@ mod tests {
     #[test]
     fn bad_flags_are_named() {
         let field = |o: OneOff| match plan(&o).unwrap_err() {
-            PlanError::Invalid { field, .. } => field,
+            PlanError::Invalid { field, .. } => field.to_string(),
             other => panic!("{other}"),
         };
         let mut o = one_off();
@@ -507,7 +517,7 @@ mod tests {
             &long_label,
         ] {
             let e = SecretKey::parse(bad).unwrap_err();
-            assert_eq!(e.field(), Some("--api-key-secret"), "{bad}");
+            assert_eq!(e.field(), Some(&Field::Flag("--api-key-secret")), "{bad}");
         }
         let dotted = format!("{}.keys/k", "a".repeat(63));
         assert!(SecretKey::parse(&dotted).is_ok());
@@ -523,7 +533,11 @@ mod tests {
             "sk-proj-pw4242abcdefghijkl/k",
         ] {
             let e = SecretKey::parse(pasted).unwrap_err();
-            assert_eq!(e.field(), Some("--api-key-secret"), "{pasted}");
+            assert_eq!(
+                e.field(),
+                Some(&Field::Flag("--api-key-secret")),
+                "{pasted}"
+            );
             assert!(
                 !e.to_string().contains("PW4242") && !e.to_string().contains("pw4242"),
                 "{e}"

@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::plan::{Placement, Plan};
+use crate::plan::{Placement, ValidPlan};
 
 /// The probe container's name.
 pub const PROBE_CONTAINER: &str = "probe";
@@ -180,11 +180,11 @@ pub struct CheckPod {
 }
 
 /// The check pods of a plan: one per placement that has a model, in plan order.
-pub fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<CheckPod> {
+pub fn check_pods(plan: &ValidPlan, run_id: &str, now: SystemTime) -> Vec<CheckPod> {
     plan.placements_with_models()
         .map(|p| CheckPod {
             placement: p.name.clone(),
-            // The order of the placement's run spec (`Plan::run_spec_for`): plan order.
+            // The order of the placement's run spec (`RawPlan::run_spec_for`): plan order.
             models: (0..plan.models.len())
                 .filter(|&i| plan.models[i].placement == p.name)
                 .collect(),
@@ -214,7 +214,7 @@ pub fn images<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<String> {
 }
 
 /// The check pod of one placement. `now` is when the run starts: the deadline is `now + plan.deadlineSeconds`.
-pub fn check_pod(plan: &Plan, placement: &Placement, run_id: &str, now: SystemTime) -> Pod {
+pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: SystemTime) -> Pod {
     let run = clean_run_id(run_id);
     let harness_spec = &placement.pod_spec;
     let harness = placement.harness();
@@ -378,7 +378,7 @@ fn repoint(mut e: EnvVar, placement: &Placement) -> Option<EnvVar> {
 }
 
 fn probe_container(
-    plan: &Plan,
+    plan: &ValidPlan,
     placement: &Placement,
     harness: Option<&Container>,
     deadline: u64,

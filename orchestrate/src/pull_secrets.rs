@@ -13,7 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{LocalObjectReference, ServiceAccount};
 use kube::{Api, Client};
 
-use crate::plan::Plan;
+use crate::plan::ValidPlan;
 
 /// How long the API server has to answer each read.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -29,7 +29,7 @@ fn named_account(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<&str> {
 }
 
 /// Whether [`adopt`] would read a ServiceAccount for this plan (a placement names one and lists no pull secret).
-pub fn reads_accounts(plan: &Plan) -> bool {
+pub fn reads_accounts(plan: &ValidPlan) -> bool {
     plan.placements.iter().any(|p| {
         p.pod_spec
             .image_pull_secrets
@@ -41,10 +41,11 @@ pub fn reads_accounts(plan: &Plan) -> bool {
 
 /// Gives each placement whose Harness pods take their pull secrets from a named ServiceAccount those secrets, read
 /// from the cluster (each account once).
-pub async fn adopt(client: Client, plan: &mut Plan) {
+pub async fn adopt(client: Client, plan: &mut ValidPlan) {
     let api: Api<ServiceAccount> = Api::namespaced(client, &plan.namespace);
     let mut read: BTreeMap<String, Option<Vec<LocalObjectReference>>> = BTreeMap::new();
-    for placement in &mut plan.placements {
+    for index in 0..plan.placements.len() {
+        let placement = &plan.placements[index];
         let spec = &placement.pod_spec;
         if spec
             .image_pull_secrets
@@ -71,7 +72,7 @@ pub async fn adopt(client: Client, plan: &mut Plan) {
             read.insert(account.clone(), secrets);
         }
         if let Some(secrets) = read.get(&account).cloned().flatten() {
-            placement.pod_spec.image_pull_secrets = Some(secrets);
+            plan.set_pull_secrets(index, secrets);
         }
     }
 }

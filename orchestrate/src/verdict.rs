@@ -6,14 +6,14 @@
 
 use std::time::{Instant, SystemTime};
 
+use jr2_probe::contract::Exit;
 use jr2_probe::contract::outcome::{Code, Level, Outcome, PodCode};
 use jr2_probe::contract::render;
 use jr2_probe::contract::summary::SummaryModel;
-use jr2_probe::contract::verdict::{ModelResult, Origin, Route, rfc3339_utc};
-use jr2_probe::contract::{ApiKind, Exit};
+use jr2_probe::contract::verdict::{ModelResult, Origin, rfc3339_utc};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Plan, PlanModel};
+use crate::plan::{PlanModel, Resolved, ValidPlan};
 use crate::pod::CheckPod;
 use crate::run::{FailureKind, PodOutcome, PodRun, RunResult};
 
@@ -102,7 +102,7 @@ pub struct DriverVerdict {
 
 /// The skip: one warning line that names each model once (a model on two placements is one model to the user),
 /// nothing contacted. A plan without models skips nothing, so it has no line.
-pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
+pub fn skipped(plan: &ValidPlan, run_id: &str) -> DriverVerdict {
     let mut models: Vec<String> = Vec::new();
     for m in &plan.models {
         if !models.contains(&m.model) {
@@ -119,8 +119,9 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
     let results = plan
         .models
         .iter()
-        .map(|m| {
-            let mut r = base(m);
+        .enumerate()
+        .map(|(i, m)| {
+            let mut r = base(m, plan.resolved(i));
             r.outcome = Outcome::Skipped;
             r.level = Outcome::Skipped.level(r.api);
             r.code = Code::Skipped;
@@ -138,7 +139,7 @@ pub fn skipped(plan: &Plan, run_id: &str) -> DriverVerdict {
 
 /// A plan without models: nothing to check, so nothing is contacted or created, no line, and the verdict is ok
 /// (it is not bad input: an Instance may have no provider yet).
-pub fn nothing_to_check(plan: &Plan, run_id: &str) -> DriverVerdict {
+pub fn nothing_to_check(plan: &ValidPlan, run_id: &str) -> DriverVerdict {
     DriverVerdict {
         schema: DRIVER_VERDICT_SCHEMA.to_owned(),
         ok: true,
@@ -158,7 +159,7 @@ pub fn nothing_to_check(plan: &Plan, run_id: &str) -> DriverVerdict {
 }
 
 /// The release of a run: this driver's version, the probe's as it reported it, the plan's probe image.
-fn release(plan: &Plan, probe: Option<String>) -> Release {
+fn release(plan: &ValidPlan, probe: Option<String>) -> Release {
     Release {
         driver: env!("CARGO_PKG_VERSION").to_owned(),
         probe,
@@ -182,7 +183,7 @@ pub struct LiveOrder {
 
 impl LiveOrder {
     /// For the pods of `checks` running `plan`.
-    pub fn new(plan: &Plan, checks: &[CheckPod]) -> Self {
+    pub fn new(plan: &ValidPlan, checks: &[CheckPod]) -> Self {
         LiveOrder {
             slots: vec![None; plan.models.len()],
             by_pod: checks
@@ -223,7 +224,7 @@ impl LiveOrder {
 /// was given, in its order.
 #[allow(clippy::too_many_arguments)]
 pub fn assemble(
-    plan: &Plan,
+    plan: &ValidPlan,
     checks: &[CheckPod],
     run: &RunResult,
     run_id: &str,
@@ -262,7 +263,8 @@ pub fn assemble(
                 .clone()
                 .unwrap_or_else(|| "an unscheduled node".to_owned()),
         };
-        let result = result_of(pod_run, index, plan_model);
+        let facts = plan.resolved(plan_index);
+        let result = result_of(pod_run, index, plan_model, facts);
         match &pod_run.outcome {
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
@@ -294,7 +296,7 @@ pub fn assemble(
                 }
             }
         }
-        models.push(result.unwrap_or_else(|| not_checked(plan_model, pod_run)));
+        models.push(result.unwrap_or_else(|| not_checked(plan_model, facts, pod_run)));
     }
     final_lines.extend(render::not_checked_lines(
         &unchecked.iter().collect::<Vec<_>>(),
@@ -392,7 +394,12 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
 }
 
 /// A model's result: its `result` line, else the probe's verdict, else its entry in the termination message.
-fn result_of(pod: &PodRun, index: usize, model: &PlanModel) -> Option<ModelResult> {
+fn result_of(
+    pod: &PodRun,
+    index: usize,
+    model: &PlanModel,
+    facts: &Resolved,
+) -> Option<ModelResult> {
     if let Some(Some(r)) = pod.results.get(index) {
         return Some(r.clone());
     }
@@ -405,39 +412,19 @@ fn result_of(pod: &PodRun, index: usize, model: &PlanModel) -> Option<ModelResul
         return Some(r.clone());
     }
     let entry = report.summary.as_ref()?.models.get(index)?;
-    Some(from_summary(model, entry))
+    Some(from_summary(model, facts, entry))
 }
 
 /// A result the probe did not give: the model's facts as the plan's validation resolved them, not checked.
-fn base(model: &PlanModel) -> ModelResult {
-    let (id, api, base_url, host, route) = match model.resolved() {
-        Some(r) => (
-            r.id.clone(),
-            r.api,
-            r.base_url.clone(),
-            r.host.clone(),
-            r.route.clone(),
-        ),
-        // A plan not validated: what the plan itself says.
-        None => (
-            model.model.clone(),
-            model.api.unwrap_or(ApiKind::OpenAiCompletions),
-            String::new(),
-            String::new(),
-            Route::Custom {
-                api_key_set: model.key_held,
-                max_tokens_set: model.max_tokens.unwrap_or(0) > 0,
-            },
-        ),
-    };
+fn base(model: &PlanModel, facts: &Resolved) -> ModelResult {
     ModelResult {
         findings: Default::default(),
         model: model.model.clone(),
-        id,
-        api,
-        base_url,
-        host,
-        route,
+        id: facts.id.clone(),
+        api: facts.api,
+        base_url: facts.base_url.clone(),
+        host: facts.host.clone(),
+        route: facts.route.clone(),
         outcome: Outcome::NotChecked,
         level: Level::Error,
         code: Code::NotChecked,
@@ -453,8 +440,8 @@ fn base(model: &PlanModel) -> ModelResult {
     }
 }
 
-fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
-    let mut r = base(model);
+fn from_summary(model: &PlanModel, facts: &Resolved, entry: &SummaryModel) -> ModelResult {
+    let mut r = base(model, facts);
     r.outcome = entry.outcome;
     r.code = entry.code;
     r.level = entry.outcome.level(r.api);
@@ -468,8 +455,8 @@ fn from_summary(model: &PlanModel, entry: &SummaryModel) -> ModelResult {
 
 /// A model the probe gave no result for: not checked; when its pod failed, what to do next is what that failure
 /// asks for (a missing Secret is created, not retried).
-fn not_checked(model: &PlanModel, pod: &PodRun) -> ModelResult {
-    let mut r = base(model);
+fn not_checked(model: &PlanModel, facts: &Resolved, pod: &PodRun) -> ModelResult {
+    let mut r = base(model, facts);
     r.error = Some(format!(
         "not checked: the check pod {} did not finish",
         pod.name
@@ -518,12 +505,12 @@ mod tests {
     /// three models, as the probe writes them; the model it did check keeps its own lines first.
     #[test]
     fn models_a_finished_probe_did_not_check_are_one_block_per_reason() {
-        let mut plan = Plan::parse(include_str!("../examples/plan.json")).unwrap();
-        plan.validate().unwrap();
-        let mut extra = plan.models[2].clone();
+        use crate::plan::RawPlan;
+        let mut raw = RawPlan::parse(include_str!("../examples/plan.json")).unwrap();
+        let mut extra = raw.models[2].clone();
         extra.model = "google/gemini-2.5-pro".to_owned();
-        plan.models.push(extra);
-        plan.validate().unwrap();
+        raw.models.push(extra);
+        let plan = raw.validate().unwrap();
         let checks = crate::pod::check_pods(&plan, "run0001", SystemTime::now());
         let pods = checks
             .iter()
@@ -532,7 +519,7 @@ mod tests {
                     .models
                     .iter()
                     .map(|&m| {
-                        let mut r = base(&plan.models[m]);
+                        let mut r = base(&plan.models[m], plan.resolved(m));
                         if m == 0 {
                             r.outcome = Outcome::KeyRefused;
                             r.code = Code::KeyRefused;

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 use kube::{Api, Client};
 use thiserror::Error;
 
-use crate::plan::{NetworkPolicyCheck, Plan, PlanError};
+use crate::plan::{Field, NetworkPolicyCheck, PlanError, RawPlan};
 
 /// How long the API server has to answer the read.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(15);
@@ -127,8 +127,27 @@ pub async fn read_deployment(
     })
 }
 
-/// Puts the workload in every placement of the plan and validates the result.
-pub fn apply(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), WorkloadError> {
+/// A plan error of the plan the workload went into, its field named as the Deployment names it: how
+/// `--from-deployment` words the errors of the plan it validates again.
+pub fn invalid(workload: &HarnessWorkload, e: PlanError) -> WorkloadError {
+    match e {
+        PlanError::Invalid { field, message } => WorkloadError::Invalid {
+            name: workload.name.clone(),
+            field: as_deployment_field(field),
+            message,
+        },
+        other => WorkloadError::Invalid {
+            name: workload.name.clone(),
+            field: "spec.template.spec".to_owned(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// Puts the workload in every placement of the plan: its template in place of each pod spec, its labels where the
+/// plan names none. The caller validates the plan again (a template is new input), its errors worded by
+/// [`invalid`].
+pub fn apply(plan: &mut RawPlan, workload: &HarnessWorkload) {
     for placement in &mut plan.placements {
         placement.pod_spec = workload.pod_spec.clone();
     }
@@ -145,31 +164,14 @@ pub fn apply(plan: &mut Plan, workload: &HarnessWorkload) -> Result<(), Workload
                 .or_insert_with(|| workload.labels.clone());
         }
     }
-    plan.validate().map_err(|e| match e {
-        PlanError::Invalid { field, message } => WorkloadError::Invalid {
-            name: workload.name.clone(),
-            field: as_deployment_field(&field),
-            message,
-        },
-        other => WorkloadError::Invalid {
-            name: workload.name.clone(),
-            field: "spec.template.spec".to_owned(),
-            message: other.to_string(),
-        },
-    })
 }
 
-/// `plan.placements[3].podSpec.containers[0]` → `spec.template.spec.containers[0]`; other fields as they are.
-fn as_deployment_field(field: &str) -> String {
-    let Some(rest) = field.strip_prefix("plan.placements[") else {
-        return field.to_owned();
-    };
-    let Some((_, after)) = rest.split_once(']') else {
-        return field.to_owned();
-    };
-    match after.strip_prefix(".podSpec") {
-        Some(tail) => format!("spec.template.spec{tail}"),
-        None => field.to_owned(),
+/// `plan.placements[3].podSpec.containers[0]` → `spec.template.spec.containers[0]`; other fields as the plan names
+/// them.
+fn as_deployment_field(field: Field) -> String {
+    match field {
+        Field::PodSpec(_, path) => format!("spec.template.spec{path}"),
+        other => other.to_string(),
     }
 }
 
@@ -177,28 +179,28 @@ fn as_deployment_field(field: &str) -> String {
 mod tests {
     use super::*;
 
-    fn plan() -> Plan {
+    fn plan() -> RawPlan {
         let text = include_str!("../examples/plan.json");
-        let mut plan: Plan = serde_json::from_str(text).expect("the example plan");
-        plan.validate().expect("a valid example");
-        plan
+        serde_json::from_str(text).expect("the example plan")
     }
 
     #[test]
     fn fields_are_named_as_the_deployment_names_them() {
+        use crate::plan::{PlacementField, SpecPath};
+        let containers = SpecPath::default().key("containers").index(0);
         assert_eq!(
-            as_deployment_field("plan.placements[1].podSpec.containers[0].env[2]"),
+            as_deployment_field(Field::PodSpec(1, containers.key("env").index(2))),
             "spec.template.spec.containers[0].env[2]"
         );
         assert_eq!(
-            as_deployment_field("plan.placements[0].podSpec"),
+            as_deployment_field(Field::PodSpec(0, SpecPath::default())),
             "spec.template.spec"
         );
         assert_eq!(
-            as_deployment_field("plan.placements[0].harnessContainer"),
+            as_deployment_field(Field::placement(0, PlacementField::HarnessContainer)),
             "plan.placements[0].harnessContainer"
         );
-        assert_eq!(as_deployment_field("plan.models[0]"), "plan.models[0]");
+        assert_eq!(as_deployment_field(Field::Model(0, None)), "plan.models[0]");
     }
 
     #[test]
@@ -219,7 +221,11 @@ mod tests {
             pod_spec: spec.clone(),
             labels: labels.clone(),
         };
-        apply(&mut plan, &workload).expect("valid");
+        apply(&mut plan, &workload);
+        let plan = plan
+            .validate()
+            .map_err(|e| invalid(&workload, e))
+            .expect("valid");
         for p in &plan.placements {
             assert_eq!(p.pod_spec, spec);
             assert_eq!(plan.harness_pod_labels(&p.name), Some(&labels));
@@ -258,7 +264,11 @@ mod tests {
             pod_spec: spec,
             labels: BTreeMap::new(),
         };
-        let e = apply(&mut plan, &workload).unwrap_err();
+        apply(&mut plan, &workload);
+        let e = plan
+            .validate()
+            .map_err(|e| invalid(&workload, e))
+            .unwrap_err();
         let line = e.to_string();
         assert!(
             line.starts_with("Deployment \"leaky\": spec.template.spec.containers["),

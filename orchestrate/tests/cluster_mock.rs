@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tower_test::mock::{self, SendResponse};
 
-use jr2_preflight::plan::{PLAN_SCHEMA, Plan};
+use jr2_preflight::plan::{PLAN_SCHEMA, RawPlan, ValidPlan};
 use jr2_preflight::pod;
 use jr2_preflight::run::{
     Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, RunConfig, RunResult, RunUpdate, run_pods,
@@ -61,7 +61,7 @@ fn now() -> SystemTime {
 
 /// The plan the check pods come from: the Instance Harness and a Sandbox placement, each with its Custodian, each
 /// checking the three models.
-fn plan() -> Plan {
+fn plan() -> ValidPlan {
     let placement = |name: &str| {
         json!({"name": name, "custodianContainer": "custodian", "podSpec": {
             "containers": [
@@ -87,11 +87,12 @@ fn plan() -> Plan {
             json!({"model": MODELS[2], "placement": on, "source": "catalog", "keyEnv": "GEMINI_API_KEY", "keyHeld": true}),
         ]
     };
-    Plan::from_value(json!({
+    RawPlan::from_value(json!({
         "schema": PLAN_SCHEMA, "namespace": NS, "instance": "demo", "probeImage": PROBE_IMAGE,
         "placements": [placement("harness"), placement("sandbox")],
         "models": models("harness").into_iter().chain(models("sandbox")).collect::<Vec<_>>()
     }))
+    .and_then(RawPlan::validate)
     .expect("a valid plan")
 }
 
@@ -1655,7 +1656,7 @@ async fn the_pods_text_is_cleaned_and_the_plan_names_the_model_and_host() {
     assert_eq!(started, [MODELS[0]]);
     // The result from the log: every string cleaned, the model, id, base URL, host and route the plan's.
     let r = run.results[0].as_ref().expect("the first result came");
-    let facts = plan.models[0].resolved().unwrap();
+    let facts = plan.resolved(0);
     assert_eq!(r.model, MODELS[0]);
     assert_eq!(
         (&r.id, &r.base_url, &r.host, &r.route),
@@ -1723,7 +1724,7 @@ async fn the_pods_text_is_cleaned_and_the_plan_names_the_model_and_host() {
             )),
             "{line}"
         );
-        let host = &plan.models[i].resolved().unwrap().host;
+        let host = &plan.resolved(i).host;
         assert!(line.contains(&format!(" {host} (")), "{line}");
         assert!(
             !line.contains("evil.example") && !line.contains("forged model"),

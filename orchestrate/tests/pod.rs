@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use jr2_preflight::plan::{PLAN_SCHEMA, Plan, PlanError, stand_in};
+use jr2_preflight::plan::{PLAN_SCHEMA, PlanError, RawPlan, ValidPlan, stand_in};
 use jr2_preflight::pod::{self, check_pod, to_yaml};
 use jr2_probe::spec::RunSpec;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, SecurityContext};
@@ -25,12 +25,22 @@ fn example_json() -> Value {
     serde_json::from_str(include_str!("../examples/plan.json")).expect("the example is JSON")
 }
 
-fn example() -> Plan {
-    Plan::from_value(example_json()).expect("the example plan is valid")
+/// A plan as the driver takes it: read, then validated.
+fn plan_of(v: Value) -> Result<ValidPlan, PlanError> {
+    RawPlan::from_value(v).and_then(RawPlan::validate)
+}
+
+/// A plan's text as the driver takes it: parsed, then validated.
+fn parse(text: &str) -> Result<ValidPlan, PlanError> {
+    RawPlan::parse(text).and_then(RawPlan::validate)
+}
+
+fn example() -> ValidPlan {
+    plan_of(example_json()).expect("the example plan is valid")
 }
 
 /// The check pods of a plan, as created.
-fn check_pods(plan: &Plan, run_id: &str, now: SystemTime) -> Vec<Pod> {
+fn check_pods(plan: &ValidPlan, run_id: &str, now: SystemTime) -> Vec<Pod> {
     pod::check_pods(plan, run_id, now)
         .into_iter()
         .map(|c| c.pod)
@@ -91,8 +101,8 @@ fn full_json() -> Value {
     v
 }
 
-fn full() -> Plan {
-    Plan::from_value(full_json()).expect("the full variant is valid")
+fn full() -> ValidPlan {
+    plan_of(full_json()).expect("the full variant is valid")
 }
 
 /// A placement without a Custodian (nothing held), and one whose Custodian is already a native sidecar.
@@ -158,8 +168,11 @@ fn the_example_plan_parses_and_validates() {
     );
     // Read from a file as the driver does.
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plan.json");
-    assert_eq!(Plan::read(&file).unwrap(), plan);
-    let e = Plan::read(Path::new("/nonexistent/plan.json")).unwrap_err();
+    assert_eq!(
+        RawPlan::read(&file).and_then(RawPlan::validate).unwrap(),
+        plan
+    );
+    let e = RawPlan::read(Path::new("/nonexistent/plan.json")).unwrap_err();
     assert!(
         e.to_string()
             .starts_with("--plan: cannot read /nonexistent/plan.json: "),
@@ -185,9 +198,9 @@ fn the_json_schema_agrees_with_the_parser() {
     let v = plan_schema();
     for doc in [example_json(), full_json(), variants_json()] {
         assert_eq!(schema_errors(&v, &doc), Vec::<String>::new());
-        Plan::from_value(doc.clone()).unwrap();
+        plan_of(doc.clone()).unwrap();
         // What the driver writes back validates too (defaults filled in).
-        let again = serde_json::to_value(Plan::from_value(doc).unwrap()).unwrap();
+        let again = serde_json::to_value(plan_of(doc).unwrap()).unwrap();
         assert_eq!(schema_errors(&v, &again), Vec::<String>::new());
     }
     // The minimum: defaults for deadline, timeout and harnessContainer.
@@ -200,7 +213,7 @@ fn the_json_schema_agrees_with_the_parser() {
         p.as_object_mut().unwrap().remove("harnessContainer");
     }
     assert_eq!(schema_errors(&v, &min), Vec::<String>::new());
-    Plan::from_value(min).unwrap();
+    plan_of(min).unwrap();
     // Both refuse what is not a plan.
     let bad: Vec<Value> = vec![
         {
@@ -254,7 +267,7 @@ fn the_json_schema_agrees_with_the_parser() {
     ];
     for doc in bad {
         assert!(!v.is_valid(&doc), "the schema takes {doc}");
-        assert!(Plan::from_value(doc).is_err());
+        assert!(plan_of(doc).is_err());
     }
 }
 
@@ -442,10 +455,11 @@ fn plan_errors_name_their_field() {
     for (name, edit) in cases {
         let mut v = example_json();
         edit(&mut v);
-        let e = Plan::from_value(v).expect_err(name);
+        let e = plan_of(v).expect_err(name);
         let field = e
             .field()
-            .unwrap_or_else(|| panic!("{name}: {e} names no field"));
+            .unwrap_or_else(|| panic!("{name}: {e} names no field"))
+            .to_string();
         let text = e.to_string();
         assert!(text.starts_with(&format!("{field}: ")), "{name}: {text}");
         assert!(field.starts_with("plan"), "{name}: {text}");
@@ -467,7 +481,7 @@ fn plan_errors_name_their_field() {
             "{\"placements\": [{\"name\": \"a\", \"name\": \"b\"}]}",
         ),
     ] {
-        let e = Plan::parse(text).expect_err(name);
+        let e = parse(text).expect_err(name);
         out.push_str(&format!("{name}\n  {e}\n"));
     }
     assert_eq!(PlanError::EXIT_CODE, 2);
@@ -560,7 +574,7 @@ fn a_plan_without_models_checks_nothing_and_a_skip_names_each_model_once() {
 #[test]
 fn the_plan_file_and_the_flags_are_bounded_and_named() {
     let example = include_str!("../examples/plan.json");
-    Plan::parse(&format!("\u{feff}{example}")).expect("a BOM is skipped");
+    parse(&format!("\u{feff}{example}")).expect("a BOM is skipped");
     let dir = std::env::temp_dir().join(format!("jr2-plan-input-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let big = dir.join("big.json");
@@ -670,7 +684,7 @@ fn a_literal_secret_in_either_container_is_refused_without_repeating_it() {
             container["env"] = json!([]);
         }
         container["env"].as_array_mut().unwrap().push(entry.clone());
-        let err = Plan::from_value(v.clone()).expect_err(&entry.to_string());
+        let err = plan_of(v.clone()).expect_err(&entry.to_string());
         let line = format!("error: {err}");
         assert!(
             line.starts_with(&format!("error: {field}: {message}")),
@@ -708,7 +722,7 @@ fn a_literal_secret_in_either_container_is_refused_without_repeating_it() {
             let mut e = entry.clone();
             e["value"] = json!(value);
             container["env"].as_array_mut().unwrap().push(e);
-            Plan::from_value(ok).unwrap_or_else(|e| panic!("{value:?}: {e}"));
+            plan_of(ok).unwrap_or_else(|e| panic!("{value:?}: {e}"));
         }
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -808,7 +822,7 @@ fn one_pod_per_distinct_placement_with_models() {
     // A placement without a model gets no pod.
     let mut v = example_json();
     v["models"][0]["placement"] = json!("instance-harness");
-    let plan = Plan::from_value(v).unwrap();
+    let plan = plan_of(v).unwrap();
     let pods = check_pods(&plan, RUN_ID, now());
     assert_eq!(pods.len(), 1);
     assert_eq!(labels(&pods[0])["jr2.dev/placement"], "instance-harness");
@@ -847,7 +861,7 @@ fn a_check_pod_carries_its_placement_and_plan_models() {
         );
     }
     // Each model kept what its resolution gave when the plan was validated.
-    let r = plan.models[0].resolved().expect("resolved by validation");
+    let r = plan.resolved(0);
     assert_eq!(r.id, "claude-haiku-4-5");
     assert_eq!(r.host, "api.anthropic.com");
 }
@@ -1197,7 +1211,7 @@ fn assert_probe_security_context(sc: &SecurityContext) {
 
 #[test]
 fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
-    let plan = Plan::from_value(variants_json()).unwrap();
+    let plan = plan_of(variants_json()).unwrap();
     let pods = check_pods(&plan, RUN_ID, now());
     // No Custodian: no sidecar, no Custodian volume, direct calls.
     let s = spec(&pods[0]);
@@ -1230,7 +1244,7 @@ fn an_unmasked_proc_mount_is_not_copied() {
             c["securityContext"]["procMount"] = json!("Unmasked");
         }
     }
-    let plan = Plan::from_value(v).unwrap();
+    let plan = plan_of(v).unwrap();
     let pods = check_pods(&plan, RUN_ID, now());
     let custodian = &spec(&pods[0]).init_containers.as_ref().unwrap()[0];
     let sc = custodian
@@ -1252,7 +1266,7 @@ fn a_long_instance_and_placement_still_make_a_valid_name() {
         .as_object_mut()
         .unwrap()
         .remove("sandbox");
-    let plan = Plan::from_value(v).unwrap();
+    let plan = plan_of(v).unwrap();
     let pod = &check_pods(&plan, RUN_ID, now())[0];
     let name = pod.metadata.name.as_deref().unwrap();
     assert!(name.len() <= 63, "{name}");
@@ -1324,11 +1338,7 @@ fn strings(v: &Value, out: &mut Vec<String>) {
 
 #[test]
 fn no_secret_value_in_any_generated_pod() {
-    for plan in [
-        example(),
-        full(),
-        Plan::from_value(variants_json()).unwrap(),
-    ] {
+    for plan in [example(), full(), plan_of(variants_json()).unwrap()] {
         for pod in check_pods(&plan, RUN_ID, now()) {
             // Every literal env value has an allowed shape; everything else is a reference.
             assert_eq!(literal_env_problems(&pod), Vec::<String>::new());
@@ -1509,11 +1519,7 @@ fn restricted_violations(pod: &Pod) -> Vec<String> {
 
 #[test]
 fn the_restricted_pod_security_profile() {
-    for plan in [
-        example(),
-        full(),
-        Plan::from_value(variants_json()).unwrap(),
-    ] {
+    for plan in [example(), full(), plan_of(variants_json()).unwrap()] {
         for pod in check_pods(&plan, RUN_ID, now()) {
             assert_eq!(
                 restricted_violations(&pod),
@@ -1528,7 +1534,7 @@ fn the_restricted_pod_security_profile() {
     let mut v = example_json();
     v["placements"][1]["podSpec"]["securityContext"] =
         json!({"runAsUser": 0, "seccompProfile": {"type": "Unconfined"}, "fsGroup": 2000});
-    let plan = Plan::from_value(v).unwrap();
+    let plan = plan_of(v).unwrap();
     let pod = check_pod(&plan, &plan.placements[1], RUN_ID, now());
     let sc = spec(&pod).security_context.clone().unwrap();
     assert_eq!(sc.run_as_user, None);
@@ -1589,7 +1595,7 @@ fn every_generated_pod_validates_against_kubernetes_1_35() {
         ("unrestricted", unrestricted),
     ];
     for (name, v) in plans {
-        let plan = Plan::from_value(v).unwrap();
+        let plan = plan_of(v).unwrap();
         let pods = check_pods(&plan, RUN_ID, now());
         for pod in &pods {
             let f = dir.join(format!(
@@ -1643,7 +1649,7 @@ fn every_generated_pod_validates_against_kubernetes_1_35() {
         ("full", full_json()),
         ("variants", variants_json()),
     ] {
-        let pods = check_pods(&Plan::from_value(v).unwrap(), RUN_ID, now());
+        let pods = check_pods(&plan_of(v).unwrap(), RUN_ID, now());
         let want: Vec<Value> = pods
             .iter()
             .map(|p| serde_json::to_value(p).unwrap())

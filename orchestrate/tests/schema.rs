@@ -23,7 +23,9 @@ fn the_model_definitions_are_the_probes() {
 fn verdicts_the_driver_prints_validate() {
     let schema = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
     let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
-    let plan = jr2_preflight::plan::Plan::parse(include_str!("../examples/plan.json")).unwrap();
+    let plan = jr2_preflight::plan::RawPlan::parse(include_str!("../examples/plan.json"))
+        .and_then(jr2_preflight::plan::RawPlan::validate)
+        .unwrap();
     let skipped = serde_json::to_value(jr2_preflight::verdict::skipped(&plan, "run0001")).unwrap();
     assert!(
         validator.is_valid(&skipped),
@@ -106,7 +108,9 @@ fn the_skip_verdict_lists_its_models_with_the_envelope() {
     let schema = load(include_str!("../schemas/driver-verdict.v1.schema.json"));
     let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
     assert!(validator.is_valid(&v), "{v}");
-    let plan = jr2_preflight::plan::Plan::parse(include_str!("../examples/plan.json")).unwrap();
+    let plan = jr2_preflight::plan::RawPlan::parse(include_str!("../examples/plan.json"))
+        .and_then(jr2_preflight::plan::RawPlan::validate)
+        .unwrap();
     let models = v["models"].as_array().unwrap();
     assert_eq!(models.len(), plan.models.len(), "{v}");
     for (m, p) in models.iter().zip(&plan.models) {

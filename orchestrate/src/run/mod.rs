@@ -40,7 +40,7 @@ use tokio::time::Instant;
 
 use jr2_probe::sanitize::Redactor;
 
-use crate::plan::{Plan, Resolved};
+use crate::plan::{Resolved, ValidPlan};
 use crate::pod::CheckPod;
 
 pub use cancel::Cancel;
@@ -128,14 +128,14 @@ pub struct PodToRun {
     pub pod: Pod,
     /// Its models' names, in its run spec's order.
     pub models: Vec<String>,
-    /// What the plan's validation resolved of each model, in the same order (`None`: a plan not validated): the
-    /// id, base URL, host and route the driver's lines name, whatever the pod says.
-    pub resolved: Vec<Option<Resolved>>,
+    /// What the plan's validation resolved of each model, in the same order: the id, base URL, host and route the
+    /// driver's lines name, whatever the pod says.
+    pub resolved: Vec<Resolved>,
 }
 
 impl PodToRun {
     /// A check pod of `plan`, with its models' names.
-    pub fn of(check: &CheckPod, plan: &Plan) -> Self {
+    pub fn of(check: &CheckPod, plan: &ValidPlan) -> Self {
         PodToRun {
             pod: check.pod.clone(),
             models: check
@@ -146,7 +146,7 @@ impl PodToRun {
             resolved: check
                 .models
                 .iter()
-                .map(|&i| plan.models[i].resolved().cloned())
+                .map(|&i| plan.resolved(i).clone())
                 .collect(),
         }
     }

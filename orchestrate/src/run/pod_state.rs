@@ -150,7 +150,7 @@ pub(super) struct PodState {
     /// Its models, in its run spec's order (the probe's `index`).
     pub(super) models: Vec<String>,
     /// What the plan resolved of each model, in the same order.
-    pub(super) resolved: Vec<Option<Resolved>>,
+    pub(super) resolved: Vec<Resolved>,
     /// Its uid, once created.
     pub(super) uid: Option<String>,
     /// Where it is.

@@ -63,7 +63,7 @@ pub(super) struct Trusted<'a> {
     /// The models' names, by the probe's index.
     pub(super) models: &'a [String],
     /// What the plan's validation resolved of each, by the same index.
-    pub(super) resolved: &'a [Option<Resolved>],
+    pub(super) resolved: &'a [Resolved],
 }
 
 impl Trusted<'_> {
@@ -92,7 +92,7 @@ impl Trusted<'_> {
     fn result(&self, index: usize, mut r: ModelResult) -> ModelResult {
         let c = |s: &str, max: usize| self.redactor.clean_to(s, max);
         r.model = self.model(index, &r.model);
-        match self.resolved.get(index).and_then(Option::as_ref) {
+        match self.resolved.get(index) {
             Some(facts) => {
                 r.id = facts.id.clone();
                 r.api = facts.api;

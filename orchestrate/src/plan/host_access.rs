@@ -15,75 +15,100 @@
 
 use k8s_openapi::api::core::v1::{Container, PodSecurityContext, PodSpec, SecurityContext};
 
-use crate::plan::{Placement, PlanError};
+use super::{Field, Placement, PlanError, SpecPath};
 
-fn refused(field: String, what: &str) -> PlanError {
+/// Where a refused setting is: placement `placement`'s pod spec, at `path`.
+struct At {
+    placement: usize,
+    path: SpecPath,
+}
+
+impl At {
+    fn key(&self, key: &str) -> At {
+        At {
+            placement: self.placement,
+            path: self.path.key(key),
+        }
+    }
+
+    fn index(&self, index: usize) -> At {
+        At {
+            placement: self.placement,
+            path: self.path.index(index),
+        }
+    }
+}
+
+fn refused(at: At, what: &str) -> PlanError {
     PlanError::Invalid {
-        field,
+        field: Field::PodSpec(at.placement, at.path),
         message: format!(
             "{what}: a check pod never takes host access or privilege from the Harness spec (the Custodian runs without it)"
         ),
     }
 }
 
-/// Refuses a placement whose pod spec asks for host access or privilege (see the module's doc). `at` is the
-/// placement's field (`plan.placements[0]`).
-pub fn check(at: &str, p: &Placement) -> Result<(), PlanError> {
+/// Refuses a placement whose pod spec asks for host access or privilege (see the module's doc). `placement` is its
+/// index in the plan.
+pub fn check(placement: usize, p: &Placement) -> Result<(), PlanError> {
     let spec: &PodSpec = &p.pod_spec;
-    let at_spec = format!("{at}.podSpec");
+    let at_spec = At {
+        placement,
+        path: SpecPath::default(),
+    };
     for (field, on) in [
         ("hostNetwork", spec.host_network),
         ("hostPID", spec.host_pid),
         ("hostIPC", spec.host_ipc),
     ] {
         if on == Some(true) {
-            return Err(refused(format!("{at_spec}.{field}"), "true"));
+            return Err(refused(at_spec.key(field), "true"));
         }
     }
     if let Some(sc) = &spec.security_context {
-        pod_context(&format!("{at_spec}.securityContext"), sc)?;
+        pod_context(&at_spec.key("securityContext"), sc)?;
     }
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         if v.host_path.is_some() {
             return Err(refused(
-                format!("{at_spec}.volumes[{i}].hostPath"),
+                at_spec.key("volumes").index(i).key("hostPath"),
                 &format!("volume \"{}\" mounts a path of the node", v.name),
             ));
         }
     }
-    for (field, c) in p.copied_containers() {
-        container(&format!("{at_spec}.{field}"), c)?;
+    for (path, c) in p.copied_containers() {
+        container(&At { placement, path }, c)?;
     }
     Ok(())
 }
 
-fn container(at: &str, c: &Container) -> Result<(), PlanError> {
+fn container(at: &At, c: &Container) -> Result<(), PlanError> {
     for (i, port) in c.ports.iter().flatten().enumerate() {
         if port.host_port.is_some() {
             return Err(refused(
-                format!("{at}.ports[{i}].hostPort"),
+                at.key("ports").index(i).key("hostPort"),
                 "a port of the node",
             ));
         }
     }
     if let Some(sc) = &c.security_context {
-        container_context(&format!("{at}.securityContext"), sc)?;
+        container_context(&at.key("securityContext"), sc)?;
     }
     Ok(())
 }
 
-fn container_context(at: &str, sc: &SecurityContext) -> Result<(), PlanError> {
+fn container_context(at: &At, sc: &SecurityContext) -> Result<(), PlanError> {
     if sc.privileged == Some(true) {
-        return Err(refused(format!("{at}.privileged"), "true"));
+        return Err(refused(at.key("privileged"), "true"));
     }
     if sc.allow_privilege_escalation == Some(true) {
-        return Err(refused(format!("{at}.allowPrivilegeEscalation"), "true"));
+        return Err(refused(at.key("allowPrivilegeEscalation"), "true"));
     }
     if let Some(add) = sc.capabilities.as_ref().and_then(|c| c.add.as_ref())
         && !add.is_empty()
     {
         return Err(refused(
-            format!("{at}.capabilities.add"),
+            at.key("capabilities").key("add"),
             &format!("adds {}", add.join(", ")),
         ));
     }
@@ -97,10 +122,10 @@ fn container_context(at: &str, sc: &SecurityContext) -> Result<(), PlanError> {
     )
 }
 
-fn pod_context(at: &str, sc: &PodSecurityContext) -> Result<(), PlanError> {
+fn pod_context(at: &At, sc: &PodSecurityContext) -> Result<(), PlanError> {
     if sc.sysctls.as_ref().is_some_and(|s| !s.is_empty()) {
         return Err(refused(
-            format!("{at}.sysctls"),
+            at.key("sysctls"),
             "sets kernel parameters of the pod",
         ));
     }
@@ -117,22 +142,22 @@ fn pod_context(at: &str, sc: &PodSecurityContext) -> Result<(), PlanError> {
 }
 
 fn labels(
-    at: &str,
+    at: &At,
     selinux: Option<&str>,
     apparmor: Option<&str>,
     seccomp: Option<&str>,
 ) -> Result<(), PlanError> {
     if selinux == Some("spc_t") {
         return Err(refused(
-            format!("{at}.seLinuxOptions.type"),
+            at.key("seLinuxOptions").key("type"),
             "spc_t (a super-privileged container)",
         ));
     }
     if apparmor == Some("Unconfined") {
-        return Err(refused(format!("{at}.appArmorProfile.type"), "Unconfined"));
+        return Err(refused(at.key("appArmorProfile").key("type"), "Unconfined"));
     }
     if seccomp == Some("Unconfined") {
-        return Err(refused(format!("{at}.seccompProfile.type"), "Unconfined"));
+        return Err(refused(at.key("seccompProfile").key("type"), "Unconfined"));
     }
     Ok(())
 }
@@ -141,13 +166,13 @@ fn labels(
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::plan::{PLAN_SCHEMA, Plan, PlanError};
+    use crate::plan::{PLAN_SCHEMA, PlanError, RawPlan, ValidPlan};
 
     /// An edit of a pod spec.
     type Edit = Box<dyn FnOnce(&mut Value)>;
 
     /// A plan whose one placement has `edit` applied to its pod spec.
-    fn plan_with(edit: impl FnOnce(&mut Value)) -> Result<Plan, PlanError> {
+    fn plan_with(edit: impl FnOnce(&mut Value)) -> Result<ValidPlan, PlanError> {
         let mut spec = json!({
             "securityContext": {"fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [
@@ -161,12 +186,13 @@ mod tests {
             "volumes": [{"name": "values", "secret": {"secretName": "anthropic"}}]
         });
         edit(&mut spec);
-        Plan::from_value(json!({
+        RawPlan::from_value(json!({
             "schema": PLAN_SCHEMA, "namespace": "demo", "instance": "demo", "probeImage": "ghcr.io/jr2/probe:0.1.0",
             "placements": [{"name": "harness", "custodianContainer": "custodian", "podSpec": spec}],
             "models": [{"model": "anthropic/claude-haiku-4-5", "placement": "harness", "source": "catalog",
                         "keyEnv": "ANTHROPIC_API_KEY", "keyHeld": true}]
         }))
+        .and_then(RawPlan::validate)
     }
 
     fn field_of(edit: impl FnOnce(&mut Value)) -> String {
@@ -175,7 +201,7 @@ mod tests {
                 let line = e.to_string();
                 assert!(line.contains("never takes host access"), "{line}");
                 assert!(!line.contains('\n'));
-                e.field().unwrap().to_owned()
+                e.field().unwrap().to_string()
             }
             other => panic!("not refused: {other:?}"),
         }

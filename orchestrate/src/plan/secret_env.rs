@@ -20,7 +20,7 @@
 
 use k8s_openapi::api::core::v1::Container;
 
-use crate::plan::{Placement, PlanError, stand_in};
+use super::{Field, Placement, PlanError, SpecPath, Step, stand_in};
 
 /// The custom provider's key variable (`harness.provider.apiKey`).
 pub const PROVIDER_KEY_ENV: &str = "JR2_PROVIDER_API_KEY";
@@ -61,26 +61,32 @@ fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
     shaped.then_some(Why::Shape)
 }
 
-/// Refuses a literal secret in the env of `p`'s Harness or Custodian container (see the module's doc). `at` is the
-/// placement's field (`plan.placements[0]`); `key_envs` are the `keyEnv`s of the plan's models.
-pub fn check(at: &str, p: &Placement, key_envs: &[&str]) -> Result<(), PlanError> {
-    for (field, c) in p.copied_containers() {
-        container(&format!("{at}.podSpec.{field}"), c, key_envs)?;
+/// Refuses a literal secret in the env of `p`'s Harness or Custodian container (see the module's doc). `placement`
+/// is its index in the plan; `key_envs` are the `keyEnv`s of the plan's models.
+pub fn check(placement: usize, p: &Placement, key_envs: &[&str]) -> Result<(), PlanError> {
+    for (path, c) in p.copied_containers() {
+        container(&path, c, key_envs).map_err(|(path, message)| PlanError::Invalid {
+            field: Field::PodSpec(placement, path),
+            message,
+        })?;
     }
     Ok(())
 }
 
+/// What is refused: the field under the pod spec, and why.
+type Refused = (SpecPath, String);
+
 /// A literal that is a secret by its shape: the field and the words, the value never repeated.
-fn shaped(field: String, value: &str) -> Option<PlanError> {
+fn shaped(field: SpecPath, value: &str) -> Option<Refused> {
     let shape = jr2_probe::sanitize::secret_shape(value)?;
-    Some(PlanError::Invalid {
+    Some((
         field,
-        message: format!(
+        format!(
             "is shaped like {shape} ({} characters, not repeated); a plan carries a Stand-in or a valueFrom \
              reference, never a secret value",
             value.chars().count()
         ),
-    })
+    ))
 }
 
 /// Headers that carry a credential whatever their value looks like.
@@ -88,7 +94,7 @@ const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "x-api-key", "api-key"];
 
 /// Every string of the container but its env (checked by name and shape in [`container`]): `args`, `command`,
 /// `lifecycle`, the probes, and a credential header of a probe's `httpGet`.
-fn other_fields(at: &str, c: &Container) -> Result<(), PlanError> {
+fn other_fields(at: &SpecPath, c: &Container) -> Result<(), Refused> {
     let mut value = serde_json::to_value(c).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         map.remove("env");
@@ -96,41 +102,43 @@ fn other_fields(at: &str, c: &Container) -> Result<(), PlanError> {
     walk(at, &value)
 }
 
-fn walk(at: &str, v: &serde_json::Value) -> Result<(), PlanError> {
+fn walk(at: &SpecPath, v: &serde_json::Value) -> Result<(), Refused> {
     use serde_json::Value;
     match v {
-        Value::String(s) => match shaped(at.to_owned(), s) {
+        Value::String(s) => match shaped(at.clone(), s) {
             Some(e) => Err(e),
             None => Ok(()),
         },
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(&format!("{at}[{i}]"), item)?;
+                walk(&at.index(i), item)?;
             }
             Ok(())
         }
         Value::Object(map) => {
-            // An httpHeaders entry: {name, value}.
+            // An httpHeaders entry: {name, value}, an item of a list under a field `httpHeaders`.
+            let steps = at.steps();
+            let header =
+                matches!(steps, [.., Step::Key(list), Step::Index(_)] if list == "httpHeaders");
             if let (Some(Value::String(name)), Some(Value::String(value))) =
                 (map.get("name"), map.get("value"))
-                && at.ends_with(']')
-                && at.contains("httpHeaders")
+                && header
                 && CREDENTIAL_HEADERS
                     .iter()
                     .any(|h| h.eq_ignore_ascii_case(name.trim()))
                 && !value.is_empty()
             {
-                return Err(PlanError::Invalid {
-                    field: format!("{at}.value"),
-                    message: format!(
+                return Err((
+                    at.key("value"),
+                    format!(
                         "is a literal {} header ({} characters, not repeated); a plan carries no credential",
                         jr2_probe::sanitize::escape_truncate(&name.to_ascii_lowercase(), 40),
                         value.chars().count()
                     ),
-                });
+                ));
             }
             for (k, item) in map {
-                walk(&format!("{at}.{k}"), item)?;
+                walk(&at.key(k.as_str()), item)?;
             }
             Ok(())
         }
@@ -138,7 +146,7 @@ fn walk(at: &str, v: &serde_json::Value) -> Result<(), PlanError> {
     }
 }
 
-fn container(at: &str, c: &Container, key_envs: &[&str]) -> Result<(), PlanError> {
+fn container(at: &SpecPath, c: &Container, key_envs: &[&str]) -> Result<(), Refused> {
     for (k, e) in c.env.iter().flatten().enumerate() {
         let Some(value) = e.value.as_deref().filter(|v| !v.is_empty()) else {
             continue;
@@ -149,7 +157,7 @@ fn container(at: &str, c: &Container, key_envs: &[&str]) -> Result<(), PlanError
         }
         let Some(why) = why_secret(&e.name, key_envs) else {
             // Not a secret's name: a secret by its shape all the same.
-            if let Some(e) = shaped(format!("{at}.env[{k}].value"), value) {
+            if let Some(e) = shaped(at.key("env").index(k).key("value"), value) {
                 return Err(e);
             }
             continue;
@@ -166,10 +174,7 @@ fn container(at: &str, c: &Container, key_envs: &[&str]) -> Result<(), PlanError
                 value.chars().count()
             ),
         };
-        return Err(PlanError::Invalid {
-            field: format!("{at}.env[{k}].value"),
-            message,
-        });
+        return Err((at.key("env").index(k).key("value"), message));
     }
     other_fields(at, c)
 }
@@ -264,12 +269,14 @@ mod tests {
             ),
         ];
         for (c, field) in cases {
-            let e = container("x", &container_of(c.clone()), &[]).unwrap_err();
-            let PlanError::Invalid { field: f, message } = &e else {
-                panic!("{e:?}");
-            };
-            assert_eq!(f, field, "{c}");
+            let (f, message) =
+                container(&SpecPath::default(), &container_of(c.clone()), &[]).unwrap_err();
+            assert_eq!(format!("x{f}"), field, "{c}");
             assert!(!message.contains("PW4242"), "{message}");
+            let e = PlanError::Invalid {
+                field: Field::PodSpec(0, f),
+                message,
+            };
             assert!(!e.to_string().contains("PW4242"), "{e}");
         }
         // Stand-ins, references, ordinary values and URLs pass.
@@ -279,6 +286,6 @@ mod tests {
                     {"name": "LOG_LEVEL", "value": "debug"}],
             "args": ["--port", "8080", "https://api.openai.com/v1"],
             "readinessProbe": {"httpGet": {"port": 80, "httpHeaders": [{"name": "Accept", "value": "text/plain"}]}}});
-        container("x", &container_of(fine), &[]).unwrap();
+        container(&SpecPath::default(), &container_of(fine), &[]).unwrap();
     }
 }
