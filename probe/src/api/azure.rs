@@ -83,8 +83,15 @@ pub fn normalize(text: &str) -> Result<reqwest::Url, String> {
 mod tests {
     use super::*;
 
-    // The environment of spec's tests, as a function.
-    use crate::spec::tests::env as env_of;
+    /// An environment of fixed pairs.
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
 
     #[test]
     fn the_environment_comes_first_then_the_models_url() {

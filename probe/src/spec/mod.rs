@@ -662,10 +662,8 @@ mod tests {
         }
     }
 
-    /// An environment of fixed pairs, as [`resolve`] reads one (also used by [`azure`]'s tests).
-    pub(super) fn env(
-        pairs: &'static [(&'static str, &'static str)],
-    ) -> impl Fn(&str) -> Option<String> {
+    /// An environment of fixed pairs, as [`resolve`] reads one.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
         move |name| {
             pairs
                 .iter()
