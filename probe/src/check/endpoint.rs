@@ -121,11 +121,22 @@ pub async fn learn(
         read_models(&models, &target.id, &mut endpoint);
     }
     let root = root(&target.base_url);
-    // `/props` for llama.cpp whose context `/v1/models` did not give, or after a failure of a server that may be
-    // llama.cpp (an unknown one without uvicorn's header): a pass against an unknown server costs one GET only.
+    // A LiteLLM gateway answers the GETs for its backend: its own `/model/info` names the context its config gives
+    // the model (`model_info.max_input_tokens`), when `/v1/models` did not.
+    if endpoint.kind == EndpointKind::Litellm
+        && endpoint.context_length.is_none()
+        && let Some(info) = get(api::endpoint(&root, "/model/info")).await
+    {
+        read_model_info(&info, &target.id, &mut endpoint);
+    }
+    // `/props` for llama.cpp whose context `/v1/models` did not give, or whose context fails the check (its slots
+    // name the fix), or after a failure of a server that may be llama.cpp (an unknown one without uvicorn's header):
+    // a pass against an unknown server costs one GET only.
     let llama = endpoint.kind == EndpointKind::LlamaCpp;
     let maybe_llama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn;
-    if ((llama && (failed || endpoint.context_length.is_none())) || (maybe_llama && failed))
+    let too_small = context_cause(&endpoint, target).is_some();
+    if ((llama && (failed || too_small || endpoint.context_length.is_none()))
+        || (maybe_llama && failed))
         && let Some(props) = get(api::endpoint(&root, "/props")).await
     {
         read_props(&props, &mut endpoint, redactor);
@@ -141,6 +152,32 @@ pub async fn learn(
         endpoint.version = Some(redactor.clean_to(v, 40));
     }
     endpoint
+}
+
+/// How long the look at llama-server's slots may take after a timeout: the model's deadline has passed, so it has its
+/// own bound, short, beyond it.
+pub const SLOTS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// After a timeout of a custom endpoint: llama-server's `GET /slots`, and how many slots it has when every one is busy
+/// (`is_processing`): the request can have waited in its queue (issue 27, item 8). `None` when it is not llama-server,
+/// does not answer in [`SLOTS_TIMEOUT`], or has a slot free.
+pub async fn slots_busy(client: &reqwest::Client, target: &Target) -> Option<u64> {
+    let headers = api::wire(target.api)?.request(target).ok()?.headers;
+    let url = api::endpoint(&root(&target.base_url), "/slots");
+    let slots = tokio::time::timeout(SLOTS_TIMEOUT, fetch(client, url, headers))
+        .await
+        .ok()
+        .flatten()?;
+    all_busy(&slots)
+}
+
+/// `/slots`: the number of slots when each is processing.
+pub fn all_busy(slots: &Value) -> Option<u64> {
+    let slots = slots.as_array().filter(|s| !s.is_empty())?;
+    slots
+        .iter()
+        .all(|s| s.get("is_processing").and_then(Value::as_bool) == Some(true))
+        .then_some(slots.len() as u64)
 }
 
 /// One metadata `GET`, its JSON body, or `None` (any failure: the metadata is a bonus, never a verdict).
@@ -192,13 +229,33 @@ pub fn read_models(models: &Value, id: &str, endpoint: &mut Endpoint) {
         }
         _ => {}
     }
+    // LiteLLM lists `max_input_tokens` for a model whose config gives `model_info`.
     let context = entry
         .pointer("/meta/n_ctx")
         .or_else(|| entry.get("max_model_len"))
+        .or_else(|| entry.get("max_input_tokens"))
         .and_then(Value::as_u64);
     if context.is_some() {
         endpoint.context_length = context;
     }
+}
+
+/// LiteLLM's `/model/info`: the `model_info.max_input_tokens` its config gives the model named `id`
+/// (`model_name`; several deployments of one name: the smallest, which a Turn may be routed to).
+pub fn read_model_info(info: &Value, id: &str, endpoint: &mut Endpoint) {
+    let Some(data) = info.get("data").and_then(Value::as_array) else {
+        return;
+    };
+    endpoint.context_length = data
+        .iter()
+        .filter(|m| m.get("model_name").and_then(Value::as_str) == Some(id))
+        .filter_map(|m| {
+            m.pointer("/model_info/max_input_tokens")
+                .and_then(Value::as_u64)
+        })
+        .filter(|n| *n > 0)
+        .min()
+        .or(endpoint.context_length);
 }
 
 /// llama.cpp's `/props`: the context (`default_generation_settings.n_ctx`), whether the template renders tools
@@ -214,6 +271,10 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
         return;
     }
     endpoint.kind = EndpointKind::LlamaCpp;
+    endpoint.slots = props
+        .get("total_slots")
+        .and_then(Value::as_u64)
+        .or(endpoint.slots);
     endpoint.supports_tools = tools.or(endpoint.supports_tools);
     endpoint.context_length = endpoint.context_length.or(context);
     if let Some(build) = props.get("build_info").and_then(Value::as_str) {
@@ -221,21 +282,47 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
     }
 }
 
-/// The context check: the served context against the plan's `contextWindow`, else against the cap plus the probe's
-/// own prompt. With no window the Turn's prompt is unknown (pi clamps nothing), so only what surely fails is an
-/// error: a context that cannot hold the cap and even this small prompt.
+/// The context check: the served context against the plan's `contextWindow` (a Turn's prompt can be as long as the
+/// window, and a server refuses a prompt longer than its context). With no window the Turn's prompt is unknown (pi
+/// clamps nothing), so only what surely fails is an error, by the server's own rule: llama-server refuses only a
+/// prompt longer than its context (one slot's share of `-c` under `-np`), and ends a generation that reaches it
+/// with `length`, so the probe's own prompt; vLLM (and any other) refuses a prompt plus `max_tokens` over its
+/// length, so the cap plus that prompt (issue 27, item 7; held against the real llama-server in `real_peers.rs`).
 pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
     let served = endpoint.context_length.filter(|n| *n > 0)?;
+    let prompt = crate::prompt::estimated_tokens();
     let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
         Some(window) => (window, true),
-        None => (target.max_tokens + crate::prompt::estimated_tokens(), false),
+        None if endpoint.kind == EndpointKind::LlamaCpp => (prompt, false),
+        None => (target.max_tokens + prompt, false),
     };
     (served < needed).then_some(Cause::ContextTooSmall {
         served,
         needed,
         from_window,
         server: endpoint.kind,
+        slots: endpoint.slots.filter(|n| *n > 1),
     })
+}
+
+/// Why the served context is not known, when that matters: a custom endpoint whose metadata gave none, with a window
+/// to check it against or behind a gateway (whose `/v1/models` answers for itself, not for its backend).
+pub fn context_unchecked(
+    endpoint: Option<&Endpoint>,
+    target: &Target,
+) -> Option<crate::contract::endpoint::ContextUnchecked> {
+    use crate::contract::endpoint::ContextUnchecked;
+    if endpoint.and_then(|e| e.context_length).is_some() {
+        return None;
+    }
+    let gateway = endpoint.is_some_and(|e| e.kind == EndpointKind::Litellm);
+    if gateway {
+        Some(ContextUnchecked::GatewayWithoutContext)
+    } else if target.facts.context_window.is_some_and(|w| w > 0) {
+        Some(ContextUnchecked::ServerWithoutContext)
+    } else {
+        None
+    }
 }
 
 /// The backend error a LiteLLM gateway names (`litellm.APIConnectionError: ...`), when its message says one.

@@ -9,6 +9,7 @@
 //! `ok`, `ok-delay-<ms>`, `text`, `empty-text`, `length`, `error-after-200`, `overloaded-after-200`,
 //! `vllm-no-parser`, `missing`, `auth` (401 unless the key matches), `echo-key` (401 that echoes the Authorization
 //! header), `rate-limited` (429 always), `rate-limited-<n>` (429 on the first n tries, then ok),
+//! `rate-limited-after-<s>` (429 always, `retry-after: <s>`),
 //! `rate-limited-then-stall` (429 on the first try, then no answer to any retry), `quota`,
 //! `overloaded` (529), `unavailable` (503), `unavailable-<n>`, `retry-after-huge`, `retry-after-date`, `stall`,
 //! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`,
@@ -121,6 +122,10 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
             "data: [DONE]\n\n".to_owned(),
         ];
         return stream(events, Duration::from_millis(ms), false);
+    }
+    // 429 on every try, asking for a wait of <s> seconds (through LiteLLM: `llm_provider-retry-after`).
+    if let Some(secs) = numbered("rate-limited-after-") {
+        return rate_limited(&secs.to_string());
     }
     if let Some(n) = numbered("rate-limited-") {
         if u64::from(try_n) <= n {
