@@ -1098,13 +1098,17 @@ async fn a_call_in_a_message_the_cap_stopped_fails_as_every_turn_fails_it() {
         );
         assert_eq!(run.code, 1);
         assert_eq!(t.stop_reason.as_deref(), Some("length"), "{case}: {t:?}");
-        assert_cause(&run, &Cause::ToolCallCut);
         if cap == CUT_CAP {
+            assert_cause(&run, &Cause::ToolCallCut);
             continue;
         }
+        assert_eq!(m.findings.cause, Some(Cause::ToolCallCut), "{case}");
         // The call was complete: the verdict names its tool, the error and the line say the cap stopped its message.
         assert_eq!(t.turn, "toolFailed", "{case}: {t:?}");
-        assert_eq!(t.tool_calls, ["probe"]);
+        assert!(
+            !t.tool_calls.is_empty() && t.tool_calls.iter().all(|c| c == "probe"),
+            "{case}: {t:?}"
+        );
         assert_eq!(m.tool_name.as_deref(), Some("probe"), "{case}");
         assert_eq!(
             m.error.as_deref(),
@@ -1168,7 +1172,8 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
         assert_eq!(served.status, 200, "-c {ctx}: {}", served.body);
     }
 
-    // -c 4096 over -np 4: 1024 tokens a slot. A window of 2048 fails, and the advice names the slots.
+    // -c 4096 over -np 4: 1024 tokens a slot. A window of 8192 (which leaves pi's clamp the whole cap) fails, and
+    // the advice names the slots.
     let server = start(LlamaServer {
         ctx_size: 4096,
         parallel: 4,
@@ -1179,14 +1184,14 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
     assert_eq!(n_ctx, 1024, "meta.n_ctx is one slot's share of -c");
     let run = check(
         &server,
-        &["--context-window", "2048", "--max-tokens", "1024"],
+        &["--context-window", "8192", "--max-tokens", "1024"],
         None,
     )
     .await;
     let m = &run.verdict().models[0];
     let cause = Cause::ContextTooSmall {
         served: 1024,
-        needed: 2048,
+        needed: 8192,
         from_window: true,
         server: EndpointKind::LlamaCpp,
         slots: Some(4),
@@ -1204,7 +1209,7 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
         line.contains(
             "each of its 4 slots (-np 4) a context of 1024 tokens (its share of -c 4096)"
         ) && line.contains(
-            "raise llama-server's -c to at least 8192 (2048 for each of its 4 slots), or lower -np"
+            "raise llama-server's -c to at least 32768 (8192 for each of its 4 slots), or lower -np"
         ),
         "{line}"
     );
@@ -1225,7 +1230,7 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
     );
     // A Turn whose prompt the window lets through and the slot does not: the error the probe foretold.
     let mut request = custom_turn(&server.base_url(), "smollm2", 1024, false);
-    request["custom"]["contextWindow"] = 2048.into();
+    request["custom"]["contextWindow"] = 8192.into();
     request["userText"] = long.into();
     let t = turn(request, &[]).await;
     compare("-np 4: a Turn-sized prompt over one slot", m, &t);
