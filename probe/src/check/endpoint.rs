@@ -154,17 +154,25 @@ pub async fn learn(
     endpoint
 }
 
-/// How long the look at llama-server's slots may take after a timeout: the model's deadline has passed, so it has its
-/// own bound, short, beyond it.
-pub const SLOTS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long before the model's deadline the look at llama-server's slots is taken: the GET's own bound, so that it
+/// ends by the deadline and the verdict comes no later.
+pub const SLOTS_LOOK: Duration = Duration::from_secs(2);
 
-/// After a timeout of a custom endpoint: llama-server's `GET /slots`, and how many slots it has when every one is busy
-/// (`is_processing`): the request can have waited in its queue (issue 27, item 8). `None` when it is not llama-server,
-/// does not answer in [`SLOTS_TIMEOUT`], or has a slot free.
-pub async fn slots_busy(client: &reqwest::Client, target: &Target) -> Option<u64> {
-    let headers = api::wire(target.api)?.request(target).ok()?.headers;
+/// Beside a custom endpoint's tries: at [`SLOTS_LOOK`] before `deadline` (at once when the model's timeout is shorter),
+/// llama-server's `GET /slots`, and how many slots it has when every one is busy (`is_processing`): a request that
+/// times out then waited in its queue (issue 27, item 8). `None` when it is not llama-server, does not answer by the
+/// deadline, or has a slot free. Read only after a timeout.
+pub async fn slots_busy_before(
+    client: reqwest::Client,
+    target: Target,
+    deadline: tokio::time::Instant,
+) -> Option<u64> {
+    if let Some(at) = deadline.checked_sub(SLOTS_LOOK) {
+        tokio::time::sleep_until(at).await;
+    }
+    let headers = api::wire(target.api)?.request(&target).ok()?.headers;
     let url = api::endpoint(&root(&target.base_url), "/slots");
-    let slots = tokio::time::timeout(SLOTS_TIMEOUT, fetch(client, url, headers))
+    let slots = tokio::time::timeout_at(deadline, fetch(&client, url, headers))
         .await
         .ok()
         .flatten()?;

@@ -340,6 +340,19 @@ impl Checker {
                 );
             }
         };
+        // A custom endpoint's look at llama-server's slots, taken just before the deadline while the request still
+        // waits, and read only if the model times out (issue 27, item 8); aborted when the check ends first.
+        // Its own client: its GET never takes the tries' pooled connection, nor their timing marks.
+        let slots_look = endpoint::applies(target)
+            .then(|| self.factory.client_for(target.api, &target.base_url).ok())
+            .flatten()
+            .map(|(look_client, _)| {
+                SlotsLook(tokio::spawn(endpoint::slots_busy_before(
+                    look_client,
+                    target.clone(),
+                    deadline,
+                )))
+            });
         let policy = self.settings.retry;
         let mut backoff = policy.backoff();
         let mut tries: Vec<Try> = Vec::new();
@@ -450,7 +463,9 @@ impl Checker {
             }
             let seen = attempt.seen;
             let r = self.conclude(target, start, tries, attempt);
-            return self.know_endpoint(&client, target, r, seen, deadline).await;
+            return self
+                .know_endpoint(&client, target, r, seen, deadline, slots_look)
+                .await;
         }
     }
 
@@ -463,6 +478,7 @@ impl Checker {
         mut r: ModelResult,
         seen: endpoint::Seen,
         deadline: tokio::time::Instant,
+        slots_look: Option<SlotsLook>,
     ) -> ModelResult {
         let started = Instant::now();
         let failed = r.outcome != Outcome::Ok;
@@ -484,7 +500,10 @@ impl Checker {
             && r.error
                 .as_deref()
                 .is_some_and(|e| e.starts_with("no answer in"))
-            && let Some(slots) = endpoint::slots_busy(client, target).await
+            && let Some(slots) = match slots_look {
+                Some(look) => look.seen().await,
+                None => None,
+            }
         {
             r.error = Some(render::timeout_queued_error(
                 &render::seconds(self.settings.timeout),
@@ -494,8 +513,8 @@ impl Checker {
         }
         let asked = learned.is_some();
         let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
-        // The context could not be learned: said, not left silent (issue 27, item 6).
-        if asked {
+        // The context could not be learned: said, not left silent (issue 27, item 6); an error keeps its own cause.
+        if asked && r.level != crate::contract::outcome::Level::Error {
             r.findings.context_unchecked = endpoint::context_unchecked(known.as_ref(), target);
         }
         r.elapsed_ms += started.elapsed().as_millis() as u64;
@@ -1056,6 +1075,24 @@ impl Checker {
             call_arguments: None,
             call_complete: None,
         }
+    }
+}
+
+/// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
+/// aborted when dropped, so a check that ends first leaves nothing running.
+struct SlotsLook(tokio::task::JoinHandle<Option<u64>>);
+
+impl SlotsLook {
+    /// What the look saw: every slot busy (their number). It ends by the deadline, which has passed when this is
+    /// asked.
+    async fn seen(mut self) -> Option<u64> {
+        (&mut self.0).await.ok().flatten()
+    }
+}
+
+impl Drop for SlotsLook {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
