@@ -158,18 +158,17 @@ pub async fn learn(
 /// ends by the deadline and the verdict comes no later.
 pub const SLOTS_LOOK: Duration = Duration::from_secs(2);
 
-/// Beside a custom endpoint's tries: at [`SLOTS_LOOK`] before `deadline` (at once when the model's timeout is shorter),
-/// llama-server's `GET /slots`, and how many slots it has when every one is busy (`is_processing`): a request that
+/// Beside a custom endpoint's tries: at `at` ([`SLOTS_LOOK`] before `deadline`, and not before half the model's
+/// timeout), llama-server's `GET /slots`, and how many slots it has when every one is busy (`is_processing`): a request that
 /// times out then waited in its queue (issue 27, item 8). `None` when it is not llama-server, does not answer by the
 /// deadline, or has a slot free. Read only after a timeout.
 pub async fn slots_busy_before(
     client: reqwest::Client,
     target: Target,
+    at: tokio::time::Instant,
     deadline: tokio::time::Instant,
 ) -> Option<u64> {
-    if let Some(at) = deadline.checked_sub(SLOTS_LOOK) {
-        tokio::time::sleep_until(at).await;
-    }
+    tokio::time::sleep_until(at).await;
     let headers = api::wire(target.api)?.request(&target).ok()?.headers;
     let url = api::endpoint(&root(&target.base_url), "/slots");
     let slots = tokio::time::timeout_at(deadline, fetch(&client, url, headers))
@@ -427,5 +426,129 @@ mod tests {
             None
         );
         assert_eq!(gateway_backend_error("plain"), None);
+    }
+
+    fn target(max_tokens: u64, window: Option<u64>) -> Target {
+        Target {
+            model: "m".into(),
+            id: "m".into(),
+            api: ApiKind::OpenAiCompletions,
+            base_url: reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap(),
+            named_port: None,
+            route: Route::Custom {
+                api_key_set: false,
+                max_tokens_set: true,
+            },
+            key: None,
+            max_tokens,
+            tool_choice: crate::api::ToolChoice::Unset,
+            facts: crate::target::Facts {
+                context_window: window,
+                ..Default::default()
+            },
+            session_id: "s".into(),
+        }
+    }
+
+    /// Issue 27, item 7: without a window llama-server fails only a prompt longer than its context (a cap beyond it
+    /// is served and stopped with `length`); vLLM fails the cap plus the prompt over its length. With a window, both
+    /// fail a served context below it, and llama.cpp's slots are named.
+    #[test]
+    fn the_context_rule_is_the_server_s() {
+        let served = |kind, n, slots| Endpoint {
+            context_length: Some(n),
+            slots,
+            ..Endpoint::of(kind)
+        };
+        let prompt = crate::prompt::estimated_tokens();
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, 2048, None),
+                &target(2048, None)
+            ),
+            None
+        );
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, prompt - 1, None),
+                &target(16, None)
+            ),
+            Some(Cause::ContextTooSmall {
+                served: prompt - 1,
+                needed: prompt,
+                from_window: false,
+                server: EndpointKind::LlamaCpp,
+                slots: None,
+            })
+        );
+        assert!(
+            context_cause(&served(EndpointKind::Vllm, 2048, None), &target(2048, None)).is_some()
+        );
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, 1024, Some(4)),
+                &target(1024, Some(8192))
+            ),
+            Some(Cause::ContextTooSmall {
+                served: 1024,
+                needed: 8192,
+                from_window: true,
+                server: EndpointKind::LlamaCpp,
+                slots: Some(4),
+            })
+        );
+    }
+
+    /// Issue 27, item 6: a LiteLLM gateway's context is its config's `max_input_tokens`, in `/v1/models` or
+    /// `/model/info`; without one it is not checked, and that is said.
+    #[test]
+    fn a_gateway_names_its_context_or_says_it_cannot() {
+        let mut e = Endpoint::of(EndpointKind::Litellm);
+        read_models(
+            &json!({"data":[{"id":"a","object":"model","owned_by":"openai","max_input_tokens":2048},{"id":"b","object":"model","owned_by":"openai"}]}),
+            "b",
+            &mut e,
+        );
+        assert_eq!(e.context_length, None);
+        read_model_info(
+            &json!({"data":[
+                {"model_name":"b","model_info":{"max_input_tokens":8192}},
+                {"model_name":"b","model_info":{"max_input_tokens":4096}},
+                {"model_name":"c","model_info":{"max_input_tokens":100}}]}),
+            "b",
+            &mut e,
+        );
+        assert_eq!(
+            e.context_length,
+            Some(4096),
+            "the smallest deployment of the name"
+        );
+        let unknown = Endpoint::of(EndpointKind::Litellm);
+        assert_eq!(
+            context_unchecked(Some(&unknown), &target(1024, None)),
+            Some(crate::contract::endpoint::ContextUnchecked::GatewayWithoutContext)
+        );
+        assert_eq!(context_unchecked(Some(&e), &target(1024, None)), None);
+        let llama = Endpoint::of(EndpointKind::LlamaCpp);
+        assert_eq!(context_unchecked(Some(&llama), &target(1024, None)), None);
+        assert_eq!(
+            context_unchecked(Some(&llama), &target(1024, Some(32768))),
+            Some(crate::contract::endpoint::ContextUnchecked::ServerWithoutContext)
+        );
+    }
+
+    /// Issue 27, item 8: `/slots` all processing is a full queue; a free slot, or no slots at all, is not.
+    #[test]
+    fn busy_slots_are_every_slot_processing() {
+        assert_eq!(
+            all_busy(&json!([{"id":0,"is_processing":true},{"id":1,"is_processing":true}])),
+            Some(2)
+        );
+        assert_eq!(
+            all_busy(&json!([{"id":0,"is_processing":true},{"id":1,"is_processing":false}])),
+            None
+        );
+        assert_eq!(all_busy(&json!([])), None);
+        assert_eq!(all_busy(&json!({"error":"not found"})), None);
     }
 }

@@ -347,9 +347,14 @@ impl Checker {
             .then(|| self.factory.client_for(target.api, &target.base_url).ok())
             .flatten()
             .map(|(look_client, _)| {
+                let half = tokio::time::Instant::from_std(start + self.settings.timeout / 2);
+                let at = deadline
+                    .checked_sub(endpoint::SLOTS_LOOK)
+                    .map_or(half, |early| early.max(half));
                 SlotsLook(tokio::spawn(endpoint::slots_busy_before(
                     look_client,
                     target.clone(),
+                    at,
                     deadline,
                 )))
             });
