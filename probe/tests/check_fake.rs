@@ -156,6 +156,49 @@ async fn length_stop_is_an_error_with_the_four_hints() {
     assert_eq!(m.code, Code::Length);
 }
 
+/// Issue 27, item 5: a complete call is not the verdict; the message's stop reason is. The whole call, then `length`:
+/// a `length` error naming the tool, since pi-agent-core fails every call of a message the cap stopped; the whole
+/// call, then no stop before the deadline: a timeout that says the call came.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_complete_call_in_a_message_the_cap_stopped_is_length() {
+    let fake = FakeProvider::start().await;
+    let run = check(&fake, &["call-then-length"], &["--max-tokens", "24"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let error = jr2_probe::render::call_in_capped_message_error("length", "probe", 24);
+    let mut want = vec![
+        loopback_line(&host(&fake)),
+        error_line(&fake, "call-then-length", &error),
+    ];
+    want.extend(HINTS.iter().map(|h| h.to_string()));
+    want.push("  - the tool call was complete, and the cap of 24 tokens stopped its message: a Turn runs no tool call of a message the cap stopped (pi-agent-core fails them all, their arguments may be cut); raise maxTokens".to_owned());
+    assert_eq!(run.lines(), want);
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level, m.code, m.tool_name.as_deref()),
+        (Outcome::Length, Level::Error, Code::Length, Some("probe"))
+    );
+    assert_eq!(m.stop_reason.as_deref(), Some("length"));
+    assert_eq!(
+        m.findings.tool_arguments.as_deref(),
+        Some("{\"status\":\"ready\"}")
+    );
+    assert_eq!(m.next_action, jr2_probe::render::CAPPED_CALL_NEXT_ACTION);
+    assert!(m.tries[0].timings.tool_call_ms.is_some());
+
+    let run = check(&fake, &["call-then-stall"], &["--timeout", "1s"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let m = &run.verdict().models[0];
+    assert_eq!((m.outcome, m.code), (Outcome::Timeout, Code::Timeout));
+    let error = m.error.as_deref().unwrap();
+    assert!(
+        error.starts_with("a tool call came in ")
+            && error
+                .ends_with(" s, and its message did not stop in 1 s (a Turn waits for the stop)"),
+        "{error}"
+    );
+    assert_eq!(run.lines()[1], error_line(&fake, "call-then-stall", error));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn vllm_without_tool_parser_names_its_message() {
     let fake = FakeProvider::start().await;

@@ -205,6 +205,7 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
         needed: 32768,
         from_window: true,
         server: EndpointKind::LlamaCpp,
+        slots: None,
     };
     assert_eq!(r.findings.cause.as_ref(), Some(&cause));
     assert_eq!(

@@ -20,11 +20,18 @@
 //! - `--no-jinja` refuses any request with tools: `HTTP 500: tools param requires --jinja flag`.
 //! - An object `tool_choice` (the plan's `toolChoice: named`) is ignored with a log line, as `auto`.
 //! - `-c` smaller than the plan's `contextWindow` passes the preflight; a Turn-sized prompt gets a 400.
+//!
+//! **Against a real Turn on the same server** (issue 27, items 5-10): the cases of those items run the probe and then
+//! a real Turn, pi-agent-core 0.82.1's agent loop over pi-ai 0.82.1's model call (`tests/fidelity/turn.mjs`, under
+//! Node), against the same server instance, and [`compare`] asserts that the probe's verdict and the Turn's outcome
+//! agree, case by case, or that the case is one of [`ON_PURPOSE`], the differences the contract makes on purpose.
+//! The Turn's packages are the fidelity step's (`tests/fidelity/package-lock.json`), installed here first when missing
+//! (`JR2_FIDELITY_INSTALL_ONLY=1 tests/fidelity/run.sh`).
 
 mod common;
 
 use common::probe;
-use jr2_probe::contract::endpoint::{Cause, EndpointKind};
+use jr2_probe::contract::endpoint::{Cause, ContextUnchecked, EndpointKind};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::render;
 use jr2_testkit::fake_provider::FakeProvider;
@@ -168,6 +175,170 @@ fn assert_llama_endpoint(run: &common::Run, n_ctx: u64, supports_tools: Option<b
 
 fn host(server: &Server) -> String {
     format!("127.0.0.1:{}", server.port)
+}
+
+/// `tests/fidelity/`: the Turn's script and its packages.
+fn fidelity_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fidelity")
+}
+
+/// Installs the fidelity step's pinned packages once per run (`npm ci`, a no-op when `node_modules` holds the lock).
+fn fidelity_modules() {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let out = std::process::Command::new("bash")
+            .arg(fidelity_dir().join("run.sh"))
+            .env("JR2_FIDELITY_INSTALL_ONLY", "1")
+            .output()
+            .expect("run tests/fidelity/run.sh");
+        assert!(
+            out.status.success(),
+            "JR2_FIDELITY_INSTALL_ONLY=1 tests/fidelity/run.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// What a real Turn ended with (`tests/fidelity/turn.mjs`'s line).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Turn {
+    /// `called`, `toolFailed`, `text`, `length`, `error`, `aborted`.
+    turn: String,
+    stop_reason: Option<String>,
+    error_message: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<String>,
+}
+
+/// One Turn of pi-agent-core 0.82.1 over pi-ai 0.82.1, the request as `turn.mjs` takes it, with `envs` (the key) in a
+/// clean environment.
+async fn turn(request: Value, envs: &[(&str, &str)]) -> Turn {
+    let envs: Vec<(String, String)> = envs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        fidelity_modules();
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(fidelity_dir().join("turn.mjs"))
+            .arg(request.to_string())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .env("NO_PROXY", "*");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run node tests/fidelity/turn.mjs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "turn.mjs gave no outcome ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    })
+    .await
+    .expect("join")
+}
+
+/// The Turn's request for a `harness.provider` model at `base`: `maxTokens` as the probe's `--max-tokens`, the key
+/// from `K` when `key`.
+fn custom_turn(base: &str, id: &str, max_tokens: u64, key: bool) -> Value {
+    let mut custom =
+        json!({"provider": "llama", "id": id, "baseUrl": base, "maxTokens": max_tokens});
+    if key {
+        custom["apiKeyEnv"] = "K".into();
+    }
+    json!({ "custom": custom })
+}
+
+/// A case where the contract makes the probe and a Turn differ on purpose.
+struct OnPurpose {
+    /// The case, as [`compare`] names it.
+    case: &'static str,
+    /// The probe's outcome there.
+    probe: Outcome,
+    /// The Turn's outcome there.
+    turn: &'static str,
+    /// Why the contract wants it so.
+    why: &'static str,
+}
+
+/// Every difference between the probe and a real Turn on the same server that the contract makes on purpose; any
+/// other difference fails [`compare`]. Listed in tests/README.md ("Against a real Turn on the same server").
+const ON_PURPOSE: &[OnPurpose] = &[
+    OnPurpose {
+        case: "queue: -np 1 with a job ahead",
+        probe: Outcome::Timeout,
+        turn: "called",
+        why: "the check's timeout (120 s, here --timeout 3s) is the user's rule; a Turn waits in llama-server's queue up \
+              to undici's 300 s headers timeout. The probe's error says the slots were busy instead of 'loads on first use'",
+    },
+    OnPurpose {
+        case: "gateway 429 with llm_provider-retry-after",
+        probe: Outcome::Busy,
+        turn: "error",
+        why: "busy is a warning (the contract's section 4): the probe retries as the gateway asks and says a Turn makes \
+              one try; the Turn's one try gets the 429",
+    },
+    OnPurpose {
+        case: "gateway without max_input_tokens, a Turn-sized prompt",
+        probe: Outcome::Ok,
+        turn: "error",
+        why: "the gateway names no context for the model, so none can be checked: the verdict says so \
+              (contextUnchecked, and its line), and a Turn whose prompt is longer than the backend's context fails",
+    },
+    OnPurpose {
+        case: "-c 2048 under a contextWindow of 32768, the probe's prompt",
+        probe: Outcome::Http,
+        turn: "called",
+        why: "the context check judges the Turns the window lets through, longer than the probe's short prompt: the \
+              Turn with a prompt longer than -c (the next case) gets the 400",
+    },
+];
+
+/// Asserts that the probe's result and the Turn's outcome agree for `case`, or that `case` is listed in
+/// [`ON_PURPOSE`] with these two outcomes. Agreeing: a call the Turn ran and a pass; a call the Turn failed (its
+/// message stopped by the cap) or a cap before any call and `length`; text and `text`; an error of the model call and
+/// an error-level outcome other than a timeout; an abort and a timeout.
+#[track_caller]
+fn compare(case: &str, m: &jr2_probe::verdict::ModelResult, t: &Turn) {
+    let agree = match t.turn.as_str() {
+        "called" => m.level == Level::Pass,
+        "toolFailed" | "length" => m.outcome == Outcome::Length,
+        "text" => m.outcome == Outcome::Text,
+        "error" => m.level == Level::Error && m.outcome != Outcome::Timeout,
+        "aborted" => m.outcome == Outcome::Timeout,
+        _ => false,
+    };
+    let listed = ON_PURPOSE
+        .iter()
+        .find(|d| d.case == case && d.probe == m.outcome && d.turn == t.turn);
+    if let Some(d) = listed {
+        println!(
+            "{case}: the probe says {:?}, the Turn {}: on purpose: {}",
+            m.outcome, t.turn, d.why
+        );
+    } else {
+        println!(
+            "{case}: the probe says {:?}, the Turn {}: they agree",
+            m.outcome, t.turn
+        );
+    }
+    assert!(
+        agree != listed.is_some(),
+        "{case}: the probe says {:?} ({:?}: {:?}), the Turn {t:?}: {}",
+        m.outcome,
+        m.code,
+        m.error,
+        if agree {
+            "they agree, yet the case is listed as a difference on purpose"
+        } else {
+            "they disagree, and ON_PURPOSE does not list it"
+        }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -443,15 +614,38 @@ async fn llama_server_context_smaller_than_the_plans() {
                 needed,
                 from_window: true,
                 server: EndpointKind::LlamaCpp,
+                slots: None,
             },
         );
         assert!(run.lines().last().unwrap().contains("llama-server's -c"));
-        // Without a window only what surely fails is an error: -c 256 cannot hold the cap and the probe's prompt.
+        // Against a real Turn with the same window: the probe's prompt gets its call (a difference on purpose), a
+        // prompt longer than -c the 400 the probe foretold.
+        if ctx == 2048 {
+            let mut request = custom_turn(&server.base_url(), "smollm2", 1024, false);
+            request["custom"]["contextWindow"] = needed.into();
+            let t = turn(request.clone(), &[]).await;
+            compare(
+                "-c 2048 under a contextWindow of 32768, the probe's prompt",
+                m,
+                &t,
+            );
+            request["userText"] = "word ".repeat(3000).into();
+            let t = turn(request, &[]).await;
+            compare(
+                "-c 2048 under a contextWindow of 32768, a Turn-sized prompt",
+                m,
+                &t,
+            );
+        }
+        // Without a window only what surely fails is an error, by llama-server's rule: a prompt longer than -c. The
+        // probe's prompt fits -c 256 (the cap of 1024 does not, and the server serves it anyway: issue 27, item 7),
+        // and what the model does then is what a Turn on the same server gets.
         let run = check(&server, &["--max-tokens", "1024"], None).await;
         let m = &run.verdict().models[0];
-        if ctx == 256 {
-            assert_eq!(m.code, Code::ContextTooSmall, "{}", run.stderr);
-        } else {
+        assert_ne!(m.code, Code::ContextTooSmall, "{}", run.stderr);
+        let t = turn(custom_turn(&server.base_url(), "smollm2", 1024, false), &[]).await;
+        compare(&format!("-c {ctx}, cap 1024, no window"), m, &t);
+        if ctx == 2048 {
             assert_eq!(
                 (m.outcome, m.level),
                 (Outcome::Ok, Level::Pass),
@@ -855,4 +1049,442 @@ general_settings: {{master_key: {MASTER_KEY}}}
         lines.last().unwrap(),
         &format!("  - the gateway {host} may not answer, or may not serve claude-opus-4-5")
     );
+}
+
+/// Item 5: a complete call in a message the cap stopped. llama-server with the tool template, at temperature 0, writes
+/// the whole call in 24 tokens and stops for `tool_calls` at 30: at caps 24 and 26 the call is complete and the
+/// message stops with `length`, so pi-agent-core fails the call (`failToolCallsFromTruncatedMessage`); `--ignore-eos`
+/// writes on after the call until the cap. Each against a real Turn on the same server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_in_a_message_the_cap_stopped_fails_as_every_turn_fails_it() {
+    let server = start(LlamaServer::with_tools()).await;
+    let eos = start(LlamaServer {
+        extra_args: vec!["--ignore-eos".into()],
+        ..LlamaServer::with_tools()
+    })
+    .await;
+    let cases: [(&Server, u64, &str); 5] = [
+        (&server, 24, "cap 24: the call complete, then the cap"),
+        (&server, 26, "cap 26: the call complete, then the cap"),
+        (&server, CUT_CAP, "cap 16: the call cut"),
+        (&server, 1024, "cap 1024: the call, then tool_calls"),
+        (
+            &eos,
+            200,
+            "--ignore-eos, cap 200: the call, then text until the cap",
+        ),
+    ];
+    for (server, cap, case) in cases {
+        let cap_arg = cap.to_string();
+        let run = check(server, &["--max-tokens", &cap_arg], None).await;
+        let m = &run.verdict().models[0];
+        let t = turn(custom_turn(&server.base_url(), "smollm2", cap, false), &[]).await;
+        compare(case, m, &t);
+        if cap == 1024 {
+            assert_eq!(
+                (m.outcome, t.turn.as_str()),
+                (Outcome::Ok, "called"),
+                "{}",
+                run.stderr
+            );
+            continue;
+        }
+        assert_eq!(
+            (m.outcome, m.level, m.code),
+            (Outcome::Length, Level::Error, Code::Length),
+            "{case}: {}\n{}",
+            run.stderr,
+            server.log()
+        );
+        assert_eq!(run.code, 1);
+        assert_eq!(t.stop_reason.as_deref(), Some("length"), "{case}: {t:?}");
+        if cap == CUT_CAP {
+            assert_cause(&run, &Cause::ToolCallCut);
+            continue;
+        }
+        assert_eq!(m.findings.cause, Some(Cause::ToolCallCut), "{case}");
+        // The call was complete: the verdict names its tool, the error and the line say the cap stopped its message.
+        assert_eq!(t.turn, "toolFailed", "{case}: {t:?}");
+        assert!(
+            !t.tool_calls.is_empty() && t.tool_calls.iter().all(|c| c == "probe"),
+            "{case}: {t:?}"
+        );
+        assert_eq!(m.tool_name.as_deref(), Some("probe"), "{case}");
+        assert_eq!(
+            m.error.as_deref(),
+            Some(render::call_in_capped_message_error("length", "probe", cap).as_str())
+        );
+        let args = m
+            .findings
+            .tool_arguments
+            .as_deref()
+            .expect("the call's arguments");
+        assert!(serde_json::from_str::<Value>(args).is_ok(), "{args}");
+        assert_eq!(
+            run.lines().last().copied(),
+            Some(render::cause_line(&Cause::ToolCallCut, m).unwrap().as_str())
+        );
+        assert!(
+            run.lines()
+                .last()
+                .unwrap()
+                .contains("a Turn runs no tool call of a message the cap stopped")
+        );
+        assert_eq!(m.next_action, render::CAPPED_CALL_NEXT_ACTION);
+        // The verdict came after the call: its mark is the call's, before the try's end.
+        let timings = m.tries[0].timings;
+        assert!(
+            timings.tool_call_ms.is_some_and(|c| c <= timings.total_ms),
+            "{timings:?}"
+        );
+    }
+}
+
+/// Item 7: llama-server refuses only a prompt longer than its context (one slot's share of `-c` under `-np`), and
+/// stops a generation that reaches it: a cap plus the prompt over `-c` is no error. Each rule held against the
+/// server's own answers, and the probe against a real Turn on the same server.
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_server_s_context_rules_hold_against_the_server() {
+    // -c 2048 and a cap of 2048, no window: the cap plus the prompt exceed -c, and the server serves it.
+    for (ctx, cap) in [(2048u32, 2048u64), (512, 1024)] {
+        let server = start(LlamaServer {
+            ctx_size: ctx,
+            ..LlamaServer::with_tools()
+        })
+        .await;
+        let cap_arg = cap.to_string();
+        let run = check(&server, &["--max-tokens", &cap_arg], None).await;
+        let m = &run.verdict().models[0];
+        assert_eq!(
+            (m.outcome, m.level, m.findings.cause.clone()),
+            (Outcome::Ok, Level::Pass, None),
+            "-c {ctx} cap {cap}: {}\n{}",
+            run.stderr,
+            server.log()
+        );
+        assert_eq!(run.code, 0);
+        let t = turn(custom_turn(&server.base_url(), "smollm2", cap, false), &[]).await;
+        compare(&format!("-c {ctx}, cap {cap}, no window"), m, &t);
+        // The server's own rule: a prompt that fits, under a cap that does not, is served.
+        let mut body = probe_request(cap, None);
+        body["messages"][1]["content"] = "word ".repeat(usize::try_from(ctx).unwrap() / 3).into();
+        let served = post(&server, "/v1/chat/completions", None, body).await;
+        assert_eq!(served.status, 200, "-c {ctx}: {}", served.body);
+    }
+
+    // -c 4096 over -np 4: 1024 tokens a slot. A window of 8192 (which leaves pi's clamp the whole cap) fails, and
+    // the advice names the slots.
+    let server = start(LlamaServer {
+        ctx_size: 4096,
+        parallel: 4,
+        ..LlamaServer::with_tools()
+    })
+    .await;
+    let (_, n_ctx) = server_facts(&server, None, "np-4").await;
+    assert_eq!(n_ctx, 1024, "meta.n_ctx is one slot's share of -c");
+    let run = check(
+        &server,
+        &["--context-window", "8192", "--max-tokens", "1024"],
+        None,
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    let cause = Cause::ContextTooSmall {
+        served: 1024,
+        needed: 8192,
+        from_window: true,
+        server: EndpointKind::LlamaCpp,
+        slots: Some(4),
+    };
+    assert_eq!(
+        m.code,
+        Code::ContextTooSmall,
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    assert_cause(&run, &cause);
+    let line = run.lines().last().unwrap().to_owned();
+    assert!(
+        line.contains(
+            "each of its 4 slots (-np 4) a context of 1024 tokens (its share of -c 4096)"
+        ) && line.contains(
+            "raise llama-server's -c to at least 32768 (8192 for each of its 4 slots), or lower -np"
+        ),
+        "{line}"
+    );
+    assert_eq!(m.findings.endpoint.as_ref().and_then(|e| e.slots), Some(4));
+    // The server's rule: a prompt longer than a slot is refused, whatever -c says.
+    let long = "word ".repeat(1500);
+    let mut body = probe_request(64, None);
+    body["messages"][1]["content"] = long.clone().into();
+    let refused = post(&server, "/v1/chat/completions", None, body).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("exceeds the available context size (1024 tokens), try increasing it"),
+        "{}",
+        refused.body
+    );
+    // A Turn whose prompt the window lets through and the slot does not: the error the probe foretold.
+    let mut request = custom_turn(&server.base_url(), "smollm2", 1024, false);
+    request["custom"]["contextWindow"] = 8192.into();
+    request["userText"] = long.into();
+    let t = turn(request, &[]).await;
+    compare("-np 4: a Turn-sized prompt over one slot", m, &t);
+    assert!(
+        t.error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("exceeds the available context size"),
+        "{t:?}"
+    );
+}
+
+/// Item 6: behind a LiteLLM gateway the GETs reach the gateway: its `/v1/models` (and `/model/info`) give the
+/// context its config names (`model_info.max_input_tokens`); without one, the context is not checked, and the
+/// verdict and a line say so. Against a real Turn through the same gateway to the same llama-server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_s_context_is_asked_of_the_gateway() {
+    let backend = start(LlamaServer::with_tools()).await;
+    // Two names of the same backend (distinct LiteLLM models: LiteLLM shares model_info by its model).
+    let config = format!(
+        r#"model_list:
+  - model_name: with-info
+    litellm_params: {{model: hosted_vllm/smollm2, api_base: "{b}", api_key: unused}}
+    model_info: {{max_input_tokens: 2048}}
+  - model_name: without-info
+    litellm_params: {{model: hosted_vllm/smollm2-b, api_base: "{b}", api_key: unused}}
+litellm_settings: {{num_retries: 0, request_timeout: 60, telemetry: false}}
+general_settings: {{master_key: {MASTER_KEY}}}
+"#,
+        b = backend.base_url()
+    );
+    let gateway = tokio::task::spawn_blocking(move || start_litellm(&config))
+        .await
+        .unwrap();
+    let key = [("K", MASTER_KEY)];
+    let base = gateway.base_url();
+    let long = "word ".repeat(3000);
+    for model in ["with-info", "without-info"] {
+        let run = probe(
+            &[
+                "check",
+                "--base-url",
+                &base,
+                "--model",
+                model,
+                "--api-key-env",
+                "K",
+                "--context-window",
+                "32768",
+                "-o",
+                "json",
+            ],
+            &key,
+        )
+        .await;
+        let m = &run.verdict().models[0];
+        let mut short = custom_turn(&base, model, 1024, true);
+        short["custom"]["contextWindow"] = 32768.into();
+        let mut request = short.clone();
+        request["userText"] = long.clone().into();
+        let t = turn(request, &key).await;
+        assert_eq!(
+            t.turn, "error",
+            "{model}: a prompt longer than the backend's context: {t:?}"
+        );
+        if model == "with-info" {
+            assert_eq!(
+                m.code,
+                Code::ContextTooSmall,
+                "{}\n{}",
+                run.stderr,
+                gateway.log()
+            );
+            assert_eq!(
+                m.findings.endpoint.as_ref().and_then(|e| e.context_length),
+                Some(2048)
+            );
+            assert_eq!(m.findings.context_unchecked, None);
+            compare("gateway with max_input_tokens, a Turn-sized prompt", m, &t);
+        } else {
+            assert_eq!(
+                (m.outcome, m.level),
+                (Outcome::Ok, Level::Pass),
+                "{}",
+                run.stderr
+            );
+            assert_eq!(
+                m.findings.context_unchecked,
+                Some(ContextUnchecked::GatewayWithoutContext)
+            );
+            assert_eq!(
+                run.lines().last().copied(),
+                Some(
+                    render::context_unchecked(
+                        model,
+                        &m.host,
+                        model,
+                        ContextUnchecked::GatewayWithoutContext
+                    )
+                    .as_str()
+                ),
+                "{}",
+                run.stderr
+            );
+            compare(
+                "gateway without max_input_tokens, a Turn-sized prompt",
+                m,
+                &t,
+            );
+            let t = turn(short, &key).await;
+            compare(
+                "gateway without max_input_tokens, the probe's prompt",
+                m,
+                &t,
+            );
+        }
+    }
+}
+
+/// Item 8: llama-server `-np 1` with a job ahead. The check's timeout (the user's 120 s; here `--timeout 3s`, the
+/// settable deadline) comes while the job holds the one slot; the error says what `/slots` showed, not "loads on
+/// first use". A real Turn on the same server waits in the queue and gets its call once the job is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_queued_request_is_named_by_the_server_s_slots() {
+    let server = start(LlamaServer {
+        extra_args: vec!["--metrics".into()],
+        ..LlamaServer::with_tools()
+    })
+    .await;
+    // A job that holds the slot: generation until the context ends.
+    let mut job = probe_request(2000, None);
+    job["ignore_eos"] = true.into();
+    let held = tokio::task::block_in_place(|| server.hold("/v1/chat/completions", &job));
+    poll(&server, "/slots", |b| b.contains(r#""is_processing":true"#)).await;
+    let run = check(&server, &["--timeout", "3s"], None).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}\n{}",
+        run.stderr,
+        server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_queued_error("3", 1).as_str())
+    );
+    assert!(!run.stderr.contains("loads on first use"), "{}", run.stderr);
+    assert_cause(&run, &Cause::LlamaCppSlotsBusy { slots: 1 });
+    // The Turn waits behind the job: once its request is deferred, the job leaves, and the Turn gets its call.
+    let deferred = |b: &str| {
+        b.lines()
+            .find_map(|l| l.strip_prefix("llamacpp:requests_deferred "))
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let before = deferred(&get(&server, "/metrics", None).await.body);
+    let base = server.base_url();
+    let waiting =
+        tokio::spawn(async move { turn(custom_turn(&base, "smollm2", 1024, false), &[]).await });
+    poll(&server, "/metrics", |b| deferred(b) > before).await;
+    drop(held);
+    let t = waiting.await.expect("join");
+    compare("queue: -np 1 with a job ahead", m, &t);
+}
+
+/// Polls `GET path` until its body meets `ready` (60 s at most): a condition, never a fixed sleep.
+async fn poll(server: &Server, path: &str, ready: impl Fn(&str) -> bool) {
+    let start = std::time::Instant::now();
+    loop {
+        let r = get(server, path, None).await;
+        if r.status == 200 && ready(&r.body) {
+            return;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "GET {path} never showed the state: {}",
+            r.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Item 9: a key whose value ends with a newline (a Secret made from a file) works in a Turn, whose fetch strips it,
+/// and in the probe. Item 10: a gateway's 429 with `llm_provider-retry-after`: the probe waits as asked and warns;
+/// the Turn's one try fails (a difference on purpose). Both against real Turns on the same servers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newline_key_and_a_gateway_s_retry_header_against_a_turn() {
+    let server = start(LlamaServer {
+        api_key: Some(LLAMA_KEY.to_owned()),
+        ..LlamaServer::with_tools()
+    })
+    .await;
+    let with_newline = format!("{LLAMA_KEY}\n");
+    let run = check(&server, &[], Some(&with_newline)).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(m.outcome, Outcome::Ok, "{}", run.stderr);
+    let t = turn(
+        custom_turn(&server.base_url(), "smollm2", 1024, true),
+        &[("K", &with_newline)],
+    )
+    .await;
+    compare("a key that ends with a newline", m, &t);
+    assert!(!run.stdout.contains(LLAMA_KEY) && !run.stderr.contains(LLAMA_KEY));
+
+    let fake = FakeProvider::start().await;
+    let config = format!(
+        r#"model_list:
+  - model_name: limited
+    litellm_params: {{model: openai/rate-limited-after-2, api_base: "{}", api_key: sk-upstream-unused}}
+litellm_settings: {{num_retries: 0, request_timeout: 30, telemetry: false}}
+general_settings: {{master_key: {MASTER_KEY}}}
+"#,
+        fake.base_url()
+    );
+    let gateway = tokio::task::spawn_blocking(move || start_litellm(&config))
+        .await
+        .unwrap();
+    let base = gateway.base_url();
+    let key = [("K", MASTER_KEY)];
+    let run = probe(
+        &[
+            "check",
+            "--base-url",
+            &base,
+            "--model",
+            "limited",
+            "--api-key-env",
+            "K",
+            "--max-tries",
+            "2",
+            "-o",
+            "json",
+        ],
+        &key,
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Busy, Level::Warning),
+        "{}\n{}",
+        run.stderr,
+        gateway.log()
+    );
+    // The gateway's forwarded header was read: the wait asked, and taken.
+    assert_eq!(m.tries[0].wait_asked_ms, Some(2000), "{:?}", m.tries);
+    assert_eq!(m.tries[0].wait_taken_ms, 2000);
+    assert!(
+        run.lines()[1].ends_with("a Turn makes one try, so it can fail the same way"),
+        "{}",
+        run.stderr
+    );
+    let t = turn(custom_turn(&base, "limited", 1024, true), &key).await;
+    assert_eq!(t.turn, "error", "{t:?}");
+    compare("gateway 429 with llm_provider-retry-after", m, &t);
 }

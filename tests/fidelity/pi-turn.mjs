@@ -62,7 +62,8 @@ function customProvider({ provider, id, baseUrl, apiKeyEnv, maxTokens, contextWi
   });
 }
 
-export async function piTurn(request) {
+/** The registry and the model a Turn resolves for `request` (see the head of this file). */
+export function resolveModel(request) {
   const models = builtinModels();
   let model;
   if (request.custom) {
@@ -76,6 +77,11 @@ export async function piTurn(request) {
     if (!model) throw new Error(`${request.model} is not in pi's catalog`);
     if (request.baseUrl !== undefined) model = { ...model, baseUrl: request.baseUrl };
   }
+  return { models, model };
+}
+
+export async function piTurn(request) {
+  const { models, model } = resolveModel(request);
   const context = {
     systemPrompt: SYSTEM,
     messages: [{ role: "user", content: [{ type: "text", text: USER }], timestamp: Date.now() }],

@@ -3,8 +3,9 @@
 #
 #   tests/fidelity/run.sh [compare.mjs options]     e.g. --only conformance, --filter anthropic, --jobs 2
 #
-# 1. Installs the pinned packages with `npm ci` from the committed package-lock.json into tests/fidelity/node_modules
-#    (npm's cache in ~/.cache/npm; skipped when node_modules already holds exactly this lock).
+# 1. Installs the pinned packages (pi-ai 0.82.1, pi-agent-core 0.82.1, undici 7.30.2) with `npm ci` from the committed
+#    package-lock.json into tests/fidelity/node_modules (npm's cache in ~/.cache/npm; skipped when node_modules already
+#    holds exactly this lock). JR2_FIDELITY_INSTALL_ONLY=1 stops after this step.
 # 2. Builds jr2-probe (`cargo build -p jr2-probe`, into $CARGO_TARGET_DIR, default ~/.cache/jr2-preflight/target),
 #    unless JR2_PROBE names a binary.
 # 3. Runs proxy-rules.mjs: the probe's table of proxy rules against undici 7.30.2 itself; exit 1 on any row it differs.
@@ -39,8 +40,13 @@ else
     --loglevel=error >&2 || die "npm ci failed"
   echo "$lock_sha" >"$stamp"
 fi
-node -e 'const p=require(process.argv[1]); if (p.version !== "0.82.1") { console.error(`pi-ai ${p.version} installed, not 0.82.1`); process.exit(1) }' \
-  "$HERE/node_modules/@earendil-works/pi-ai/package.json" || die "the installed pi-ai is not the pinned one"
+for pkg in pi-ai pi-agent-core; do
+  node -e 'const p=require(process.argv[1]); if (p.version !== "0.82.1") { console.error(`${p.name} ${p.version} installed, not 0.82.1`); process.exit(1) }' \
+    "$HERE/node_modules/@earendil-works/$pkg/package.json" || die "the installed $pkg is not the pinned one"
+done
+# JR2_FIDELITY_INSTALL_ONLY=1: stop here (probe/tests/real_peers.rs installs the packages this way before its Turns,
+# which run in the `tests` step, before this script's own step).
+if [ -n "${JR2_FIDELITY_INSTALL_ONLY:-}" ]; then exit 0; fi
 
 # 2. The probe.
 if [ -n "${JR2_PROBE:-}" ]; then

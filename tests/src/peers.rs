@@ -157,6 +157,10 @@ pub struct LlamaServer {
     pub temp: Option<f32>,
     /// `--seed`: the default seed of a request that names none.
     pub seed: Option<u32>,
+    /// `-np`: the slots, each with `ctx_size / parallel` tokens of context; requests beyond them wait in its queue.
+    pub parallel: u32,
+    /// More flags, as given (`--ignore-eos`, `--metrics`).
+    pub extra_args: Vec<String>,
 }
 
 impl Default for LlamaServer {
@@ -170,6 +174,8 @@ impl Default for LlamaServer {
             ctx_size: 2048,
             temp: None,
             seed: None,
+            parallel: 1,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -204,9 +210,9 @@ impl LlamaServer {
             port.to_string(),
             "-c".into(),
             self.ctx_size.to_string(),
-            // One slot: the whole context is one request's, and requests are answered in order.
+            // One slot by default: the whole context is one request's, and requests are answered in order.
             "-np".into(),
-            "1".into(),
+            self.parallel.to_string(),
             "-t".into(),
             "1".into(),
             "--no-webui".into(),
@@ -233,6 +239,7 @@ impl LlamaServer {
             args.push("--seed".into());
             args.push(s.to_string());
         }
+        args.extend(self.extra_args.iter().cloned());
         args
     }
 
@@ -289,6 +296,21 @@ impl Server {
     /// `POST path` with a JSON body and an optional bearer key, read to the end (a stream too).
     pub fn post(&self, path: &str, key: Option<&str>, body: &serde_json::Value) -> RawResponse {
         self.request("POST", path, key, Some(body.to_string()))
+    }
+
+    /// `POST path` with a JSON body, its answer left unread: the request holds the server (a slot) until the returned
+    /// connection is dropped, which cancels it (llama-server stops a stream whose client left).
+    pub fn hold(&self, path: &str, body: &serde_json::Value) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
+        let body = body.to_string();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.port,
+            body.len()
+        );
+        s.write_all(head.as_bytes()).expect("send the request");
+        s.write_all(body.as_bytes()).expect("send the body");
+        s
     }
 
     fn request(

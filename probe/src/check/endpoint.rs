@@ -121,11 +121,22 @@ pub async fn learn(
         read_models(&models, &target.id, &mut endpoint);
     }
     let root = root(&target.base_url);
-    // `/props` for llama.cpp whose context `/v1/models` did not give, or after a failure of a server that may be
-    // llama.cpp (an unknown one without uvicorn's header): a pass against an unknown server costs one GET only.
+    // A LiteLLM gateway answers the GETs for its backend: its own `/model/info` names the context its config gives
+    // the model (`model_info.max_input_tokens`), when `/v1/models` did not.
+    if endpoint.kind == EndpointKind::Litellm
+        && endpoint.context_length.is_none()
+        && let Some(info) = get(api::endpoint(&root, "/model/info")).await
+    {
+        read_model_info(&info, &target.id, &mut endpoint);
+    }
+    // `/props` for llama.cpp whose context `/v1/models` did not give, or whose context fails the check (its slots
+    // name the fix), or after a failure of a server that may be llama.cpp (an unknown one without uvicorn's header):
+    // a pass against an unknown server costs one GET only.
     let llama = endpoint.kind == EndpointKind::LlamaCpp;
     let maybe_llama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn;
-    if ((llama && (failed || endpoint.context_length.is_none())) || (maybe_llama && failed))
+    let too_small = context_cause(&endpoint, target).is_some();
+    if ((llama && (failed || too_small || endpoint.context_length.is_none()))
+        || (maybe_llama && failed))
         && let Some(props) = get(api::endpoint(&root, "/props")).await
     {
         read_props(&props, &mut endpoint, redactor);
@@ -141,6 +152,39 @@ pub async fn learn(
         endpoint.version = Some(redactor.clean_to(v, 40));
     }
     endpoint
+}
+
+/// How long before the model's deadline the look at llama-server's slots is taken: the GET's own bound, so that it
+/// ends by the deadline and the verdict comes no later.
+pub const SLOTS_LOOK: Duration = Duration::from_secs(2);
+
+/// Beside a custom endpoint's tries: at `at` ([`SLOTS_LOOK`] before `deadline`, and not before half the model's
+/// timeout), llama-server's `GET /slots`, and how many slots it has when every one is busy (`is_processing`): a request that
+/// times out then waited in its queue (issue 27, item 8). `None` when it is not llama-server, does not answer by the
+/// deadline, or has a slot free. Read only after a timeout.
+pub async fn slots_busy_before(
+    client: reqwest::Client,
+    target: Target,
+    at: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+) -> Option<u64> {
+    tokio::time::sleep_until(at).await;
+    let headers = api::wire(target.api)?.request(&target).ok()?.headers;
+    let url = api::endpoint(&root(&target.base_url), "/slots");
+    let slots = tokio::time::timeout_at(deadline, fetch(&client, url, headers))
+        .await
+        .ok()
+        .flatten()?;
+    all_busy(&slots)
+}
+
+/// `/slots`: the number of slots when each is processing.
+pub fn all_busy(slots: &Value) -> Option<u64> {
+    let slots = slots.as_array().filter(|s| !s.is_empty())?;
+    slots
+        .iter()
+        .all(|s| s.get("is_processing").and_then(Value::as_bool) == Some(true))
+        .then_some(slots.len() as u64)
 }
 
 /// One metadata `GET`, its JSON body, or `None` (any failure: the metadata is a bonus, never a verdict).
@@ -192,13 +236,33 @@ pub fn read_models(models: &Value, id: &str, endpoint: &mut Endpoint) {
         }
         _ => {}
     }
+    // LiteLLM lists `max_input_tokens` for a model whose config gives `model_info`.
     let context = entry
         .pointer("/meta/n_ctx")
         .or_else(|| entry.get("max_model_len"))
+        .or_else(|| entry.get("max_input_tokens"))
         .and_then(Value::as_u64);
     if context.is_some() {
         endpoint.context_length = context;
     }
+}
+
+/// LiteLLM's `/model/info`: the `model_info.max_input_tokens` its config gives the model named `id`
+/// (`model_name`; several deployments of one name: the smallest, which a Turn may be routed to).
+pub fn read_model_info(info: &Value, id: &str, endpoint: &mut Endpoint) {
+    let Some(data) = info.get("data").and_then(Value::as_array) else {
+        return;
+    };
+    endpoint.context_length = data
+        .iter()
+        .filter(|m| m.get("model_name").and_then(Value::as_str) == Some(id))
+        .filter_map(|m| {
+            m.pointer("/model_info/max_input_tokens")
+                .and_then(Value::as_u64)
+        })
+        .filter(|n| *n > 0)
+        .min()
+        .or(endpoint.context_length);
 }
 
 /// llama.cpp's `/props`: the context (`default_generation_settings.n_ctx`), whether the template renders tools
@@ -214,6 +278,10 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
         return;
     }
     endpoint.kind = EndpointKind::LlamaCpp;
+    endpoint.slots = props
+        .get("total_slots")
+        .and_then(Value::as_u64)
+        .or(endpoint.slots);
     endpoint.supports_tools = tools.or(endpoint.supports_tools);
     endpoint.context_length = endpoint.context_length.or(context);
     if let Some(build) = props.get("build_info").and_then(Value::as_str) {
@@ -221,21 +289,47 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
     }
 }
 
-/// The context check: the served context against the plan's `contextWindow`, else against the cap plus the probe's
-/// own prompt. With no window the Turn's prompt is unknown (pi clamps nothing), so only what surely fails is an
-/// error: a context that cannot hold the cap and even this small prompt.
+/// The context check: the served context against the plan's `contextWindow` (a Turn's prompt can be as long as the
+/// window, and a server refuses a prompt longer than its context). With no window the Turn's prompt is unknown (pi
+/// clamps nothing), so only what surely fails is an error, by the server's own rule: llama-server refuses only a
+/// prompt longer than its context (one slot's share of `-c` under `-np`), and ends a generation that reaches it
+/// with `length`, so the probe's own prompt; vLLM (and any other) refuses a prompt plus `max_tokens` over its
+/// length, so the cap plus that prompt (issue 27, item 7; held against the real llama-server in `real_peers.rs`).
 pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
     let served = endpoint.context_length.filter(|n| *n > 0)?;
+    let prompt = crate::prompt::estimated_tokens();
     let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
         Some(window) => (window, true),
-        None => (target.max_tokens + crate::prompt::estimated_tokens(), false),
+        None if endpoint.kind == EndpointKind::LlamaCpp => (prompt, false),
+        None => (target.max_tokens + prompt, false),
     };
     (served < needed).then_some(Cause::ContextTooSmall {
         served,
         needed,
         from_window,
         server: endpoint.kind,
+        slots: endpoint.slots.filter(|n| *n > 1),
     })
+}
+
+/// Why the served context is not known, when that matters: a custom endpoint whose metadata gave none, with a window
+/// to check it against or behind a gateway (whose `/v1/models` answers for itself, not for its backend).
+pub fn context_unchecked(
+    endpoint: Option<&Endpoint>,
+    target: &Target,
+) -> Option<crate::contract::endpoint::ContextUnchecked> {
+    use crate::contract::endpoint::ContextUnchecked;
+    if endpoint.and_then(|e| e.context_length).is_some() {
+        return None;
+    }
+    let gateway = endpoint.is_some_and(|e| e.kind == EndpointKind::Litellm);
+    if gateway {
+        Some(ContextUnchecked::GatewayWithoutContext)
+    } else if target.facts.context_window.is_some_and(|w| w > 0) {
+        Some(ContextUnchecked::ServerWithoutContext)
+    } else {
+        None
+    }
 }
 
 /// The backend error a LiteLLM gateway names (`litellm.APIConnectionError: ...`), when its message says one.
@@ -332,5 +426,129 @@ mod tests {
             None
         );
         assert_eq!(gateway_backend_error("plain"), None);
+    }
+
+    fn target(max_tokens: u64, window: Option<u64>) -> Target {
+        Target {
+            model: "m".into(),
+            id: "m".into(),
+            api: ApiKind::OpenAiCompletions,
+            base_url: reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap(),
+            named_port: None,
+            route: Route::Custom {
+                api_key_set: false,
+                max_tokens_set: true,
+            },
+            key: None,
+            max_tokens,
+            tool_choice: crate::api::ToolChoice::Unset,
+            facts: crate::target::Facts {
+                context_window: window,
+                ..Default::default()
+            },
+            session_id: "s".into(),
+        }
+    }
+
+    /// Issue 27, item 7: without a window llama-server fails only a prompt longer than its context (a cap beyond it
+    /// is served and stopped with `length`); vLLM fails the cap plus the prompt over its length. With a window, both
+    /// fail a served context below it, and llama.cpp's slots are named.
+    #[test]
+    fn the_context_rule_is_the_server_s() {
+        let served = |kind, n, slots| Endpoint {
+            context_length: Some(n),
+            slots,
+            ..Endpoint::of(kind)
+        };
+        let prompt = crate::prompt::estimated_tokens();
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, 2048, None),
+                &target(2048, None)
+            ),
+            None
+        );
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, prompt - 1, None),
+                &target(16, None)
+            ),
+            Some(Cause::ContextTooSmall {
+                served: prompt - 1,
+                needed: prompt,
+                from_window: false,
+                server: EndpointKind::LlamaCpp,
+                slots: None,
+            })
+        );
+        assert!(
+            context_cause(&served(EndpointKind::Vllm, 2048, None), &target(2048, None)).is_some()
+        );
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, 1024, Some(4)),
+                &target(1024, Some(8192))
+            ),
+            Some(Cause::ContextTooSmall {
+                served: 1024,
+                needed: 8192,
+                from_window: true,
+                server: EndpointKind::LlamaCpp,
+                slots: Some(4),
+            })
+        );
+    }
+
+    /// Issue 27, item 6: a LiteLLM gateway's context is its config's `max_input_tokens`, in `/v1/models` or
+    /// `/model/info`; without one it is not checked, and that is said.
+    #[test]
+    fn a_gateway_names_its_context_or_says_it_cannot() {
+        let mut e = Endpoint::of(EndpointKind::Litellm);
+        read_models(
+            &json!({"data":[{"id":"a","object":"model","owned_by":"openai","max_input_tokens":2048},{"id":"b","object":"model","owned_by":"openai"}]}),
+            "b",
+            &mut e,
+        );
+        assert_eq!(e.context_length, None);
+        read_model_info(
+            &json!({"data":[
+                {"model_name":"b","model_info":{"max_input_tokens":8192}},
+                {"model_name":"b","model_info":{"max_input_tokens":4096}},
+                {"model_name":"c","model_info":{"max_input_tokens":100}}]}),
+            "b",
+            &mut e,
+        );
+        assert_eq!(
+            e.context_length,
+            Some(4096),
+            "the smallest deployment of the name"
+        );
+        let unknown = Endpoint::of(EndpointKind::Litellm);
+        assert_eq!(
+            context_unchecked(Some(&unknown), &target(1024, None)),
+            Some(crate::contract::endpoint::ContextUnchecked::GatewayWithoutContext)
+        );
+        assert_eq!(context_unchecked(Some(&e), &target(1024, None)), None);
+        let llama = Endpoint::of(EndpointKind::LlamaCpp);
+        assert_eq!(context_unchecked(Some(&llama), &target(1024, None)), None);
+        assert_eq!(
+            context_unchecked(Some(&llama), &target(1024, Some(32768))),
+            Some(crate::contract::endpoint::ContextUnchecked::ServerWithoutContext)
+        );
+    }
+
+    /// Issue 27, item 8: `/slots` all processing is a full queue; a free slot, or no slots at all, is not.
+    #[test]
+    fn busy_slots_are_every_slot_processing() {
+        assert_eq!(
+            all_busy(&json!([{"id":0,"is_processing":true},{"id":1,"is_processing":true}])),
+            Some(2)
+        );
+        assert_eq!(
+            all_busy(&json!([{"id":0,"is_processing":true},{"id":1,"is_processing":false}])),
+            None
+        );
+        assert_eq!(all_busy(&json!([])), None);
+        assert_eq!(all_busy(&json!({"error":"not found"})), None);
     }
 }

@@ -1,7 +1,10 @@
 //! One model's check: the tries, the stream, the deadline, and the outcome (the contract's sections 3 and 4).
 //!
-//! A try sends the request a Turn sends and reads the answer until the first tool-call event names a tool, then
-//! drops the connection: the verdict does not wait for the end of the completion. A try that gets 429, 529 or 503
+//! A try sends the request a Turn sends and reads the answer until the message's stop reason, then drops the
+//! connection. A complete tool call is not yet the verdict: pi-agent-core fails every call of a message that the token
+//! cap stopped (`failToolCallsFromTruncatedMessage` in its agent loop), so a call passes only in a message that stopped
+//! for another reason (issue 27, item 5); reading past the call costs the few tokens between the call's end and the
+//! stop, bounded by the model's deadline like the rest. A try that gets 429, 529 or 503
 //! (or an overload event inside the stream) is followed by another, as [`crate::retry`] decides. Every try runs
 //! under the model's deadline; nothing here waits without one. A retry after busy tries that gets no answer before
 //! that deadline leaves the model busy, not timed out: the user's document says a provider that answers 429 and
@@ -148,6 +151,9 @@ struct Attempt {
     seen: endpoint::Seen,
     reasoned: bool,
     call_arguments: Option<String>,
+    /// The first call's name, when the call was complete (its arguments parse): with a `length` end, a call in a
+    /// message the cap stopped.
+    call_complete: Option<String>,
 }
 
 impl Attempt {
@@ -167,6 +173,7 @@ impl Attempt {
             seen: endpoint::Seen::default(),
             reasoned: false,
             call_arguments: None,
+            call_complete: None,
         }
     }
 }
@@ -333,6 +340,24 @@ impl Checker {
                 );
             }
         };
+        // A custom endpoint's look at llama-server's slots, taken just before the deadline while the request still
+        // waits, and read only if the model times out (issue 27, item 8); aborted when the check ends first.
+        // Its own client: its GET never takes the tries' pooled connection, nor their timing marks.
+        let slots_look = endpoint::applies(target)
+            .then(|| self.factory.client_for(target.api, &target.base_url).ok())
+            .flatten()
+            .map(|(look_client, _)| {
+                let half = tokio::time::Instant::from_std(start + self.settings.timeout / 2);
+                let at = deadline
+                    .checked_sub(endpoint::SLOTS_LOOK)
+                    .map_or(half, |early| early.max(half));
+                SlotsLook(tokio::spawn(endpoint::slots_busy_before(
+                    look_client,
+                    target.clone(),
+                    at,
+                    deadline,
+                )))
+            });
         let policy = self.settings.retry;
         let mut backoff = policy.backoff();
         let mut tries: Vec<Try> = Vec::new();
@@ -342,29 +367,37 @@ impl Checker {
         loop {
             let n = tries.len() as u32 + 1;
             let try_start = clock.restart();
-            let attempt =
-                match tokio::time::timeout_at(deadline, self.attempt(&client, target, try_start))
-                    .await
-                {
-                    Ok(a) => a,
-                    // The deadline passed while a new connection was still coming up: a connect timeout, as
-                    // the client's own connect timeout (the same length when the model's is 10 s or less) would
-                    // have said, whichever of the two timers fired first.
-                    Err(_) if clock.connecting() => {
-                        let span = if n == 1 {
-                            self.settings.timeout
-                        } else {
-                            let left = deadline.into_std().saturating_duration_since(try_start);
-                            Duration::from_millis(left.as_millis().div_ceil(100) as u64 * 100)
-                        };
-                        let error = format!(
-                            "connection timed out after {} s",
-                            render::seconds(span.min(self.factory.connect_timeout()))
-                        );
-                        Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
-                    }
-                    Err(_) => self.timed_out(target),
-                };
+            // When the first call was complete: a deadline that comes after it, before the message's stop reason,
+            // says so.
+            let mut call_seen: Option<Duration> = None;
+            let attempt = match tokio::time::timeout_at(
+                deadline,
+                self.attempt(&client, target, try_start, &mut call_seen),
+            )
+            .await
+            {
+                Ok(a) => a,
+                // The deadline passed while a new connection was still coming up: a connect timeout, as
+                // the client's own connect timeout (the same length when the model's is 10 s or less) would
+                // have said, whichever of the two timers fired first.
+                Err(_) if clock.connecting() => {
+                    let span = if n == 1 {
+                        self.settings.timeout
+                    } else {
+                        let left = deadline.into_std().saturating_duration_since(try_start);
+                        Duration::from_millis(left.as_millis().div_ceil(100) as u64 * 100)
+                    };
+                    let error = format!(
+                        "connection timed out after {} s",
+                        render::seconds(span.min(self.factory.connect_timeout()))
+                    );
+                    Attempt::fail(None, Outcome::Unreachable, Code::Unreachable, error)
+                }
+                Err(_) => match call_seen {
+                    Some(at) => self.timed_out_after_call(at),
+                    None => self.timed_out(target),
+                },
+            };
             let (dns_ms, tls_ms, connect_ms) = clock.marks();
             let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
             let timings = Timings {
@@ -435,7 +468,9 @@ impl Checker {
             }
             let seen = attempt.seen;
             let r = self.conclude(target, start, tries, attempt);
-            return self.know_endpoint(&client, target, r, seen, deadline).await;
+            return self
+                .know_endpoint(&client, target, r, seen, deadline, slots_look)
+                .await;
         }
     }
 
@@ -448,6 +483,7 @@ impl Checker {
         mut r: ModelResult,
         seen: endpoint::Seen,
         deadline: tokio::time::Instant,
+        slots_look: Option<SlotsLook>,
     ) -> ModelResult {
         let started = Instant::now();
         let failed = r.outcome != Outcome::Ok;
@@ -461,7 +497,31 @@ impl Checker {
         } else {
             None
         };
+        // A timeout: whether llama-server's slots were all busy (its queue held the request), in place of the guess
+        // that the model loads on first use.
+        if r.outcome == Outcome::Timeout
+            && endpoint::applies(target)
+            && r.findings.cause.is_none()
+            && r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("no answer in"))
+            && let Some(slots) = match slots_look {
+                Some(look) => look.seen().await,
+                None => None,
+            }
+        {
+            r.error = Some(render::timeout_queued_error(
+                &render::seconds(self.settings.timeout),
+                slots,
+            ));
+            r.findings.cause = Some(crate::contract::endpoint::Cause::LlamaCppSlotsBusy { slots });
+        }
+        let asked = learned.is_some();
         let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
+        // The context could not be learned: said, not left silent (issue 27, item 6); an error keeps its own cause.
+        if asked && r.level != crate::contract::outcome::Level::Error {
+            r.findings.context_unchecked = endpoint::context_unchecked(known.as_ref(), target);
+        }
         r.elapsed_ms += started.elapsed().as_millis() as u64;
         r.findings.tool_choice_ignored = target.tool_choice == crate::api::ToolChoice::Named
             && (r.outcome == Outcome::Text
@@ -594,6 +654,16 @@ impl Checker {
         Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
     }
 
+    /// The deadline came after a complete tool call, before the message's stop reason: a Turn waits for that stop too
+    /// (it fails every call of a message the cap stops), so this is a timeout, whose `<error>` says the call came.
+    fn timed_out_after_call(&self, at: Duration) -> Attempt {
+        let error = render::call_then_no_stop_error(
+            &render::seconds(render::to_tenths(at)),
+            &render::seconds(self.settings.timeout),
+        );
+        Attempt::fail(None, Outcome::Timeout, Code::Timeout, error)
+    }
+
     fn conclude(
         &self,
         target: &Target,
@@ -636,9 +706,14 @@ impl Checker {
             }
             End::Length { stop } => {
                 let stop_shown = self.redactor.clean_to(&stop, 40);
-                let error = match &attempt.call_arguments {
-                    Some(_) => render::call_cut_error(&stop_shown, target.max_tokens),
-                    None => format!(
+                let error = match (&attempt.call_complete, &attempt.call_arguments) {
+                    (Some(name), _) => render::call_in_capped_message_error(
+                        &stop_shown,
+                        &self.redactor.clean_to(name, 100),
+                        target.max_tokens,
+                    ),
+                    (None, Some(_)) => render::call_cut_error(&stop_shown, target.max_tokens),
+                    (None, None) => format!(
                         "stop reason \"{stop_shown}\" before any tool call (the token cap sent was {})",
                         target.max_tokens
                     ),
@@ -674,6 +749,11 @@ impl Checker {
                     answer,
                 );
                 r.stop_reason = Some(self.redactor.clean_to(&stop, 100));
+                // The tool the model called, when the call was complete: the cap stopped its message.
+                r.tool_name = attempt
+                    .call_complete
+                    .as_deref()
+                    .map(|n| self.redactor.clean_to(n, 100));
                 r.findings.cause = cause;
                 r.findings.tool_arguments = arguments;
                 r
@@ -732,7 +812,13 @@ impl Checker {
         r
     }
 
-    async fn attempt(&self, client: &reqwest::Client, target: &Target, start: Instant) -> Attempt {
+    async fn attempt(
+        &self,
+        client: &reqwest::Client,
+        target: &Target,
+        start: Instant,
+        call_seen: &mut Option<Duration>,
+    ) -> Attempt {
         let Some(wire) = api::wire(target.api) else {
             let why = target.api.unsupported_because().unwrap_or("unknown");
             return Attempt::fail(
@@ -789,7 +875,7 @@ impl Checker {
             return a;
         }
         let seen = endpoint::Seen::from_headers(response.headers());
-        let mut a = self.read_stream(wire, response, start).await;
+        let mut a = self.read_stream(wire, response, start, call_seen).await;
         a.status = Some(status);
         a.first_byte = first_byte;
         a.seen = seen;
@@ -837,6 +923,7 @@ impl Checker {
             seen: endpoint::Seen::from_headers(&headers).with_error(perr.as_ref()),
             reasoned: false,
             call_arguments: None,
+            call_complete: None,
         }
     }
 
@@ -845,6 +932,7 @@ impl Checker {
         wire: &dyn api::Wire,
         mut response: reqwest::Response,
         start: Instant,
+        call_seen: &mut Option<Duration>,
     ) -> Attempt {
         let content_type = response
             .headers()
@@ -892,17 +980,30 @@ impl Checker {
             };
             match chunk {
                 Some(bytes) => {
-                    if let Some(end) = judge.push(&bytes) {
+                    let end = judge.push(&bytes);
+                    if call_seen.is_none() && judge.call_complete() {
+                        *call_seen = Some(start.elapsed());
+                    }
+                    if let Some(end) = end {
                         break end;
                     }
                 }
                 None => break judge.finish(),
             }
         };
-        // A tool call: the verdict; returning drops the response, which closes the connection.
-        let tool_call = matches!(end, StreamEnd::ToolCall { .. }).then(|| start.elapsed());
+        // The stop reason came: the verdict; returning drops the response, which closes the connection. The tool
+        // call's mark is when it was complete (or, for a call the stream ended, now).
+        let tool_call = match end {
+            StreamEnd::ToolCall { .. } => Some(call_seen.unwrap_or_else(|| start.elapsed())),
+            StreamEnd::Length { .. } => *call_seen,
+            _ => None,
+        };
         let reasoned = judge.reasoned();
         let call_arguments = judge.call_arguments().map(str::to_owned);
+        let call_complete = judge
+            .call_complete()
+            .then(|| judge.call_name().map(str::to_owned))
+            .flatten();
         let answer = judge.into_answer();
         let end = match end {
             StreamEnd::ToolCall { name } => End::ToolCall { name },
@@ -939,6 +1040,7 @@ impl Checker {
             seen: endpoint::Seen::default(),
             reasoned,
             call_arguments,
+            call_complete,
         }
     }
 
@@ -976,7 +1078,26 @@ impl Checker {
             seen: endpoint::Seen::default(),
             reasoned: false,
             call_arguments: None,
+            call_complete: None,
         }
+    }
+}
+
+/// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
+/// aborted when dropped, so a check that ends first leaves nothing running.
+struct SlotsLook(tokio::task::JoinHandle<Option<u64>>);
+
+impl SlotsLook {
+    /// What the look saw: every slot busy (their number). It ends by the deadline, which has passed when this is
+    /// asked.
+    async fn seen(mut self) -> Option<u64> {
+        (&mut self.0).await.ok().flatten()
+    }
+}
+
+impl Drop for SlotsLook {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! A [`StreamJudge`] takes the body's chunks as the network delivers them, cuts them into events with the wire's
 //! framing ([`crate::framing`]), reads those with the wire's reader, and says how the stream ended as soon as the
-//! bytes tell ([`StreamEnd`]): a tool call names a tool, the provider reports an error, the framing or an event
-//! cannot be read, or the stream's end marker came. No I/O, no clock, no async: `check`'s loop feeds it what
+//! bytes tell ([`StreamEnd`]): the message stopped (its stop reason came), the provider reports an error, the framing
+//! or an event cannot be read, or the stream's end marker came. A complete tool call is not the end: pi-agent-core
+//! fails every call of a message that the token cap stopped (`failToolCallsFromTruncatedMessage` in its agent loop),
+//! so the verdict needs the message's stop reason, which comes after the call (issue 27, item 5). No I/O, no clock, no async: `check`'s loop feeds it what
 //! `reqwest` reads and times the result, and the fuzz targets feed it what libFuzzer makes, so both judge a stream
 //! by the same code.
 
@@ -18,8 +20,8 @@ pub const ANSWER_KEEP_BYTES: usize = 16 * 1024;
 /// How a 200's stream ended, as far as its bytes tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StreamEnd {
-    /// A tool call named a tool and its arguments are complete JSON (or the stream said the call ended): the
-    /// verdict; the caller hangs up.
+    /// A tool call named a tool, its arguments are complete JSON (or the stream said the call ended), and the
+    /// message stopped for another reason than the cap (or the stream ended without a stop reason): the verdict.
     ToolCall {
         /// The tool's name as the model sent it.
         name: String,
@@ -29,7 +31,8 @@ pub enum StreamEnd {
         /// The stop reason, when one came.
         stop: Option<String>,
     },
-    /// The model ran out of tokens before any tool call.
+    /// The model ran out of tokens: before any tool call, inside the first call's arguments, or after a complete call
+    /// (a message a Turn fails every call of); [`StreamJudge::call_complete`] tells the last from the others.
     Length {
         /// The stop reason, in the API's words.
         stop: String,
@@ -59,6 +62,7 @@ pub struct StreamJudge<'w> {
     done: bool,
     call: Option<String>,
     arguments: String,
+    complete: bool,
     reasoned: bool,
 }
 
@@ -76,6 +80,7 @@ impl<'w> StreamJudge<'w> {
             done: false,
             call: None,
             arguments: String::new(),
+            complete: false,
             reasoned: false,
         }
     }
@@ -123,6 +128,17 @@ impl<'w> StreamJudge<'w> {
         self.call.as_ref().map(|_| self.arguments.as_str())
     }
 
+    /// The first tool call is complete: its arguments parse, or the stream said it ended. The verdict still waits
+    /// for the message's stop reason.
+    pub fn call_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The first tool call's name, once one began.
+    pub fn call_name(&self) -> Option<&str> {
+        self.call.as_deref()
+    }
+
     /// The answer text, taken out of the judge.
     pub fn into_answer(self) -> String {
         self.answer
@@ -154,14 +170,12 @@ impl<'w> StreamJudge<'w> {
                             self.call = Some(name);
                         }
                     }
-                    StreamEvent::ToolArguments(piece) if self.call.is_some() => {
+                    StreamEvent::ToolArguments(piece) if self.call.is_some() && !self.complete => {
                         keep(&mut self.arguments, &piece);
-                        if complete_json(&self.arguments) {
-                            return self.called();
-                        }
+                        self.complete = complete_json(&self.arguments);
                     }
                     StreamEvent::ToolArguments(_) => {}
-                    StreamEvent::ToolCallEnd if self.call.is_some() => return self.called(),
+                    StreamEvent::ToolCallEnd if self.call.is_some() => self.complete = true,
                     StreamEvent::ToolCallEnd => {}
                     StreamEvent::Text(t) => keep(&mut self.answer, &t),
                     StreamEvent::Reasoning(t) => {
@@ -169,9 +183,14 @@ impl<'w> StreamJudge<'w> {
                         keep(&mut self.answer, &t);
                     }
                     StreamEvent::Stop(reason) => {
+                        let length = self.wire.stop_kind(&reason) == StopKind::Length;
                         // A call whose stop is not the cap ended there: the stream said so.
-                        if self.call.is_some() && self.wire.stop_kind(&reason) != StopKind::Length {
+                        if self.call.is_some() && !length {
                             return self.called();
+                        }
+                        // A complete call in a message the cap stopped: every Turn fails it.
+                        if self.complete && length {
+                            return Some(StreamEnd::Length { stop: reason });
                         }
                         self.stop = Some(reason);
                     }
@@ -192,14 +211,19 @@ impl<'w> StreamJudge<'w> {
         self.call.clone().map(|name| StreamEnd::ToolCall { name })
     }
 
-    /// The end of a stream that ran out (its body ended, or its end marker came) with no complete tool call and no
-    /// error. A call that began and got no stop reason, then the end marker, ended with the stream.
+    /// The end of a stream that ran out (its body ended, or its end marker came) with no error.
     fn conclude(&mut self) -> StreamEnd {
-        if self.stop.is_none()
-            && self.done
-            && let Some(name) = self.call.clone()
-        {
-            return StreamEnd::ToolCall { name };
+        let length = self
+            .stop
+            .as_ref()
+            .is_some_and(|r| self.wire.stop_kind(r) == StopKind::Length);
+        if let Some(name) = self.call.clone() {
+            // A complete call whose stop is not the cap (Gemini can send its stop before the call it ends), or that
+            // the stream ended without a stop reason; a call that began and got no stop reason, then the end marker,
+            // ended with the stream.
+            if (self.complete && !length) || (self.stop.is_none() && self.done) {
+                return StreamEnd::ToolCall { name };
+            }
         }
         match self.stop.take().map(|r| (self.wire.stop_kind(&r), r)) {
             Some((StopKind::Length, stop)) => StreamEnd::Length { stop },
@@ -266,7 +290,8 @@ mod tests {
                 r#"{"tool_calls":[{"index":0,"function":{"arguments":"\"ready\"}"}}]}"#,
                 None,
             )
-            // Never read: the verdict came with the complete arguments.
+            + &chunk("{}", Some("tool_calls"))
+            // Never read: the verdict came with the message's stop reason.
             + "data: {not json\n\n";
         for piece in [1, 7, body.len()] {
             let (end, answer) = judge(ApiKind::OpenAiCompletions, &body, piece);
@@ -438,5 +463,49 @@ mod tests {
             }
         );
         assert_eq!(j.call_arguments(), Some("{\"st"));
+    }
+
+    /// A complete call is not the verdict: the message's stop reason is. A call in a message the cap stopped is
+    /// `length` (pi-agent-core fails every call of such a message), and what follows a complete call is still read.
+    #[test]
+    fn a_complete_call_waits_for_the_message_s_stop_reason() {
+        let call = chunk(
+            r#"{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"probe","arguments":"{\"status\": \"ready\"}"}}]}"#,
+            None,
+        );
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        assert_eq!(
+            j.push(call.as_bytes()),
+            None,
+            "the call is complete, the message is not"
+        );
+        assert!(j.call_complete());
+        assert_eq!(j.call_name(), Some("probe"));
+        assert_eq!(
+            j.push(chunk("{}", Some("length")).as_bytes()),
+            Some(StreamEnd::Length {
+                stop: "length".into()
+            })
+        );
+        assert_eq!(j.call_arguments(), Some("{\"status\": \"ready\"}"));
+        // The end marker without a stop reason, or a body that ends: the call stands.
+        for tail in ["data: [DONE]\n\n", ""] {
+            let (end, _) = judge(ApiKind::OpenAiCompletions, &(call.clone() + tail), 7);
+            assert_eq!(
+                end,
+                StreamEnd::ToolCall {
+                    name: "probe".into()
+                },
+                "{tail:?}"
+            );
+        }
+        // An error event or garbage after the call: a Turn's client fails on them too.
+        let (end, _) = judge(
+            ApiKind::OpenAiCompletions,
+            &(call.clone() + "data: {not json\n\n"),
+            7,
+        );
+        assert!(matches!(end, StreamEnd::Unreadable(_)), "{end:?}");
     }
 }

@@ -38,6 +38,9 @@ pub struct Endpoint {
     /// Whether the server renders tools into the prompt (llama.cpp's `chat_template_caps.supports_tools`).
     #[serde(default)]
     pub supports_tools: Option<bool>,
+    /// llama.cpp's slots (`/props` `total_slots`, `-np`): each serves `contextLength` tokens, its share of `-c`.
+    #[serde(default)]
+    pub slots: Option<u64>,
 }
 
 impl Endpoint {
@@ -48,6 +51,7 @@ impl Endpoint {
             version: None,
             context_length: None,
             supports_tools: None,
+            slots: None,
         }
     }
 }
@@ -90,15 +94,39 @@ pub enum Cause {
     /// The check pod's Custodian (its loopback proxy) refused the connection after the probe's wait: the Custodian
     /// failed, not the provider (issue 27, item 1).
     CustodianUnreachable,
-    /// The served context is smaller than the plan's `contextWindow`, or than the cap plus a Turn's prompt.
+    /// The check timed out, and llama-server's `GET /slots` then showed every slot busy: the request can have waited
+    /// in the server's queue behind other requests, not for a model loading (issue 27, item 8).
+    LlamaCppSlotsBusy {
+        /// The server's slots (`-np`), all busy.
+        slots: u64,
+    },
+    /// The served context is smaller than the plan's `contextWindow`; without one, smaller than what surely fails:
+    /// for llama.cpp the probe's own prompt (llama-server refuses only a prompt longer than its context, and stops a
+    /// generation that reaches it), for others the cap plus that prompt (vLLM refuses their sum over its length).
     ContextTooSmall {
         /// The context the server serves, in tokens.
         served: u64,
-        /// What a Turn needs: the plan's `contextWindow`, or the cap plus the probe's own prompt.
+        /// What a Turn needs: the plan's `contextWindow`; else, for llama.cpp, the probe's own prompt; for others the
+        /// cap plus that prompt.
         needed: u64,
         /// `needed` is the plan's `contextWindow` (else the cap plus the probe's prompt).
         from_window: bool,
         /// The server's kind, for the flag to name.
         server: EndpointKind,
+        /// llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7).
+        #[serde(default)]
+        slots: Option<u64>,
     },
+}
+
+/// Why the served context was not learned, so not checked (issue 27, item 6): said in the verdict and in a line,
+/// rather than nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ContextUnchecked {
+    /// A LiteLLM gateway answered for the backend: its `/v1/models` and `/model/info` give no `max_input_tokens` for
+    /// the model (its config sets no `model_info`), and the backend's own metadata is behind it.
+    GatewayWithoutContext,
+    /// The server's metadata (`/v1/models`, llama.cpp's `/props`) gave no context length.
+    ServerWithoutContext,
 }

@@ -5,7 +5,7 @@
 //! outside (a provider's message) arrives here already sanitized; this module only assembles.
 
 use crate::contract::api_kind::ApiKind;
-use crate::contract::endpoint::{Cause, EndpointKind};
+use crate::contract::endpoint::{Cause, ContextUnchecked, EndpointKind};
 use crate::contract::outcome::{Code, Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
@@ -73,7 +73,23 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     if r.findings.tool_choice_ignored {
         lines.push(tool_choice_ignored(&r.model));
     }
+    if let Some(why) = r.findings.context_unchecked {
+        lines.push(context_unchecked(&r.model, &r.host, &r.id, why));
+    }
     lines
+}
+
+/// The note of a served context the probe could not learn, so did not check (issue 27, item 6): a progress line, no
+/// prefix word.
+pub fn context_unchecked(model: &str, host: &str, id: &str, why: ContextUnchecked) -> String {
+    match why {
+        ContextUnchecked::GatewayWithoutContext => format!(
+            "provider: {model}: the served context was not checked — the LiteLLM gateway {host} gives no max_input_tokens for {id} (GET /v1/models, /model/info), and the backend's own metadata is behind it: set model_info.max_input_tokens for {id} in the gateway's config"
+        ),
+        ContextUnchecked::ServerWithoutContext => format!(
+            "provider: {model}: the served context was not checked — the server's metadata (GET /v1/models, /props) gives no context length"
+        ),
+    }
 }
 
 /// The one line a known cause adds after the contract's lines, in their hint form (`  - ...`). `None` for a cause
@@ -95,6 +111,11 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             "  - no reasoning was streamed: the model wrote text until the cap of {} instead of calling the tool; a Turn gets that text, cut: choose a model (or a template) that calls tools",
             tokens(r.max_tokens)
         ),
+        // A complete call in a message the cap stopped (the verdict names its tool): pi-agent-core runs none of it.
+        Cause::ToolCallCut if r.tool_name.is_some() => format!(
+            "  - the tool call was complete, and the cap of {} stopped its message: a Turn runs no tool call of a message the cap stopped (pi-agent-core fails them all, their arguments may be cut); raise maxTokens",
+            tokens(r.max_tokens)
+        ),
         Cause::ToolCallCut => format!(
             "  - the tool call began, and the cap of {} cut its arguments: a Turn gets a call it cannot parse; raise maxTokens",
             tokens(r.max_tokens)
@@ -106,9 +127,17 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
         ),
         Cause::ProxyUnreachable => "  - the proxy failed, not the provider: check that the proxy the Harness env names (HTTPS_PROXY, HTTP_PROXY) runs and that the pods can reach it".to_owned(),
         Cause::CustodianUnreachable => "  - the Custodian failed, not the provider: it did not accept connections after the probe waited 15 s; read the check pod's Custodian log (its configuration of the held secrets may be refused)".to_owned(),
-        Cause::ContextTooSmall { served, needed, from_window, server } => {
+        Cause::LlamaCppSlotsBusy { slots } => format!(
+            "  - llama.cpp: GET /slots showed {} busy when the check gave up, so the request waited in the server's queue behind other requests, as a Turn's does (a Turn waits up to undici's 300 s for the answer's headers); start llama-server with more slots (-np), or run jr2 up when it is idle",
+            slots_phrase(*slots)
+        ),
+        Cause::ContextTooSmall { served, needed, from_window, server, slots } => {
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
+            } else if *server == EndpointKind::LlamaCpp {
+                format!(
+                    "the probe's own prompt needs {needed} (llama-server refuses a prompt longer than its context, and a Turn's is longer)"
+                )
             } else {
                 format!(
                     "a Turn needs more than {needed} (maxTokens {} and the probe's own prompt of {} tokens; a Turn's prompt is longer)",
@@ -116,12 +145,36 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
                     needed.saturating_sub(r.max_tokens)
                 )
             };
+            let serves = match slots.filter(|n| *n > 1) {
+                Some(n) => format!(
+                    "llama-server serves each of its {n} slots (-np {n}) a context of {served} tokens (its share of -c {})",
+                    served * n
+                ),
+                None => format!("the server serves a context of {served} tokens"),
+            };
             format!(
-                "  - the server serves a context of {served} tokens and {what}: {}",
-                context_advice(*served, *needed, *server)
+                "  - {serves} and {what}: {}",
+                context_advice(*served, *needed, *server, *slots)
             )
         }
     })
+}
+
+/// `its one slot (-np 1)`, `all 4 of its slots (-np 4)`.
+fn slots_phrase(slots: u64) -> String {
+    if slots == 1 {
+        "its one slot (-np 1)".to_owned()
+    } else {
+        format!("all {slots} of its slots (-np {slots})")
+    }
+}
+
+/// `<error>` of a timeout while llama-server's slots were all busy: what was seen, in place of the may-load tail.
+pub fn timeout_queued_error(seconds: &str, slots: u64) -> String {
+    format!(
+        "no answer in {seconds} s — llama-server's slots were busy ({}): the request waited in its queue",
+        slots_phrase(slots)
+    )
 }
 
 /// `1 token`, `<n> tokens`.
@@ -135,7 +188,21 @@ fn tokens(n: u64) -> String {
 
 /// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
 /// prompt its reserve in the served context) the config's `contextWindow`.
-fn context_advice(served: u64, needed: u64, server: EndpointKind) -> String {
+fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<u64>) -> String {
+    // llama.cpp splits -c among its slots (-np): each slot needs the whole context a Turn needs.
+    if let Some(n) = slots.filter(|n| *n > 1 && server == EndpointKind::LlamaCpp) {
+        let window = if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
+            format!(
+                ", or set contextWindow in jr2.config.ts to {served} (pi then cuts the cap to fit)"
+            )
+        } else {
+            String::new()
+        };
+        return format!(
+            "raise llama-server's -c to at least {} ({needed} for each of its {n} slots), or lower -np{window}",
+            needed * n
+        );
+    }
     let flag = match server {
         EndpointKind::LlamaCpp => "llama-server's -c",
         EndpointKind::Vllm => "vLLM's --max-model-len",
@@ -170,8 +237,9 @@ pub fn cause_next_action(cause: &Cause) -> String {
         ),
         Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
         Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
-        Cause::ContextTooSmall { served, needed, server, .. } => {
-            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server))
+        Cause::LlamaCppSlotsBusy { .. } => "run jr2 up again when llama-server is idle, or start it with more slots (-np): its queue, not the model, held the request past the check's timeout".to_owned(),
+        Cause::ContextTooSmall { served, needed, server, slots, .. } => {
+            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server, *slots))
         }
     }
 }
@@ -203,6 +271,25 @@ pub fn hop_cause(error: &str) -> Option<Cause> {
 pub fn context_too_small_error(served: u64, needed: u64) -> String {
     format!(
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
+    )
+}
+
+/// The next action of a complete call in a message the cap stopped (its cause is `toolCallCut`, and the verdict
+/// names the tool).
+pub const CAPPED_CALL_NEXT_ACTION: &str = "raise maxTokens for this model: the cap stopped the message that holds the tool call, and a Turn runs no call of such a message";
+
+/// `<error>` of a complete tool call in a message the token cap stopped: pi-agent-core fails every call of it
+/// (`failToolCallsFromTruncatedMessage`; issue 27, item 5).
+pub fn call_in_capped_message_error(stop: &str, tool: &str, max_tokens: u64) -> String {
+    format!(
+        "stop reason \"{stop}\" after the tool call \"{tool}\": a Turn runs no call of a message the cap stopped (the token cap sent was {max_tokens})"
+    )
+}
+
+/// `<error>` of a complete tool call whose message did not stop before the model's deadline.
+pub fn call_then_no_stop_error(call_seconds: &str, seconds: &str) -> String {
+    format!(
+        "a tool call came in {call_seconds} s, and its message did not stop in {seconds} s (a Turn waits for the stop)"
     )
 }
 
@@ -373,6 +460,9 @@ pub fn turn_tries(api: ApiKind) -> &'static str {
 /// one of its level (an error for Gemini and Vertex) and its API's tries; for a key refused where no key is held,
 /// setting one (the line says `the endpoint wants a key` or `no Harness pod holds a key`); else the code's own.
 pub fn next_action(r: &ModelResult) -> String {
+    if let (Some(Cause::ToolCallCut), Some(_)) = (&r.findings.cause, &r.tool_name) {
+        return CAPPED_CALL_NEXT_ACTION.to_owned();
+    }
     if let Some(cause) = &r.findings.cause {
         return cause_next_action(cause);
     }
@@ -1581,6 +1671,7 @@ mod tests {
                 needed: if from_window { 32768 } else { no_window },
                 from_window,
                 server,
+                slots: None,
             };
         let mut cases: Vec<(&str, ModelResult)> = vec![
             (
@@ -1679,14 +1770,73 @@ mod tests {
         let mut ignored = result(m, custom(false), Outcome::Text, "", Some(200));
         ignored.findings.tool_choice_ignored = true;
         cases.push(("a forced tool choice answered in text", ignored));
+        // Issue 27, items 5-8.
+        let mut capped = with(
+            Outcome::Length,
+            &call_in_capped_message_error("length", "probe", 24),
+            Some(200),
+            Cause::ToolCallCut,
+        );
+        capped.max_tokens = 24;
+        capped.tool_name = Some("probe".into());
+        cases.push(("a complete call in a message the cap stopped", capped));
+        cases.push((
+            "context, llama.cpp without a window: the probe's own prompt does not fit",
+            with(
+                Outcome::Http,
+                &context_too_small_error(64, crate::prompt::estimated_tokens()),
+                Some(200),
+                Cause::ContextTooSmall {
+                    served: 64,
+                    needed: crate::prompt::estimated_tokens(),
+                    from_window: false,
+                    server: EndpointKind::LlamaCpp,
+                    slots: None,
+                },
+            ),
+        ));
+        for served in [1024, 8192] {
+            cases.push((
+                "context smaller than contextWindow, llama.cpp under -np 4",
+                with(
+                    Outcome::Http,
+                    &context_too_small_error(served, 32768),
+                    Some(200),
+                    Cause::ContextTooSmall {
+                        served,
+                        needed: 32768,
+                        from_window: true,
+                        server: EndpointKind::LlamaCpp,
+                        slots: Some(4),
+                    },
+                ),
+            ));
+        }
+        cases.push((
+            "a timeout while llama-server's slots were busy",
+            with(
+                Outcome::Timeout,
+                &timeout_queued_error("120", 1),
+                None,
+                Cause::LlamaCppSlotsBusy { slots: 1 },
+            ),
+        ));
+        for why in [
+            ContextUnchecked::GatewayWithoutContext,
+            ContextUnchecked::ServerWithoutContext,
+        ] {
+            let mut r = result(m, custom(false), Outcome::Ok, "", Some(200));
+            r.findings.context_unchecked = Some(why);
+            cases.push(("a context that could not be learned", r));
+        }
         let mut text = String::new();
         for (name, r) in &cases {
             text.push_str(&format!(
                 "# {name}\n{}\n",
                 model_lines(r, &Origin::ThisMachine).join("\n")
             ));
-            if let Some(c) = &r.findings.cause {
-                text.push_str(&format!("nextAction: {}\n", cause_next_action(c)));
+            if r.findings.cause.is_some() {
+                text.push_str(&format!("nextAction: {}\n", next_action(r)));
             }
             text.push('\n');
         }

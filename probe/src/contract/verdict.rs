@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::contract::api_kind::ApiKind;
-use crate::contract::endpoint::{Cause, Endpoint};
+use crate::contract::endpoint::{Cause, ContextUnchecked, Endpoint};
 use crate::contract::exit::Exit;
 use crate::contract::outcome::{Code, Level, Outcome};
 
@@ -174,6 +174,11 @@ pub struct Findings {
     /// choose (in text, or with another tool).
     #[serde(default)]
     pub tool_choice_ignored: bool,
+    /// The served context could not be learned, so it was not checked (a gateway that names no context for the
+    /// model, or a server whose metadata gives none), when a window was configured or a gateway answered: its line
+    /// follows the model's lines (issue 27, item 6).
+    #[serde(default)]
+    pub context_unchecked: Option<ContextUnchecked>,
 }
 
 impl ModelResult {

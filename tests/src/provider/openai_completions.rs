@@ -9,6 +9,8 @@
 //! `ok`, `ok-delay-<ms>`, `text`, `empty-text`, `length`, `error-after-200`, `overloaded-after-200`,
 //! `vllm-no-parser`, `missing`, `auth` (401 unless the key matches), `echo-key` (401 that echoes the Authorization
 //! header), `rate-limited` (429 always), `rate-limited-<n>` (429 on the first n tries, then ok),
+//! `rate-limited-after-<s>` (429 always, `retry-after: <s>`), `call-then-length` (the whole call, then `length`),
+//! `call-then-stall` (the whole call, then nothing),
 //! `rate-limited-then-stall` (429 on the first try, then no answer to any retry), `quota`,
 //! `overloaded` (529), `unavailable` (503), `unavailable-<n>`, `retry-after-huge`, `retry-after-date`, `stall`,
 //! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`,
@@ -122,6 +124,10 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
         ];
         return stream(events, Duration::from_millis(ms), false);
     }
+    // 429 on every try, asking for a wait of <s> seconds (through LiteLLM: `llm_provider-retry-after`).
+    if let Some(secs) = numbered("rate-limited-after-") {
+        return rate_limited(&secs.to_string());
+    }
     if let Some(n) = numbered("rate-limited-") {
         if u64::from(try_n) <= n {
             return rate_limited("0");
@@ -203,6 +209,20 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
             .body(Full::new(Bytes::from(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string())).boxed())
             .expect("valid response"),
         "unavailable" => unavailable(),
+        // The whole call, then the cap stops the message (issue 27, item 5: a Turn fails every call of it).
+        "call-then-length" => {
+            let mut events = tool_call_events();
+            events.truncate(4);
+            events.push(chunk(json!({}), Some("length")));
+            events.push("data: [DONE]\n\n".to_owned());
+            stream(events, Duration::ZERO, false)
+        }
+        // The whole call, then nothing: no stop reason before the deadline.
+        "call-then-stall" => {
+            let mut events = tool_call_events();
+            events.truncate(4);
+            stream(events, Duration::ZERO, true)
+        }
         "stall" => {
             // Never answer: the client's deadline must end this.
             std::future::pending::<()>().await;

@@ -2,7 +2,7 @@
 // Do not edit: orchestrate/npm/preflight/check.sh fails when this file differs from what the schemas generate.
 
 /**
- * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call. `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model. `not_checkable`: the preflight cannot check this model by design (Vertex with Application Default Credentials, openai-codex's OAuth login: credentials only a Turn holds); a warning line says why, and the run goes on.
+ * The coarse class of what a model's check (or one try) ended with, in the order the contract decides them. `ok`: a tool call came back. `text`: the model answered in text, not with a tool call. `busy`: 429, 529 or an overload signal on every try, or on every try but the last, which got no answer. `unavailable`: 503 on every try. `length`: the model stopped for length before any tool call, inside the first call's arguments, or after a complete call (pi-agent-core fails every call of a message the cap stopped). `key_refused`: 401 or 403 from the endpoint (or Gemini's 400 `API_KEY_INVALID`). `custodian_refused`: the Custodian answered instead of the provider. `timeout`: no answer within the model's deadline. `unreachable`: DNS failure, connection refused, no route, connect timeout, or a proxy that refused the tunnel. `tls`: certificate not trusted, name mismatch or handshake failure. `http`: any other HTTP status, or an error the provider reported inside a 200 stream. `protocol`: a 200 whose body or stream cannot be read as the API's format. `not_checked`: the check stopped, or its deadline passed, before this model was reached. `unsupported`: the preflight cannot send this model's request yet (an API kind or credential chain it does not speak). `skipped`: the preflight was skipped (`--skip-provider-preflight`); nothing was sent, and the skip's warning line names the model. `not_checkable`: the preflight cannot check this model by design (Vertex with Application Default Credentials, openai-codex's OAuth login: credentials only a Turn holds); a warning line says why, and the run goes on.
  */
 export type Outcome =
   | "ok"
@@ -215,6 +215,10 @@ export interface Endpoint {
    * llama.cpp: whether the chat template renders tools (`/props` `chat_template_caps.supports_tools`); null when not known.
    */
   supportsTools: boolean | null;
+  /**
+   * llama.cpp's slots (`/props` `total_slots`, its `-np`): each serves `contextLength` tokens, its share of `-c`; null when not known.
+   */
+  slots: number | null;
 }
 
 /**
@@ -276,6 +280,20 @@ export type Cause =
        * The server's kind, for the flag the line names.
        */
       server: "llamaCpp" | "vllm" | "litellm" | "unknown";
+      /**
+       * llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7); null otherwise.
+       */
+      slots: number | null;
+    }
+  | {
+      /**
+       * A timeout while llama-server's `GET /slots` showed every slot busy: the request waited in its queue, not for a model loading (issue 27, item 8).
+       */
+      kind: "llamaCppSlotsBusy";
+      /**
+       * The server's slots (`-np`), all busy.
+       */
+      slots: number;
     };
 
 /**
@@ -359,13 +377,17 @@ export interface ModelResult {
    */
   cause: Cause | null;
   /**
-   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap cut the call before they were complete; null otherwise.
+   * The first tool call's arguments as far as they came (redacted, at most 300 characters), when the cap stopped the message in the call or after it (`length`, cause `toolCallCut`); null otherwise.
    */
   toolArguments: string | null;
   /**
    * The plan asked for the probe's tool by name (`toolChoice: named`) and the model answered as if it could choose (in text, or with another tool).
    */
   toolChoiceIgnored: boolean;
+  /**
+   * Why the served context was not checked, when a contextWindow was configured or a LiteLLM gateway answered and the context could not be learned (issue 27, item 6): `gatewayWithoutContext` (the gateway's `/v1/models` and `/model/info` name no `max_input_tokens` for the model; its own metadata answers for the backend's), `serverWithoutContext` (the server's `/v1/models` and `/props` give none). A line says so after the model's lines. null when the context was learned or did not matter.
+   */
+  contextUnchecked: "gatewayWithoutContext" | "serverWithoutContext" | null;
   /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */

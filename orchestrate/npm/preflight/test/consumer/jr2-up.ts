@@ -148,6 +148,8 @@ function causeText(cause: Cause | null): string {
       return `served ${cause.served} tokens, ${cause.needed} needed`;
     case "gatewayBackendFailed":
       return cause.error;
+    case "llamaCppSlotsBusy":
+      return `${cause.slots} slots busy`;
     default:
       return cause.kind;
   }
