@@ -429,19 +429,11 @@ async fn a_kubeconfig_that_is_a_device_is_not_read() {
 /// it wrote deleted with its uid; the interrupted line is then true.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_slow_create_deletes_the_pod_it_wrote() {
-    let s = Setup::new(Scenario::Nothing).await;
-    s.kube.set_faults(Faults {
+    let (s, run) = ctrl_c_during_a_create(Faults {
         create_answer_delay: Some(Duration::from_secs(3)),
         ..Faults::default()
-    });
-    let plan = s.plan(&[("harness", &["ok"])]);
-    let run = s
-        .run_with(
-            s.args(&plan, &["--timeout", "60"]),
-            Vec::new(),
-            Some((Duration::from_millis(1200), "INT")),
-        )
-        .await;
+    })
+    .await;
     assert_eq!(run.code(), Some(130), "{}", run.stderr);
     assert_eq!(s.kube.created().len(), 1, "the create was stored");
     assert_eq!(
@@ -458,19 +450,11 @@ async fn ctrl_c_during_a_slow_create_deletes_the_pod_it_wrote() {
 /// case: the pod was left): once half the bound has passed, the pod's name is deleted, as its outcome is unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_create_answered_past_the_cleanup_s_bound_leaves_no_pod() {
-    let s = Setup::new(Scenario::Nothing).await;
-    s.kube.set_faults(Faults {
+    let (s, run) = ctrl_c_during_a_create(Faults {
         create_answer_delay: Some(Duration::from_secs(20)),
         ..Faults::default()
-    });
-    let plan = s.plan(&[("harness", &["ok"])]);
-    let run = s
-        .run_with(
-            s.args(&plan, &["--timeout", "60"]),
-            Vec::new(),
-            Some((Duration::from_millis(1200), "INT")),
-        )
-        .await;
+    })
+    .await;
     assert_eq!(run.code(), Some(130), "{}", run.stderr);
     assert_eq!(s.kube.created().len(), 1, "the create was stored");
     assert!(
@@ -528,19 +512,11 @@ async fn a_create_cut_off_and_stored_after_its_retry_s_pod_was_deleted_leaves_no
 /// and the interrupted line says not every pod could be deleted. The pod the API server then writes is that one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_create_stored_after_the_cleanup_names_the_pod() {
-    let s = Setup::new(Scenario::Nothing).await;
-    s.kube.set_faults(Faults {
+    let (s, run) = ctrl_c_during_a_create(Faults {
         create_write_delay: Some(Duration::from_secs(14)),
         ..Faults::default()
-    });
-    let plan = s.plan(&[("harness", &["ok"])]);
-    let run = s
-        .run_with(
-            s.args(&plan, &["--timeout", "60"]),
-            Vec::new(),
-            Some((Duration::from_millis(1200), "INT")),
-        )
-        .await;
+    })
+    .await;
     assert_eq!(run.code(), Some(130), "{}", run.stderr);
     assert!(s.kube.created().is_empty(), "stored only later");
     let v = run.verdict();
@@ -568,4 +544,19 @@ async fn ctrl_c_during_a_create_stored_after_the_cleanup_names_the_pod() {
     // The pod the API server writes later is the one named.
     until_created(&s, 1, Duration::from_secs(20)).await;
     assert_eq!(s.kube.created(), [named]);
+}
+
+/// A run of one model whose create meets `faults`, and Ctrl-C 1.2 s after the driver started (the create on its way).
+async fn ctrl_c_during_a_create(faults: Faults) -> (Setup, DriverRun) {
+    let s = Setup::new(Scenario::Nothing).await;
+    s.kube.set_faults(faults);
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s
+        .run_with(
+            s.args(&plan, &["--timeout", "60"]),
+            Vec::new(),
+            Some((Duration::from_millis(1200), "INT")),
+        )
+        .await;
+    (s, run)
 }

@@ -663,41 +663,8 @@ async fn a_pipe_as_the_termination_log_does_not_block_the_run() {
 }
 
 /// Both binaries end a clap error in one place (`jr2_probe::cli::usage_error`, issue 26, move 3): with no subcommand,
-/// clap's help and exit 2 (the driver used to join the help into one garbled `error:` line); an unknown flag, one
-/// `error:` line naming the help to read, exit 2; `--help`, exit 0.
+/// clap's help and exit 2 (the driver used to join the help into one garbled `error:` line).
 #[test]
 fn usage_errors_end_in_one_place() {
-    let (bin, name, sub) = (env!("CARGO_BIN_EXE_jr2-probe"), "jr2-probe", "check");
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(bin)
-            .args(args)
-            .output()
-            .expect("run");
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, _, stderr) = run(&[]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("Usage: {name} <COMMAND>")),
-        "{stderr}"
-    );
-    assert!(!stderr.starts_with("error:"), "{stderr}");
-    let (code, _, stderr) = run(&[sub, "--no-such-flag"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.starts_with("error: unexpected argument '--no-such-flag' found")
-            && stderr.ends_with(&format!(" (see {name} {sub} --help)\n"))
-            && stderr.lines().count() == 1,
-        "{stderr}"
-    );
-    let (code, stdout, _) = run(&["--help"]);
-    assert_eq!(code, Some(0));
-    assert!(
-        stdout.contains(&format!("Usage: {name} <COMMAND>")),
-        "{stdout}"
-    );
+    jr2_testkit::cli::assert_usage_errors(env!("CARGO_BIN_EXE_jr2-probe"), "jr2-probe", "check");
 }

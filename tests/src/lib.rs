@@ -20,6 +20,7 @@
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
 pub mod chaos;
+pub mod cli;
 pub mod cluster;
 pub mod http;
 pub mod kube;

@@ -83,15 +83,7 @@ pub fn normalize(text: &str) -> Result<reqwest::Url, String> {
 mod tests {
     use super::*;
 
-    /// An environment of fixed pairs.
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
+    use crate::spec::fixed_env as env_of;
 
     #[test]
     fn the_environment_comes_first_then_the_models_url() {

@@ -643,6 +643,19 @@ fn catalog_base_url(
     parse_base_url(&filled)
 }
 
+/// An environment of fixed pairs, as [`resolve`] reads one: for the tests of `spec` and `api::azure`.
+#[cfg(test)]
+pub(crate) fn fixed_env(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,15 +675,7 @@ mod tests {
         }
     }
 
-    /// An environment of fixed pairs, as [`resolve`] reads one.
-    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
+    use super::fixed_env as env;
 
     #[test]
     fn a_catalog_model_takes_the_catalog_facts_and_the_stand_in() {
