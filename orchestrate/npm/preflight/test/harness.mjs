@@ -25,7 +25,7 @@ export const driverBin = join(binDir, "jr2-preflight");
 export const probeBin = join(binDir, "jr2-probe");
 export const fakeClusterBin = join(binDir, "jr2-fake-cluster");
 
-/** The interrupted line (probe/src/contract/render.rs `interrupted`). */
+/** The interrupted line (probe/src/contract/render/cluster.rs `interrupted`). */
 export const INTERRUPTED = "error: provider preflight: interrupted; the check pods were deleted";
 
 /** The binary and environment the run tests give runPreflight: the driver of this checkout. */
