@@ -1,36 +1,24 @@
-//! `jr2-preflight`: the command `jr2 up` runs as a subprocess for the provider preflight.
-//!
-//! `jr2-preflight run --plan <file|->` reads the plan, builds one check pod per placement, runs them, writes the
-//! contract's lines on stderr and (with `--output json`) the verdict on stdout. Exit 0 when no error (warnings
-//! allowed), 1 on an error, 2 on bad input or usage; nothing is created on bad input. The check pods are deleted on
-//! every path, Ctrl-C and SIGTERM included. `jr2-preflight check` is the operator's by-hand check: its flags make a
-//! one-placement plan (`one_off.rs`) that runs through the same code. `images` and `rbac` print what an air-gapped
-//! mirror and a least-privilege Role need, contacting nothing.
-//!
-//! Before anything is created, the driver asks the API server what it may do (`access.rs`) and whether the
-//! namespace's Pod Security level admits the check pods (`pod_security.rs`).
+//! `jr2-preflight`: the command `jr2 up` runs as a subprocess for the provider preflight. This file is its flags:
+//! each subcommand's flags become a validated plan and a [`Session`] (bad input: one `error:` line, exit 2, nothing
+//! created), and `session::execute` runs it (`session/`). `jr2-preflight run --plan <file|->` reads the plan; `check`
+//! is the operator's by-hand check, whose flags make a one-placement plan (`one_off.rs`) that runs through the same
+//! code; `images` and `rbac` print what an air-gapped mirror and a least-privilege Role need, contacting nothing.
+//! Exit 0 when no error (warnings allowed), 1 on an error, 2 on bad input or usage; the check pods are deleted on
+//! every path, Ctrl-C and SIGTERM included.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use jr2_preflight::access::{self, Access};
 use jr2_preflight::one_off::{self, OneOff, SecretKey};
-use jr2_preflight::plan::{Field, Overrides, PlanError, RawPlan, ValidPlan};
-use jr2_preflight::run::{
-    Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
-    RunResult, RunUpdate, run_pods, sweep_stale,
-};
+use jr2_preflight::plan::{Field, Overrides, PlanError, RawPlan};
+use jr2_preflight::session::{self, Session, shown, valid_plan};
 use jr2_preflight::signals::Signals;
-use jr2_preflight::verdict::{self, DriverVerdict};
-use jr2_preflight::workload;
-use jr2_preflight::{evidence, network_policy, pull_secrets};
-use jr2_preflight::{pod, pod_security};
+use jr2_preflight::{access, pod};
 use jr2_probe::api::ApiKind;
-use jr2_probe::contract::{Exit, render};
-use jr2_probe::sanitize::{self, Redactor};
+use jr2_probe::contract::Exit;
+use jr2_probe::sanitize;
 
 /// The provider preflight of `jr2 up`: one check pod per placement asks each model for a tool call, as a Turn does.
 #[derive(Debug, Parser)]
@@ -197,6 +185,22 @@ enum Output {
     Json,
 }
 
+impl Common {
+    /// The session these flags ask for; `run` and `check` add their own.
+    fn session(&self) -> Session<'_> {
+        Session {
+            kubeconfig: self.kubeconfig.as_deref(),
+            context: self.context.as_deref(),
+            json: self.output == Output::Json,
+            dry_run: self.dry_run,
+            timeout: self.timeout,
+            keep_pod: self.keep_pod,
+            evidence: self.evidence.as_deref(),
+            ..Session::default()
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -223,13 +227,6 @@ fn main() -> ExitCode {
 fn bad_input(e: &PlanError) -> ExitCode {
     jr2_probe::say!("error: {}", shown(&e.to_string()));
     PlanError::EXIT.into()
-}
-
-/// The one place a plan becomes a [`ValidPlan`]: the flags' values in place of the plan's own (each checked under its
-/// flag's name), then the plan validated as it will run.
-fn valid_plan(mut plan: RawPlan, overrides: &Overrides) -> Result<ValidPlan, PlanError> {
-    plan.override_with(overrides)?;
-    plan.validate()
 }
 
 /// `jr2-preflight images`: the images of the check pods `run --dry-run` would print (the probe's, each Custodian's),
@@ -269,7 +266,8 @@ fn images(args: &ImagesArgs) -> ExitCode {
     let mut text = images.join("\n");
     text.push('\n');
     jr2_probe::console::out("the images", text.as_bytes())
-        .map_or_else(stdout_failed, |()| Exit::Ok.into())
+        .map_or_else(session::stdout_failed, |()| Exit::Ok)
+        .into()
 }
 
 /// Clap's errors as `jr2_probe::cli::usage_error` ends on them, naming the help of the subcommand asked for (clap
@@ -281,16 +279,6 @@ fn usage_error(e: clap::Error) -> ExitCode {
         .filter(|sub| ["images", "check", "rbac"].contains(sub))
         .unwrap_or("run");
     jr2_probe::cli::usage_error(&e, "jr2-preflight", Some(sub)).into()
-}
-
-/// Writes a line on stderr and keeps it for the verdict.
-struct Lines(Vec<String>);
-
-impl Lines {
-    fn emit(&mut self, line: String) {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-        self.0.push(line);
-    }
 }
 
 async fn run(args: RunArgs) -> ExitCode {
@@ -317,14 +305,13 @@ async fn run(args: RunArgs) -> ExitCode {
             return bad_input(&e);
         }
     };
-    let exec = Exec {
-        common,
+    let session = Session {
         from_deployment: args.from_deployment.as_deref(),
-        one_off: false,
         skip: args.skip_provider_preflight,
         cancel_on_stdin: args.cancel_on_stdin,
+        ..common.session()
     };
-    execute(plan, &exec, signals).await
+    session::execute(plan, &session, signals).await.into()
 }
 
 /// `jr2-preflight check`: the flags' plan (`one_off.rs`), run as `run` runs a plan.
@@ -408,546 +395,12 @@ async fn check(args: CheckArgs) -> ExitCode {
         Ok(plan) => plan,
         Err(e) => return bad_input(&e),
     };
-    let exec = Exec {
-        common,
+    let session = Session {
         from_deployment: args.from_deployment.as_deref(),
         one_off: true,
-        skip: false,
-        cancel_on_stdin: false,
+        ..common.session()
     };
-    execute(plan, &exec, signals).await
-}
-
-/// How a validated plan is run: the shared flags, and what `run` or `check` add.
-struct Exec<'a> {
-    common: &'a Common,
-    from_deployment: Option<&'a str>,
-    /// `check`: the Deployment is adopted as `one_off::adopt` does (its containers found by name).
-    one_off: bool,
-    skip: bool,
-    cancel_on_stdin: bool,
-}
-
-async fn execute(mut plan: ValidPlan, exec: &Exec<'_>, mut signals: Signals) -> ExitCode {
-    let common = exec.common;
-    let run_id = pod::new_run_id();
-    // Skipped, or nothing to check: no pod, nothing contacted.
-    if exec.skip || (plan.models.is_empty() && !common.dry_run) {
-        let verdict = if exec.skip {
-            verdict::skipped(&plan, &run_id)
-        } else {
-            verdict::nothing_to_check(&plan, &run_id)
-        };
-        let mut verdict = verdict;
-        envelope(&mut verdict, common, None);
-        for line in &verdict.lines {
-            jr2_probe::say!("{line}");
-        }
-        let printed = print_verdict(common, &verdict);
-        // A signal meanwhile still means "stop": `jr2 up` must not read a 0 as "go on".
-        return match signals.received() {
-            Some(exit) => interrupted(exit, false),
-            None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
-        };
-    }
-    let now = SystemTime::now();
-    if common.dry_run {
-        let checks = pod::check_pods(&plan, &run_id, now);
-        let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
-        let printed = jr2_probe::console::out("the dry-run pods", yaml.as_bytes());
-        return match signals.received() {
-            Some(exit) => interrupted(exit, false),
-            None => printed.map_or_else(stdout_failed, |()| Exit::Ok.into()),
-        };
-    }
-    // `--evidence DIR` must be a new directory (or an empty one): refused now, before anything reaches the cluster.
-    if let Some(dir) = &common.evidence
-        && let Err(why) = evidence::check(dir)
-    {
-        jr2_probe::say!("error: --evidence: {why}");
-        return Exit::Usage.into();
-    }
-    if exec.cancel_on_stdin {
-        // Only now, when the cluster is about to be contacted: a dry run or a skip is over before a cancel matters,
-        // and what was already written to stdin stays there to be read.
-        signals.cancel_on(|| std::io::stdin().lock());
-    }
-    // Until the pods are created, a signal stops the run at once: what is then in flight (the client, the access
-    // reviews, the Deployment's read, the sweep, the NetworkPolicy list, the Namespace's read) only reads, or
-    // deletes stale pods that the next run sweeps again, so it is dropped where it stands.
-    let mut stopped: Option<Exit> = None;
-    let mut lines = Lines(Vec::new());
-    let connected = match signals.until(connect(exec, &mut plan, &mut lines)).await {
-        Ok(Ok(c)) => Some(c),
-        Ok(Err(exit)) => return exit,
-        Err(exit) => {
-            stopped = Some(exit);
-            None
-        }
-    };
-    // The API server's version, for the verdict's envelope: asked beside the run, never delaying it; not when the
-    // run lacks a permission it needs (then nothing but the reviews is sent).
-    let kube_version = connected
-        .as_ref()
-        .filter(|c| c.access.missing.is_empty())
-        .map(|c| {
-            let client = c.client.clone();
-            tokio::spawn(async move {
-                tokio::time::timeout(Duration::from_secs(5), client.apiserver_version())
-                    .await
-                    .ok()?
-                    .ok()
-                    .map(|v| v.git_version)
-            })
-        });
-    let checks = pod::check_pods(&plan, &run_id, now);
-    let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
-    let started_at = SystemTime::now();
-    let start = Instant::now();
-    // Pods the cluster would not let run (a permission denied, a Pod Security level): not created, their failure
-    // known now. `None`: created and run.
-    let mut not_created: Vec<Option<PodFailure>> = vec![None; to_run.len()];
-    if let Some(c) = &connected {
-        if !c.access.missing.is_empty() {
-            for perm in &c.access.missing {
-                lines.emit(render::permission_missing(
-                    perm.verb,
-                    &perm.qualified(),
-                    &plan.namespace,
-                ));
-            }
-            lines.emit(render::permission_next_action(&plan.namespace));
-            let missing: Vec<String> = c
-                .access
-                .missing
-                .iter()
-                .map(|p| format!("{} {}", p.verb, p.qualified()))
-                .collect();
-            for slot in &mut not_created {
-                *slot = Some(PodFailure {
-                    kind: FailureKind::NotAllowed {
-                        missing: missing.clone(),
-                    },
-                    // Said once for the run, above.
-                    lines: Vec::new(),
-                });
-            }
-        } else {
-            match signals
-                .until(prepare(c.client.clone(), &plan, &checks, now, &c.access))
-                .await
-            {
-                Ok(prepared) => {
-                    for w in prepared.warnings {
-                        lines.emit(w);
-                    }
-                    for (i, failure) in prepared.refused {
-                        not_created[i] = Some(failure);
-                    }
-                }
-                Err(exit) => stopped = Some(exit),
-            }
-        }
-    }
-    // A signal that came as the last answer was read: checked once more, so that no pod is created after it.
-    // (One that the runtime has not dispatched yet is seen by the loop below, which deletes what was created.)
-    if stopped.is_none() {
-        stopped = signals.received();
-    }
-    let mut live = verdict::LiveOrder::new(&plan, &checks);
-    let runnable: Vec<PodToRun> = to_run
-        .iter()
-        .zip(&not_created)
-        .filter(|(_, f)| f.is_none())
-        .map(|(p, _)| p.clone())
-        .collect();
-    let (ran, cleanup, interrupted_by) = match (connected, stopped) {
-        (Some(_), None) if runnable.is_empty() => (RunResult::default(), None, None),
-        (Some(c), None) => {
-            let (result, cleanup, exit) = run_checks(
-                c,
-                common,
-                &plan,
-                &runnable,
-                &mut signals,
-                &mut lines,
-                &mut live,
-            )
-            .await;
-            (result, Some(cleanup), exit)
-        }
-        (_, exit) => (not_run(&runnable), None, exit),
-    };
-    let result = merge(&to_run, not_created, ran);
-    // The deletes were sent as each pod finished; give them a bounded moment to be confirmed, before the verdict,
-    // which names a pod that may outlive the run.
-    let report = match &cleanup {
-        Some(cleanup) => Some(cleanup.wait(Duration::from_secs(10)).await),
-        None => None,
-    };
-    let before = lines.0.len();
-    let mut verdict = verdict::assemble(
-        &plan,
-        &checks,
-        &result,
-        &run_id,
-        started_at,
-        start,
-        lines.0,
-        live.written(),
-    );
-    let kube_version = match kube_version {
-        // Finished by now, or given at most a moment: the run does not wait on it.
-        Some(task) => tokio::time::timeout(Duration::from_millis(500), task)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .flatten(),
-        None => None,
-    };
-    envelope(&mut verdict, common, kube_version);
-    if let Some(exit) = interrupted_by {
-        // The verdict says what the process's exit code will say: a reader of either sees the same thing.
-        verdict.ok = false;
-        verdict.exit_code = i32::from(exit);
-    }
-    if let Some(report) = &report {
-        let left: Vec<(String, String)> = report
-            .failed
-            .iter()
-            .cloned()
-            .chain(report.unfinished.iter().map(|name| {
-                (
-                    name.clone(),
-                    "its delete was not confirmed in 10 s".to_owned(),
-                )
-            }))
-            .collect();
-        verdict::pods_left(&mut verdict, &left);
-    }
-    for line in &verdict.lines[before..] {
-        jr2_probe::say!("{line}");
-    }
-    let printed = print_verdict(common, &verdict);
-    if let Some(dir) = common.evidence.as_ref().filter(|_| !verdict.ok)
-        && let Err(e) = evidence::write(dir, &checks, &result, &verdict)
-    {
-        jr2_probe::say!(
-            "{}",
-            render::evidence_not_written(&dir.display().to_string(), &e.to_string())
-        );
-    }
-    if let Some(exit) = interrupted_by {
-        let left = report.as_ref().is_some_and(|r| !r.survivors().is_empty());
-        return interrupted(exit, left);
-    }
-    match printed {
-        Ok(()) => Exit::of_run(verdict.ok).into(),
-        Err(e) => stdout_failed(e),
-    }
-}
-
-/// The verdict's troubleshooting envelope: the kube context and the cluster's server from the kubeconfig (read
-/// again, contacting nothing), and the Kubernetes version when the API server gave it.
-fn envelope(verdict: &mut DriverVerdict, common: &Common, kubernetes_version: Option<String>) {
-    let (context, server) =
-        jr2_preflight::cluster::describe(common.kubeconfig.as_deref(), common.context.as_deref());
-    verdict.kube_context = context;
-    verdict.cluster = server.map(|server| verdict::ClusterInfo {
-        server,
-        kubernetes_version,
-    });
-}
-
-/// The run's result in `to_run`'s order: the pods not created with their failure, the others as the run gave them
-/// (in the same order, without the pods not created).
-fn merge(to_run: &[PodToRun], not_created: Vec<Option<PodFailure>>, ran: RunResult) -> RunResult {
-    let mut ran_pods = ran.pods.into_iter();
-    let pods = to_run
-        .iter()
-        .zip(not_created)
-        .filter_map(|(p, failure)| match failure {
-            None => ran_pods.next(),
-            Some(failure) => Some(PodRun {
-                name: p.pod.metadata.name.clone().unwrap_or_default(),
-                uid: None,
-                node: None,
-                results: p.models.iter().map(|_| None).collect(),
-                models: p.models.clone(),
-                outcome: PodOutcome::Failed(failure),
-                evidence: Evidence::default(),
-                kept: false,
-            }),
-        })
-        .collect();
-    RunResult {
-        pods,
-        warnings: ran.warnings,
-    }
-}
-
-/// The verdict or the dry-run pods did not reach stdout: one line, exit 1 (the caller has nothing to read).
-fn stdout_failed(e: jr2_probe::console::StdoutError) -> ExitCode {
-    jr2_probe::say!("{}", e.line());
-    Exit::Failed.into()
-}
-
-fn interrupted(exit: Exit, pods_left: bool) -> ExitCode {
-    if pods_left {
-        jr2_probe::say!("{}", render::interrupted_pods_left());
-    } else {
-        jr2_probe::say!("{}", render::interrupted());
-    }
-    exit.into()
-}
-
-/// The cluster as the run found it before creating anything.
-struct Connected {
-    client: kube::Client,
-    access: Access,
-}
-
-/// The client, what it may do (the warnings of what it may not, written), and with `--from-deployment` the
-/// placements' pod spec from the Deployment. `Err`: the exit, its line written.
-async fn connect(
-    exec: &Exec<'_>,
-    plan: &mut ValidPlan,
-    lines: &mut Lines,
-) -> Result<Connected, ExitCode> {
-    let common = exec.common;
-    let client =
-        match jr2_preflight::cluster::client(common.kubeconfig.as_deref(), common.context.clone())
-            .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                jr2_probe::say!("{}", render::cannot_reach_cluster(&shown(&e.to_string())));
-                return Err(Exit::Failed.into());
-            }
-        };
-    let needs = access::Needs {
-        deployment: exec.from_deployment.is_some(),
-        network_policies: plan.network_policy_check.is_some() || exec.from_deployment.is_some(),
-        service_accounts: exec.from_deployment.is_some() || pull_secrets::reads_accounts(plan),
-    };
-    let access = access::review(client.clone(), &plan.namespace, &needs).await;
-    if !access.missing.is_empty() {
-        return Ok(Connected { client, access });
-    }
-    if let Some(name) = exec.from_deployment {
-        let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
-            Ok(w) => adopt(exec, plan.clone(), &w),
-            Err(e) => Err(e),
-        };
-        match applied {
-            Ok(adopted) => *plan = adopted,
-            Err(e) => {
-                jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
-                return Err(workload::WorkloadError::EXIT.into());
-            }
-        }
-    }
-    // What the run lacks, said once the plan is whole: a Deployment's template may name no ServiceAccount, or give
-    // no labels to compare policies with, and then nothing is lacking.
-    let mut access = access;
-    access.lacking.retain(|p| match p.used_for {
-        access::Use::ServiceAccounts => pull_secrets::reads_accounts(plan),
-        access::Use::NetworkPolicies => plan.network_policy_check.is_some(),
-        _ => true,
-    });
-    for line in access::lacking_lines(&access, &plan.namespace) {
-        lines.emit(line);
-    }
-    if !access.denied(access::Use::ServiceAccounts) {
-        pull_secrets::adopt(client.clone(), plan).await;
-    }
-    Ok(Connected { client, access })
-}
-
-/// `--from-deployment`: the Deployment's template in the plan (and for `check`, its containers and the keys they
-/// hold), which is then validated again, as a plan is: a template is new input. Its errors are named as the
-/// Deployment names its fields.
-fn adopt(
-    exec: &Exec<'_>,
-    plan: ValidPlan,
-    w: &workload::HarnessWorkload,
-) -> Result<ValidPlan, workload::WorkloadError> {
-    let mut plan = plan.into_raw();
-    if exec.one_off {
-        one_off::adopt(&mut plan, w)?;
-    } else {
-        workload::apply(&mut plan, w);
-    }
-    valid_plan(plan, &Overrides::default()).map_err(|e| workload::invalid(w, e))
-}
-
-/// What is known before the create: warnings to write, and the pods the namespace's Pod Security level refuses
-/// (by their index), which are not created.
-struct Prepared {
-    warnings: Vec<String>,
-    refused: Vec<(usize, PodFailure)>,
-}
-
-/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), the NetworkPolicy
-/// warning lines, and the Pod Security level of the namespace against each check pod (all at once).
-async fn prepare(
-    client: kube::Client,
-    plan: &ValidPlan,
-    checks: &[pod::CheckPod],
-    now: SystemTime,
-    access: &Access,
-) -> Prepared {
-    let sweep = async {
-        match tokio::time::timeout(
-            Duration::from_secs(15),
-            sweep_stale(client.clone(), &plan.namespace, &plan.instance, now),
-        )
-        .await
-        {
-            Ok(Ok(sweep)) if !sweep.deleted.is_empty() => {
-                tracing::info!(deleted = ?sweep.deleted, "swept stale check pods");
-            }
-            Ok(Err(e)) => tracing::warn!(error = %e, "cannot sweep stale check pods"),
-            _ => {}
-        }
-    };
-    let policies = async {
-        if access.denied(access::Use::NetworkPolicies) {
-            Vec::new()
-        } else {
-            network_policy::warnings(client.clone(), plan, checks).await
-        }
-    };
-    let level = async {
-        if access.denied(access::Use::Namespace) {
-            None
-        } else {
-            pod_security::enforced(client.clone(), &plan.namespace).await
-        }
-    };
-    let ((), warnings, level) = tokio::join!(sweep, policies, level);
-    let mut refused = Vec::new();
-    if let Some(level) = level {
-        for (i, check) in checks.iter().enumerate() {
-            let found = pod_security::violations(&check.pod, level);
-            if found.is_empty() {
-                continue;
-            }
-            let name = check.pod.metadata.name.clone().unwrap_or_default();
-            let mut lines = vec![render::pod_security_refusal(
-                &plan.namespace,
-                level.as_str(),
-                &name,
-                &found[0].field,
-                &sanitize::escape(&found[0].what),
-            )];
-            lines.extend(
-                found[1..]
-                    .iter()
-                    .map(|v| render::pod_security_also(&v.field, &sanitize::escape(&v.what))),
-            );
-            lines.push(render::pod_security_hint());
-            refused.push((
-                i,
-                PodFailure {
-                    kind: FailureKind::PodSecurity {
-                        level: level.as_str().to_owned(),
-                        fields: found.iter().map(|v| v.field.clone()).collect(),
-                    },
-                    lines,
-                },
-            ));
-        }
-    }
-    Prepared { warnings, refused }
-}
-
-/// Creates and runs the pods, writing the progress lines as they come; a signal cancels the run (its pods are
-/// deleted as `run_pods` returns) and is returned as the exit it asks for.
-async fn run_checks(
-    connected: Connected,
-    common: &Common,
-    plan: &ValidPlan,
-    to_run: &[PodToRun],
-    signals: &mut Signals,
-    lines: &mut Lines,
-    live: &mut verdict::LiveOrder,
-) -> (RunResult, Cleanup, Option<Exit>) {
-    let client = connected.client;
-    let cleanup = Cleanup::new(client.clone(), &plan.namespace);
-    let cancel = Cancel::new();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let timeout = common
-        .timeout
-        .unwrap_or(Duration::from_secs(plan.deadline_seconds + 60));
-    let options = RunConfig {
-        timeout,
-        keep_failed: common.keep_pod,
-        redactor: Redactor::default(),
-        progress: Some(tx),
-        cleanup: Some(cleanup.clone()),
-        cancel: Some(cancel.clone()),
-        events_forbidden_said: connected.access.denied(access::Use::Events),
-        ..RunConfig::default()
-    };
-    let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);
-    tokio::pin!(running);
-    let mut interrupted: Option<Exit> = None;
-    let result = loop {
-        tokio::select! {
-            result = &mut running => break result,
-            Some(p) = rx.recv() => progress(p, lines, live),
-            exit = signals.recv(), if interrupted.is_none() => {
-                interrupted = Some(exit);
-                cancel.cancel();
-            }
-        }
-    };
-    while let Ok(p) = rx.try_recv() {
-        progress(p, lines, live);
-    }
-    (result, cleanup, interrupted)
-}
-
-/// A progress update's lines: a result's in plan order ([`verdict::LiveOrder`]), any other's at once.
-fn progress(p: RunUpdate, lines: &mut Lines, live: &mut verdict::LiveOrder) {
-    match &p {
-        RunUpdate::Result { pod, index, result } => {
-            for line in live.result(pod, *index, result) {
-                lines.emit(line);
-            }
-        }
-        _ => {
-            if let Some(line) = p.line() {
-                lines.emit(line);
-            }
-        }
-    }
-}
-
-/// The result of a run stopped before anything was created: every pod interrupted, as `run_pods` reports a run
-/// cancelled before its creates were answered.
-fn not_run(to_run: &[PodToRun]) -> RunResult {
-    let failures = to_run
-        .iter()
-        .map(|_| {
-            Some(PodFailure {
-                kind: FailureKind::Interrupted,
-                lines: Vec::new(),
-            })
-        })
-        .collect();
-    merge(to_run, failures, RunResult::default())
-}
-
-fn print_verdict(
-    common: &Common,
-    verdict: &DriverVerdict,
-) -> Result<(), jr2_probe::console::StdoutError> {
-    if common.output == Output::Json {
-        jr2_probe::console::out_json("the verdict", verdict)?;
-    }
-    Ok(())
+    session::execute(plan, &session, signals).await.into()
 }
 
 /// `jr2-preflight rbac`: the Role of `access::ALL`, and the RoleBinding to the subjects named.
@@ -993,11 +446,6 @@ fn rbac(args: &RbacArgs) -> ExitCode {
     }
     let text = jr2_preflight::yaml::documents(docs).expect("JSON values serialize");
     jr2_probe::console::out("the Role", text.as_bytes())
-        .map_or_else(stdout_failed, |()| Exit::Ok.into())
-}
-
-/// An error's text as a line shows it: the secrets by their shape redacted (a key, a URL's credentials:
-/// `sanitize::redact_shapes`, the one rule), then escaped.
-fn shown(text: &str) -> String {
-    sanitize::escape(&sanitize::redact_shapes(text))
+        .map_or_else(session::stdout_failed, |()| Exit::Ok)
+        .into()
 }

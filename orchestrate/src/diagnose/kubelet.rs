@@ -1,0 +1,134 @@
+//! The words of the kubelet, the API server and the Custodian, parsed: a missing Secret or key, a volume that does
+//! not mount, a pull error, the Custodian's refusal line, and which Events are about the pod and matter. Each
+//! parser takes the raw message and returns the names in it, raw (lines clean them).
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+
+/// What the Custodian writes before it refuses to start with a held value.
+pub const CUSTODIAN_REFUSE: &str = "jr2.custodian refuse ";
+
+/// The first refusal in the Custodian's log: `(<NAME>, <why>)` from `jr2.custodian refuse secret=<NAME> reason=<why>`,
+/// wherever the line carries it (Envoy prefixes its Lua log lines).
+pub fn custodian_refusal<S: AsRef<str>>(lines: &[S]) -> Option<(String, String)> {
+    lines.iter().find_map(|line| {
+        let line = line.as_ref();
+        let at = line.find(CUSTODIAN_REFUSE)?;
+        let rest = &line[at + CUSTODIAN_REFUSE.len()..];
+        let field = |key: &str| {
+            rest.split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .map(str::to_owned)
+        };
+        Some((field("secret=")?, field("reason=").unwrap_or_default()))
+    })
+}
+
+/// `secret "<name>" not found` (the watch-based secret manager) or `secrets "<name>" not found` (the API server's
+/// wording): the name.
+pub fn missing_secret(message: &str) -> Option<&str> {
+    let end = message.find("\" not found")?;
+    let before = &message[..end];
+    let start = before.rfind('"')?;
+    let head = &before[..start];
+    (head.ends_with("secret ") || head.ends_with("secrets ")).then(|| &before[start + 1..])
+}
+
+/// `couldn't find key <KEY> in Secret <NS>/<NAME>`: the key and the Secret's name.
+pub fn missing_key(message: &str) -> Option<(&str, &str)> {
+    let rest = &message[message.find("couldn't find key ")? + "couldn't find key ".len()..];
+    let (key, rest) = rest.split_once(" in Secret ")?;
+    let full = rest.split_whitespace().next()?;
+    let name = full.rsplit_once('/').map_or(full, |(_, n)| n);
+    Some((key, name))
+}
+
+/// `MountVolume.SetUp failed for volume "<v>" : <message>`: the volume and the rest.
+pub fn failed_mount(message: &str) -> Option<(&str, &str)> {
+    let rest = message
+        .strip_prefix("MountVolume.SetUp failed for volume \"")
+        .or_else(|| {
+            message
+                .find("MountVolume.SetUp failed for volume \"")
+                .map(|at| &message[at + "MountVolume.SetUp failed for volume \"".len()..])
+        })?;
+    let (volume, rest) = rest.split_once('"')?;
+    Some((volume, rest.trim_start_matches([' ', ':']).trim()))
+}
+
+/// `unmounted volumes=[a b]` of the kubelet's mount time-out: the volumes.
+pub(super) fn unmounted_volumes(message: &str) -> Vec<&str> {
+    let Some(at) = message.find("unmounted volumes=[") else {
+        return Vec::new();
+    };
+    let rest = &message[at + "unmounted volumes=[".len()..];
+    rest.split(']')
+        .next()
+        .unwrap_or("")
+        .split([' ', ','])
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A mount failure that will not clear by itself (a missing Secret or key). The watch-based manager's
+/// `object "<ns>"/"<name>" not registered` at start-up is transient.
+pub(super) fn mount_failure_is_fatal(rest: &str) -> bool {
+    !rest.contains("not registered")
+        && (rest.contains("not found")
+            || rest.contains("non-existent")
+            || rest.contains("couldn't find key"))
+}
+
+/// Warnings the kubelet writes about a pod that it goes on starting all the same: never why a pod waits. A real
+/// cluster writes them for most pods (`MissingClusterDNS` where the kubelet has no `clusterDNS`, `DNSConfigForming`
+/// where a `dnsConfig` lists more nameservers or search domains than a resolver takes,
+/// `FailedToRetrieveImagePullSecret` where a listed pull Secret is missing but the image needs none).
+pub const NON_BLOCKING_WARNINGS: &[&str] = &[
+    "MissingClusterDNS",
+    "DNSConfigForming",
+    "FailedToRetrieveImagePullSecret",
+];
+
+/// The Events about this pod (the uid matches when both sides carry one), in the order given, without the
+/// [`NON_BLOCKING_WARNINGS`].
+pub(super) fn events_of<'a>(
+    pod: &'a Pod,
+    events: &'a [Event],
+) -> impl Iterator<Item = &'a Event> + 'a {
+    let uid = pod.metadata.uid.as_deref();
+    events.iter().filter(move |e| {
+        let o = &e.involved_object;
+        !e.reason
+            .as_deref()
+            .is_some_and(|r| NON_BLOCKING_WARNINGS.contains(&r))
+            && o.kind.as_deref().is_none_or(|k| k == "Pod")
+            && match (uid, o.uid.as_deref()) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    })
+}
+
+/// The pull error in a kubelet image message, without the `Failed to pull image "<image>": ` or
+/// `Back-off pulling image "<image>": ` prefix; a bare back-off message takes the error of the last `Failed` Event.
+pub(super) fn pull_error(message: &str, image: &str, events: &[&Event]) -> String {
+    let strip = |m: &str| -> Option<String> {
+        for prefix in ["Back-off pulling image \"", "Failed to pull image \""] {
+            if let Some(rest) = m.strip_prefix(prefix) {
+                let rest = rest.split_once('"').map_or("", |(_, r)| r);
+                return Some(rest.trim_start_matches([':', ' ']).trim().to_owned());
+            }
+        }
+        None
+    };
+    match strip(message) {
+        Some(rest) if !rest.is_empty() => rest,
+        Some(_) => events
+            .iter()
+            .rev()
+            .filter_map(|e| e.message.as_deref())
+            .filter(|m| m.starts_with("Failed to pull image \"") && m.contains(image))
+            .find_map(|m| strip(m).filter(|r| !r.is_empty()))
+            .unwrap_or_else(|| message.to_owned()),
+        None => message.to_owned(),
+    }
+}
