@@ -2,7 +2,7 @@
 # Sourced by images/test, which defines fail, say, phase, ROOT, TMP, NS and the cleanup; the phases run in their
 # order and share its variables.
 
-# kubernetes-validate in the peers cache's venv, as orchestrate/tests/pod.rs makes it when missing.
+# kubernetes-validate in the peers cache's venv, as orchestrate/tests/pod_schema.rs makes it when missing.
 KV_VENV=${JR2_PEERS_CACHE:-$HOME/.cache/jr2-preflight/peers}/kv-venv
 if [[ ! -x $KV_VENV/bin/kubernetes-validate ]]; then
   say "installing kubernetes-validate in $KV_VENV"
@@ -12,7 +12,7 @@ if [[ ! -x $KV_VENV/bin/kubernetes-validate ]]; then
     fail "cannot make the kubernetes-validate venv $KV_VENV"
 fi
 
-# The restricted Pod Security Standard (baseline included), as orchestrate/tests/pod.rs restricted_violations()
+# The restricted Pod Security Standard (baseline included), as orchestrate/tests/pod_security.rs restricted_violations()
 # checks it: what a namespace enforcing `restricted` refuses, one line each; none means admitted.
 # shellcheck disable=SC2016 # jq's variables
 RESTRICTED='

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use fake_cluster::*;
 use jr2_preflight::access::{self, ALL, Use};
 use jr2_probe::contract::render;
-use jr2_testkit::fake_kube::{Scenario, attributes};
+use jr2_testkit::kube::{Scenario, attributes};
 
 /// A plan that uses everything a run may ask for: a NetworkPolicy check, a placement whose pods take their pull
 /// secrets from a ServiceAccount.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{NODE, Scenario};
+use jr2_testkit::kube::{NODE, Scenario};
 
 /// `check --kubeconfig <the fake's> -o json <extra>`.
 fn check_args(s: &Setup, extra: &[&str]) -> Vec<String> {

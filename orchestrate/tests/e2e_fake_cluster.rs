@@ -1,6 +1,6 @@
 //! End to end with a fake cluster: the real `jr2-preflight` binary, through a kubeconfig, against
-//! `jr2_testkit::fake_kube` (an API server on loopback whose kubelet stand-in runs the real `jr2-probe` as a process
-//! with the pod's args and env), the probe calling a `jr2_testkit::fake_provider` on loopback.
+//! `jr2_testkit::kube` (an API server on loopback whose kubelet stand-in runs the real `jr2-probe` as a process
+//! with the pod's args and env), the probe calling a `jr2_testkit::provider` on loopback.
 //!
 //! Per scenario: the exit code, the contract's lines on stderr (exact where the contract fixes them; the pending
 //! lines only on a change), the JSON verdict (`-o json`), and that every pod the driver created was deleted with its
@@ -22,9 +22,7 @@ use serde_json::{Value, json};
 
 use fake_cluster::*;
 use jr2_probe::contract::outcome::PodCode;
-use jr2_testkit::fake_kube::{
-    NODE, PodCtl, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY,
-};
+use jr2_testkit::kube::{NODE, PodCtl, Scenario, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Scenarios.
@@ -664,7 +662,7 @@ async fn refused_run_spec(log_lines: Option<usize>) {
             }
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun {
+            ctl.run_probe(jr2_testkit::kube::ProbeRun {
                 log_lines,
                 ..Default::default()
             })
@@ -704,7 +702,7 @@ async fn a_start_failure_of_one_placement_names_it_and_its_models() {
             ctl.schedule();
             ctl.start_sidecars();
             if !ctl.name.contains("-gpu-") {
-                ctl.run_probe(jr2_testkit::fake_kube::ProbeRun::default())
+                ctl.run_probe(jr2_testkit::kube::ProbeRun::default())
                     .await;
                 return;
             }

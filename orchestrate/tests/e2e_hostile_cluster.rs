@@ -1,5 +1,5 @@
 //! End to end with a failing or hostile cluster (issue 25): the real `jr2-preflight` binary against
-//! `jr2_testkit::fake_kube` on loopback, whose faults and scripts play what a red team found. Whatever the cluster
+//! `jr2_testkit::kube` on loopback, whose faults and scripts play what a red team found. Whatever the cluster
 //! does, the driver never crashes, stays under 64 MiB of peak RSS, and leaves no check pod, or its verdict says
 //! which one and how to delete it.
 //!
@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{Faults, PodCtl, Scenario};
+use jr2_testkit::kube::{Faults, PodCtl, Scenario};
 
 /// The bound on the driver's peak RSS in every scenario here.
 const MAX_RSS_KIB: u64 = 64 << 10;

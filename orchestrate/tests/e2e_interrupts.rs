@@ -1,5 +1,5 @@
 //! End to end with a fake cluster, the driver stopped from outside: the real `jr2-preflight` binary against
-//! `jr2_testkit::fake_kube` on loopback (the harness is `fake_cluster/mod.rs`).
+//! `jr2_testkit::kube` on loopback (the harness is `fake_cluster/mod.rs`).
 //!
 //! - Interrupted (SIGINT or SIGTERM) at 100 moments from a seeded PRNG (`JR2_E2E_SEED` replays them), in four lanes
 //!   at once, each run with its own fake cluster: whatever the moment, the fake holds no check pod afterwards, every
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::{FakeKube, Scenario, UNSCHEDULABLE_TAINT_MEMORY};
+use jr2_testkit::kube::{FakeKube, Scenario, UNSCHEDULABLE_TAINT_MEMORY};
 
 const INTERRUPTED: &str = "error: provider preflight: interrupted; the check pods were deleted";
 

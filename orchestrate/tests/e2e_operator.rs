@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::Scenario;
+use jr2_testkit::kube::Scenario;
 
 /// The labels of the Harness pods in the plans and Deployments below.
 fn harness_labels() -> Value {

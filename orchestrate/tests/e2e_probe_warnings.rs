@@ -9,7 +9,7 @@ mod fake_cluster;
 use serde_json::{Value, json};
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::Scenario;
+use jr2_testkit::kube::Scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ca_file_the_probe_cannot_read_is_a_warning_the_driver_prints_once() {

@@ -9,7 +9,7 @@ mod fake_cluster;
 use base64::Engine;
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::Scenario;
+use jr2_testkit::kube::Scenario;
 use jr2_testkit::proxy::ConnectProxy;
 use jr2_testkit::tls::TestCa;
 

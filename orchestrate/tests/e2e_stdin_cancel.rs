@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use fake_cluster::*;
-use jr2_testkit::fake_kube::Scenario;
+use jr2_testkit::kube::Scenario;
 
 const INTERRUPTED: &str = "error: provider preflight: interrupted; the check pods were deleted";
 

@@ -10,7 +10,7 @@ use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::target::{self, Facts, Target};
 use jr2_probe::verdict::ModelResult;
-use jr2_testkit::fake_anthropic::{self, GOOD_KEY, TEXT_ANSWER};
+use jr2_testkit::provider::anthropic_messages::{self, GOOD_KEY, TEXT_ANSWER};
 use serde_json::json;
 
 use common::{TlsFake as Fake, catalog_route, key_in, statuses};
@@ -19,7 +19,7 @@ const WRONG_KEY: &str = "sk-ant-api03-wrong-key-0000000000";
 
 impl Fake {
     async fn start() -> Self {
-        Self::start_with(fake_anthropic::handler()).await
+        Self::start_with(anthropic_messages::handler()).await
     }
 
     /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
@@ -350,7 +350,7 @@ async fn no_key_held_sends_no_key_header() {
 /// holds), not `ANTHROPIC_AUTH_TOKEN`, the bearer token pi happens to read first.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_key_of_anthropic_the_hint_names_anthropic_api_key() {
-    let f = Fake::start_with(fake_anthropic::handler()).await;
+    let f = Fake::start_with(anthropic_messages::handler()).await;
     let ca = f.ca.ca_file.to_str().unwrap().to_owned();
     let gateway = format!("https://{}", f.fake.addr());
     let run = common::probe(

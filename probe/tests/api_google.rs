@@ -11,7 +11,7 @@ use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::target::{self, Facts, Target};
 use jr2_probe::verdict::{ModelResult, Origin};
-use jr2_testkit::fake_google::{self, GOOD_KEY, TEXT_ANSWER};
+use jr2_testkit::provider::google::{self, GOOD_KEY, TEXT_ANSWER};
 use serde_json::json;
 
 use common::{TlsFake as Fake, catalog_route, key_in, statuses};
@@ -20,7 +20,7 @@ const WRONG_KEY: &str = "AIzaSyWrongKey-0000000000000000000000";
 
 impl Fake {
     async fn start() -> Self {
-        Self::start_with(fake_google::handler()).await
+        Self::start_with(google::handler()).await
     }
 
     /// A target as pi's catalog has `google/gemini-2.5-flash` (reasoning, maxTokens 65536, contextWindow 1048576: no

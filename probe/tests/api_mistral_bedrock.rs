@@ -12,7 +12,7 @@ use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::prompt;
 use jr2_probe::target::{self, Facts, Target};
 use jr2_probe::verdict::{ModelResult, Origin};
-use jr2_testkit::{fake_bedrock, fake_mistral};
+use jr2_testkit::provider::{bedrock, mistral};
 use serde_json::{Value, json};
 
 use common::{TlsFake as Fake, catalog_route, key_in, statuses};
@@ -111,8 +111,8 @@ fn mistral_body(id: &str, session: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_tool_call_with_pis_request() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
-    let t = f.mistral("mistral-small-latest", Some(fake_mistral::GOOD_KEY));
+    let f = Fake::start_with(mistral::handler()).await;
+    let t = f.mistral("mistral-small-latest", Some(mistral::GOOD_KEY));
     let r = f.check(&t).await;
     common::assert_tool_call(&r, 251_819);
 
@@ -121,7 +121,7 @@ async fn mistral_tool_call_with_pis_request() {
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(
         req.header("authorization"),
-        Some(format!("Bearer {}", fake_mistral::GOOD_KEY).as_str())
+        Some(format!("Bearer {}", mistral::GOOD_KEY).as_str())
     );
     assert_eq!(req.header("content-type"), Some("application/json"));
     assert_eq!(req.header("accept"), Some("text/event-stream"));
@@ -153,11 +153,11 @@ async fn mistral_tool_call_with_pis_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_text_length_and_error_stops() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
-    let key = Some(fake_mistral::GOOD_KEY);
+    let f = Fake::start_with(mistral::handler()).await;
+    let key = Some(mistral::GOOD_KEY);
 
     let r = f.check(&f.mistral("text", key)).await;
-    common::assert_text_warning(&r, "stop", fake_mistral::TEXT_ANSWER, "mistral/text");
+    common::assert_text_warning(&r, "stop", mistral::TEXT_ANSWER, "mistral/text");
 
     for (id, stop) in [("length", "length"), ("model-length", "model_length")] {
         let r = f.check(&f.mistral(id, key)).await;
@@ -178,7 +178,7 @@ async fn mistral_text_length_and_error_stops() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_401_is_a_refused_key_with_the_catalog_lines() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
+    let f = Fake::start_with(mistral::handler()).await;
     let r = f
         .check(&f.mistral("mistral-small-latest", Some("wrong-mistral-key-000000")))
         .await;
@@ -198,8 +198,8 @@ async fn mistral_401_is_a_refused_key_with_the_catalog_lines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_429_and_503_are_retried() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
-    let key = Some(fake_mistral::GOOD_KEY);
+    let f = Fake::start_with(mistral::handler()).await;
+    let key = Some(mistral::GOOD_KEY);
 
     let r = f.check(&f.mistral("rate-limited", key)).await;
     common::assert_busy_warning(&r, "mistral/rate-limited", &f.host());
@@ -220,9 +220,9 @@ async fn mistral_429_and_503_are_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_invalid_model_and_missing_key() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
+    let f = Fake::start_with(mistral::handler()).await;
     let r = f
-        .check(&f.mistral("mistral-nonexistent", Some(fake_mistral::GOOD_KEY)))
+        .check(&f.mistral("mistral-nonexistent", Some(mistral::GOOD_KEY)))
         .await;
     assert_eq!(
         outcome(&r),
@@ -248,10 +248,8 @@ async fn mistral_invalid_model_and_missing_key() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mistral_stall_times_out() {
-    let f = Fake::start_with(fake_mistral::handler()).await;
-    let r = f
-        .check(&f.mistral("stall", Some(fake_mistral::GOOD_KEY)))
-        .await;
+    let f = Fake::start_with(mistral::handler()).await;
+    let r = f.check(&f.mistral("stall", Some(mistral::GOOD_KEY))).await;
     assert_eq!(outcome(&r), (Outcome::Timeout, Code::Timeout, Level::Error));
     assert_eq!(r.error.as_deref(), Some("no answer in 3 s"));
 }
@@ -289,8 +287,8 @@ fn fake_id(behaviour: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_tool_call_with_pis_request() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let t = f.bedrock(fake_bedrock::HAIKU, Some(fake_bedrock::GOOD_TOKEN));
+    let f = Fake::start_with(bedrock::handler()).await;
+    let t = f.bedrock(bedrock::HAIKU, Some(bedrock::GOOD_TOKEN));
     let r = f.check(&t).await;
     common::assert_tool_call(&r, 64_000);
 
@@ -302,7 +300,7 @@ async fn bedrock_tool_call_with_pis_request() {
     );
     assert_eq!(
         req.header("authorization"),
-        Some(format!("Bearer {}", fake_bedrock::GOOD_TOKEN).as_str())
+        Some(format!("Bearer {}", bedrock::GOOD_TOKEN).as_str())
     );
     assert_eq!(req.header("content-type"), Some("application/json"));
     for absent in [
@@ -327,14 +325,14 @@ async fn bedrock_tool_call_with_pis_request() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_text_and_max_tokens() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let token = Some(fake_bedrock::GOOD_TOKEN);
+    let f = Fake::start_with(bedrock::handler()).await;
+    let token = Some(bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("text"), token)).await;
     common::assert_text_warning(
         &r,
         "end_turn",
-        fake_bedrock::TEXT_ANSWER,
+        bedrock::TEXT_ANSWER,
         "amazon-bedrock/fake.text-v1:0",
     );
 
@@ -359,12 +357,9 @@ async fn bedrock_text_and_max_tokens() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_throttling_exception_after_the_200_is_busy() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
+    let f = Fake::start_with(bedrock::handler()).await;
     let r = f
-        .check(&f.bedrock(
-            &fake_id("throttled-after-200"),
-            Some(fake_bedrock::GOOD_TOKEN),
-        ))
+        .check(&f.bedrock(&fake_id("throttled-after-200"), Some(bedrock::GOOD_TOKEN)))
         .await;
     assert_eq!(outcome(&r), (Outcome::Busy, Code::Busy, Level::Warning));
     assert_eq!(statuses(&r), [Some(200), Some(200)]);
@@ -378,9 +373,9 @@ async fn bedrock_throttling_exception_after_the_200_is_busy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_403_access_denied_with_the_catalog_lines() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
+    let f = Fake::start_with(bedrock::handler()).await;
     let r = f
-        .check(&f.bedrock(&fake_id("denied"), Some(fake_bedrock::GOOD_TOKEN)))
+        .check(&f.bedrock(&fake_id("denied"), Some(bedrock::GOOD_TOKEN)))
         .await;
     assert_eq!(statuses(&r), [Some(403)]);
     common::assert_refused_key_lines(
@@ -393,7 +388,7 @@ async fn bedrock_403_access_denied_with_the_catalog_lines() {
 
     // A token Bedrock does not know: 403 UnrecognizedClientException.
     let r = f
-        .check(&f.bedrock(fake_bedrock::HAIKU, Some("ABSK-wrong-token-0000")))
+        .check(&f.bedrock(bedrock::HAIKU, Some("ABSK-wrong-token-0000")))
         .await;
     assert_eq!(
         outcome(&r),
@@ -407,8 +402,8 @@ async fn bedrock_403_access_denied_with_the_catalog_lines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_429_throttling_is_retried() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let token = Some(fake_bedrock::GOOD_TOKEN);
+    let f = Fake::start_with(bedrock::handler()).await;
+    let token = Some(bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("throttled"), token)).await;
     common::assert_busy_warning(&r, "amazon-bedrock/fake.throttled-v1:0", &f.host());
@@ -431,8 +426,8 @@ async fn bedrock_429_throttling_is_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_invalid_and_missing_models() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let token = Some(fake_bedrock::GOOD_TOKEN);
+    let f = Fake::start_with(bedrock::handler()).await;
+    let token = Some(bedrock::GOOD_TOKEN);
 
     let r = f
         .check(&f.bedrock("anthropic.claude-nonexistent-v9:0", token))
@@ -457,8 +452,8 @@ async fn bedrock_invalid_and_missing_models() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_broken_frame_and_stall() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let token = Some(fake_bedrock::GOOD_TOKEN);
+    let f = Fake::start_with(bedrock::handler()).await;
+    let token = Some(bedrock::GOOD_TOKEN);
 
     let r = f.check(&f.bedrock(&fake_id("bad-crc"), token)).await;
     assert_eq!(
@@ -479,8 +474,8 @@ async fn bedrock_broken_frame_and_stall() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bedrock_without_a_bearer_token_is_unsupported() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
-    let r = f.check(&f.bedrock(fake_bedrock::HAIKU, None)).await;
+    let f = Fake::start_with(bedrock::handler()).await;
+    let r = f.check(&f.bedrock(bedrock::HAIKU, None)).await;
     assert_eq!(
         outcome(&r),
         (Outcome::Unsupported, Code::Unsupported, Level::Error)
@@ -500,10 +495,10 @@ async fn bedrock_without_a_bearer_token_is_unsupported() {
 /// sent), and without it the hint names it (before: "add the key of amazon-bedrock").
 #[tokio::test(flavor = "multi_thread")]
 async fn by_hand_bedrock_s_key_is_its_bearer_token_variable() {
-    let f = Fake::start_with(fake_bedrock::handler()).await;
+    let f = Fake::start_with(bedrock::handler()).await;
     let ca = f.ca.ca_file.to_str().unwrap().to_owned();
     let gateway = format!("https://{}", f.fake.addr());
-    let model = format!("amazon-bedrock/{}", fake_bedrock::HAIKU);
+    let model = format!("amazon-bedrock/{}", bedrock::HAIKU);
     let args = [
         "check",
         "--model",
@@ -517,17 +512,13 @@ async fn by_hand_bedrock_s_key_is_its_bearer_token_variable() {
         "-o",
         "json",
     ];
-    let run = common::probe(
-        &args,
-        &[("AWS_BEARER_TOKEN_BEDROCK", fake_bedrock::GOOD_TOKEN)],
-    )
-    .await;
+    let run = common::probe(&args, &[("AWS_BEARER_TOKEN_BEDROCK", bedrock::GOOD_TOKEN)]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.verdict().models[0].outcome, Outcome::Ok);
     let sent = f.only_request();
     assert_eq!(
         sent.header("authorization"),
-        Some(format!("Bearer {}", fake_bedrock::GOOD_TOKEN).as_str())
+        Some(format!("Bearer {}", bedrock::GOOD_TOKEN).as_str())
     );
 
     let run = common::probe(&args, &[]).await;

@@ -14,8 +14,8 @@ use jr2_probe::api::{ApiKind, ToolChoice};
 use jr2_probe::outcome::{Code, Outcome};
 use jr2_probe::target::{self, Facts, Target};
 use jr2_probe::verdict::ModelResult;
-use jr2_testkit::fake_provider::Recorded;
-use jr2_testkit::fake_responses::{self, GOOD_KEY, RETRY_AFTER_MS, TEXT_ANSWER};
+use jr2_testkit::http::Recorded;
+use jr2_testkit::provider::openai_responses::{self, GOOD_KEY, RETRY_AFTER_MS, TEXT_ANSWER};
 use serde_json::{Value, json};
 
 use common::{TlsFake as Fake, catalog_route, key_in, statuses};
@@ -24,7 +24,7 @@ const WRONG_KEY: &str = "sk-proj-wrong-key-0000000000";
 
 impl Fake {
     async fn start() -> Self {
-        Self::start_with(fake_responses::handler()).await
+        Self::start_with(openai_responses::handler()).await
     }
 
     /// The catalog's `openai/gpt-5-mini` (maxTokens 128000, contextWindow 400000: no clamp), sending `id`.

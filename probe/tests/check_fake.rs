@@ -5,7 +5,8 @@ mod common;
 
 use common::{loopback_line, probe};
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
+use jr2_testkit::provider::FakeProvider;
+use jr2_testkit::provider::openai_completions::GOOD_KEY;
 
 const HINTS: [&str; 4] = [
     "  - localhost never works from a pod; use a LAN address",

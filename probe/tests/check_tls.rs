@@ -6,7 +6,7 @@ mod common;
 
 use common::probe;
 use jr2_probe::outcome::{Code, Outcome};
-use jr2_testkit::fake_provider::FakeProvider;
+use jr2_testkit::provider::FakeProvider;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_private_ca_is_trusted_only_when_named() {

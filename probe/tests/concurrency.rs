@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::probe;
-use jr2_testkit::fake_provider::{FakeProvider, Handler, openai_handler};
+use jr2_testkit::provider::openai_completions::handler as openai_handler;
+use jr2_testkit::provider::{FakeProvider, Handler};
 
 /// The fake's counters: requests arrived, now in flight, and the most in flight at once.
 #[derive(Default)]

@@ -6,8 +6,9 @@
 mod common;
 
 use jr2_probe::outcome::{Code, Outcome};
-use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
 use jr2_testkit::peers::start_custodian;
+use jr2_testkit::provider::FakeProvider;
+use jr2_testkit::provider::openai_completions::GOOD_KEY;
 use serde_json::json;
 
 const NAME: &str = "JR2_PROVIDER_API_KEY";

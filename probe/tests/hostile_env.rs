@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::probe;
-use jr2_testkit::fake_provider::FakeProvider;
+use jr2_testkit::provider::FakeProvider;
 
 /// The limit of a CA file, as the probe documents it.
 const CA_LIMIT: u64 = 8 * 1024 * 1024;

@@ -7,7 +7,7 @@ mod common;
 
 use common::probe;
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_testkit::fake_provider::FakeProvider;
+use jr2_testkit::provider::FakeProvider;
 
 /// A loopback port nothing listens on (bound, then closed).
 fn closed_port() -> u16 {

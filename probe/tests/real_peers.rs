@@ -34,10 +34,10 @@ use common::probe;
 use jr2_probe::contract::endpoint::{Cause, ContextUnchecked, EndpointKind};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::render;
-use jr2_testkit::fake_provider::FakeProvider;
 use jr2_testkit::peers::{
     LlamaServer, RawResponse, Server, llama_fixture, response_fixture, start_litellm,
 };
+use jr2_testkit::provider::FakeProvider;
 use serde_json::{Value, json};
 
 const LLAMA_KEY: &str = "sk-llama-test-key-0123456789";

@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jr2_probe::outcome::Outcome;
 use jr2_probe::run::{Summary, TERMINATION_LIMIT};
-use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
+use jr2_testkit::provider::FakeProvider;
+use jr2_testkit::provider::openai_completions::GOOD_KEY;
 use serde_json::{Value, json};
 
 fn custom(model: &str, base: &str) -> Value {

@@ -11,7 +11,8 @@ use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::outcome::{Code, Level, Outcome};
 use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
 use jr2_probe::run::{Summary, TERMINATION_LIMIT};
-use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
+use jr2_testkit::provider::FakeProvider;
+use jr2_testkit::provider::openai_completions::GOOD_KEY;
 use serde_json::{Value, json};
 
 const EVENTS: &str = include_str!("../schemas/events.v1.schema.json");

@@ -18,10 +18,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::probe;
 use jr2_testkit::chaos::{Chaos, ChaosServer};
-use jr2_testkit::fake_provider::{
-    FakeProvider, Handler, Recorded, TestCa, full, json_error, openai_handler, stream,
-};
+use jr2_testkit::http::{Recorded, full};
+use jr2_testkit::provider::openai_completions::handler as openai_handler;
+use jr2_testkit::provider::{FakeProvider, Handler, json_error, stream};
 use jr2_testkit::redirect::RedirectServer;
+use jr2_testkit::tls::TestCa;
 use reqwest::StatusCode;
 use serde_json::json;
 

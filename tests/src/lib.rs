@@ -12,10 +12,11 @@
 //! - [`proxy`]: an http proxy (CONNECT and forwarding) on loopback, for the driver behind a proxy.
 //! - [`redirect`]: one port that speaks TLS and plain HTTP both and records each request's scheme, for the
 //!   redirect tests (a key sent in clear after an https → http downgrade is seen, not lost in a handshake).
+//! - [`streams`]: standard streams that cannot be written (`/dev/full`, a pipe with no reader).
+//! - [`cli`]: the usage errors both binaries end alike.
 //!
 //! The `jr2-fake-provider` binary (`src/bin/fake_provider.rs`) serves the OpenAI-compatible fake as a process, for
-//! the benchmark, a real gateway in front of it and the network-namespace tests. The old module names
-//! (`fake_provider`, `fake_kube`, `fake_anthropic`...) stay as re-exports, so the tests that use them need no change.
+//! the benchmark, a real gateway in front of it and the network-namespace tests.
 //!
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
@@ -30,20 +31,3 @@ pub mod proxy;
 pub mod redirect;
 pub mod streams;
 pub mod tls;
-
-// The old names.
-pub use kube as fake_kube;
-pub use provider::anthropic_messages as fake_anthropic;
-pub use provider::bedrock as fake_bedrock;
-pub use provider::google as fake_google;
-pub use provider::mistral as fake_mistral;
-pub use provider::openai_responses as fake_responses;
-
-/// The old home of the provider harness, the OpenAI-compatible fake and the test CA: now [`provider`],
-/// [`provider::openai_completions`], [`http`] and [`tls`].
-pub mod fake_provider {
-    pub use crate::http::{Body, Recorded, full};
-    pub use crate::provider::openai_completions::{GOOD_KEY, handler as openai_handler};
-    pub use crate::provider::{FakeProvider, Handler, json_error, stream, stream_bytes};
-    pub use crate::tls::TestCa;
-}

@@ -106,7 +106,7 @@ async fn answer(
     scheme: &'static str,
     handler: Handler,
     seen: Arc<Mutex<Vec<Arrival>>>,
-) -> Result<hyper::Response<crate::fake_provider::Body>, std::convert::Infallible> {
+) -> Result<hyper::Response<crate::http::Body>, std::convert::Infallible> {
     let method = req.method().to_string();
     let path = req
         .uri()

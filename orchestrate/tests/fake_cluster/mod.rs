@@ -1,6 +1,6 @@
 //! The harness of the end-to-end tests with a fake cluster, shared by the test files that use it: the real
-//! `jr2-preflight` binary as a process, `jr2_testkit::fake_kube` as its cluster (through a kubeconfig), a
-//! `jr2_testkit::fake_provider` as the provider, a plan of one or more placements, and the checks every scenario
+//! `jr2-preflight` binary as a process, `jr2_testkit::kube` as its cluster (through a kubeconfig), a
+//! `jr2_testkit::provider` as the provider, a plan of one or more placements, and the checks every scenario
 //! makes (lines, verdict against its schema, every created pod deleted with its uid precondition).
 //!
 //! The probe binary: `<target>/<profile>/jr2-probe`, next to the driver's. `cargo test -p jr2-preflight` builds only
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use jr2_testkit::fake_kube::{FakeKube, Scenario};
-use jr2_testkit::fake_provider::FakeProvider;
+use jr2_testkit::kube::{FakeKube, Scenario};
+use jr2_testkit::provider::FakeProvider;
 
 pub const NS: &str = "e2e";
 pub const PROBE_IMAGE: &str = "registry.example.com/jr2/jr2-probe:0.1.0";
@@ -437,7 +437,7 @@ impl Setup {
             .iter()
             .map(|p| self.kube.pod_times(p))
             .collect();
-        let last = |f: fn(&jr2_testkit::fake_kube::PodTimes) -> Option<Instant>| {
+        let last = |f: fn(&jr2_testkit::kube::PodTimes) -> Option<Instant>| {
             times
                 .iter()
                 .map(f)
@@ -604,11 +604,11 @@ pub fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 /// The pods run as [`Scenario::AllOk`] does, but the probe's log is cut after `log_lines` lines (`None`: all of them):
 /// with `Some(1)` the verdict can only come from the termination message.
 pub fn log_cut_after(log_lines: Option<usize>) -> Scenario {
-    let script: jr2_testkit::fake_kube::Script = std::sync::Arc::new(move |ctl| {
+    let script: jr2_testkit::kube::Script = std::sync::Arc::new(move |ctl| {
         Box::pin(async move {
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(jr2_testkit::fake_kube::ProbeRun {
+            ctl.run_probe(jr2_testkit::kube::ProbeRun {
                 oom_after_first_result: false,
                 log_lines,
             })
@@ -629,12 +629,12 @@ pub fn assert_unschedulable_once_each(lines: &[&str], why: &str) {
         [
             &format!(
                 "{PENDING}Unschedulable: {}",
-                jr2_testkit::fake_kube::UNSCHEDULABLE_TAINT_MEMORY
+                jr2_testkit::kube::UNSCHEDULABLE_TAINT_MEMORY
             )
             .as_str(),
             &format!(
                 "{PENDING}Unschedulable: {}",
-                jr2_testkit::fake_kube::UNSCHEDULABLE_MEMORY
+                jr2_testkit::kube::UNSCHEDULABLE_MEMORY
             )
             .as_str(),
         ],

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use jr2_testkit::cluster::{Cluster, StartOptions};
 
 /// The fake provider's key, as the held Secret holds it.
-pub const GOOD_KEY: &str = jr2_testkit::fake_provider::GOOD_KEY;
+pub const GOOD_KEY: &str = jr2_testkit::provider::openai_completions::GOOD_KEY;
 /// The Custodian stand-in's image (tests/kube/images.sh).
 pub const CUSTODIAN_IMAGE: &str = "registry.jr2.test/custodian:1";
 /// The label every check pod carries.

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::target::{Key, Secret, Target};
 use jr2_probe::verdict::{ModelResult, Origin, Route, Verdict};
-use jr2_testkit::fake_provider::{FakeProvider, Handler, Recorded, TestCa};
+use jr2_testkit::http::Recorded;
+use jr2_testkit::provider::{FakeProvider, Handler};
+use jr2_testkit::tls::TestCa;
 
 /// What one run of the binary gave.
 #[derive(Debug)]

@@ -14,7 +14,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use jr2_testkit::cluster::up::{Supervisor, UpOptions, sweep_stale, wait_for_supervisors};
+use jr2_testkit::cluster::teardown::{sweep_stale, wait_for_supervisors};
+use jr2_testkit::cluster::up::{Supervisor, UpOptions};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -4,6 +4,8 @@
 //!
 //! - [`up`]: the supervisor (`jr2-kube-cluster up`), which starts it, waits until a pod can run, and tears it down
 //!   when its caller goes away, even when the caller panicked or was killed (its stdin closes).
+//! - `config`: the configuration files the components read (kubeconfigs, CNI, containerd, the kubelet).
+//! - [`teardown`]: what a cluster leaves on the host and how it goes, and the sweep of a killed supervisor's.
 //! - [`pki`]: the run's CA and the certificates of every component and user.
 //! - [`Cluster`] (here): a test's handle on a running cluster: commands inside the namespace (the driver, kubectl, the
 //!   fake provider), the admin's and the least-privilege user's kubeconfigs, a fresh Kubernetes namespace per test.
@@ -12,7 +14,9 @@
 //! (`nsenter --net=`), so nothing in the root namespace ever dials one of its addresses. The namespace has no route
 //! out; the node's address sits on a bridge with no ports.
 
+mod config;
 pub mod pki;
+pub mod teardown;
 pub mod up;
 
 use std::path::{Path, PathBuf};

@@ -4,15 +4,14 @@
 //! pod watch, an endless list body). Set with [`FakeKube::set_faults`](super::FakeKube::set_faults); each count is
 //! how many requests of that kind it spoils from then on.
 
-use std::sync::Arc;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::Response;
 use hyper::body::Frame;
 
-use super::Inner;
-use super::routes::status;
+use super::status::status;
 use crate::http::{Body, channel};
 
 /// The faults to play.
@@ -70,17 +69,15 @@ fn take(n: &mut u32) -> bool {
     had
 }
 
-impl Inner {
-    fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
-        self.faults
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+fn lock(faults: &Mutex<Faults>) -> MutexGuard<'_, Faults> {
+    faults
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A pod create was stored: how it is answered instead of its 201, if it is spoiled; and how long to wait first.
-pub(super) fn after_create(inner: &Arc<Inner>) -> (Option<Spoiled>, Option<Duration>) {
-    let mut f = inner.faults();
+pub(super) fn after_create(faults: &Mutex<Faults>) -> (Option<Spoiled>, Option<Duration>) {
+    let mut f = lock(faults);
     let delay = f.create_answer_delay;
     if take(&mut f.create_504_after_write) {
         let answer = status(
@@ -106,8 +103,8 @@ pub(super) enum BeforeCreate {
 }
 
 /// How a pod create goes before it is stored, if it is spoiled.
-pub(super) fn before_create(inner: &Arc<Inner>) -> Option<BeforeCreate> {
-    let mut f = inner.faults();
+pub(super) fn before_create(faults: &Mutex<Faults>) -> Option<BeforeCreate> {
+    let mut f = lock(faults);
     if take(&mut f.create_dropped_before_write) {
         return Some(BeforeCreate::DroppedThenStored(
             f.dropped_create_stored_after,
@@ -117,8 +114,8 @@ pub(super) fn before_create(inner: &Arc<Inner>) -> Option<BeforeCreate> {
 }
 
 /// A pod delete, before it is done: how it is answered instead, if it is spoiled.
-pub(super) fn before_delete(inner: &Arc<Inner>) -> Option<Spoiled> {
-    let mut f = inner.faults();
+pub(super) fn before_delete(faults: &Mutex<Faults>) -> Option<Spoiled> {
+    let mut f = lock(faults);
     if take(&mut f.delete_500) {
         return Some(Spoiled::Answer(status(
             500,
@@ -131,8 +128,8 @@ pub(super) fn before_delete(inner: &Arc<Inner>) -> Option<Spoiled> {
 }
 
 /// A pod list or watch: an endless answer instead, if one is set.
-pub(super) fn pod_collection(inner: &Arc<Inner>, watch: bool) -> Option<Response<Body>> {
-    let f = inner.faults();
+pub(super) fn pod_collection(faults: &Mutex<Faults>, watch: bool) -> Option<Response<Body>> {
+    let f = lock(faults);
     let (start, unit): (&[u8], &[u8]) = if watch && f.endless_pod_watch_line {
         (
             b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"",

@@ -48,26 +48,33 @@
 //!
 //! Dropping the fake stops the server, ends its streams and kills the probe processes.
 //!
-//! The rooms: `faults` (what it does wrong on purpose), `store` (the objects, their versions and history, and the moments of each pod), `selector` (label
-//! and field selectors), `routes` (the HTTP API surface: discovery, dispatch, the `Status` answers), `pods` (create,
-//! delete and the container log), `watch` (list and watch), `kubelet` (the kubelet stand-in and its [`PodCtl`]); this
-//! file holds the server, its [`Scenario`] and the handle a test holds ([`FakeKube`]).
+//! The rooms: `shared` (the store behind its lock and the change signal, what the routes and the kubelet stand-ins
+//! share), `store` (the objects, their versions and history, and the moments of each pod), `request` (a request as
+//! recorded), `status` (the `Status` answers), `selector` (label and field selectors), `routes` (the HTTP API
+//! surface: discovery and dispatch), `faults` (what it does wrong on purpose), `pods` (create, delete and the
+//! container log), `watch` (list and watch), `authz` (the permissions a test denied), `scenario` (what happens to
+//! each pod created), `kubelet` (the kubelet stand-in playing it), `pod_ctl` (the [`PodCtl`] it writes a pod's
+//! status and Events through), `probe_run` (the probe container: the real `jr2-probe` as a process); this file
+//! holds the server and the handle a test holds ([`FakeKube`]).
 
 mod authz;
 mod faults;
 mod kubelet;
+mod pod_ctl;
 mod pods;
+mod probe_run;
+mod request;
 mod routes;
+mod scenario;
 mod selector;
+mod shared;
+mod status;
 mod store;
 mod watch;
 
-use crate::http::accept_until_stopped;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use hyper_util::rt::TokioIo;
@@ -76,107 +83,22 @@ use tokio::net::TcpListener;
 
 pub use authz::{Rule, attributes};
 pub use faults::Faults;
-pub use kubelet::{PodCtl, ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
-pub use routes::ApiRequest;
+pub use pod_ctl::{NODE, PodCtl};
+pub use probe_run::{ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
+pub use request::ApiRequest;
+pub use scenario::{Scenario, Script, ScriptFn, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY};
 pub use store::{PodTimes, rfc3339};
 
+use crate::http::accept_until_stopped;
+use routes::Api;
 use selector::Selector;
+use shared::Inner;
 use store::{Kind, State, next_uid};
-
-/// The node the kubelet stand-in schedules every pod on.
-pub const NODE: &str = "kind-worker2";
-
-/// The scheduler's message for a pod no node can take (1.35's wording, from `FitError`).
-pub const UNSCHEDULABLE_TAINT_MEMORY: &str = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient memory. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
-
-/// The same pod a moment later, once an autoscaler added a node that is still too small.
-pub const UNSCHEDULABLE_MEMORY: &str = "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient memory. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.";
-
-/// A scripted kubelet: what happens to one pod, given its handle. Return when the pod's containers are done.
-pub type Script = Arc<dyn ScriptFn>;
-
-/// What a [`Script`] is: any such closure. A trait of its own only so that `Script`, and so [`Scenario`], is `Debug`.
-pub trait ScriptFn: Fn(PodCtl) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync {}
-
-impl<F> ScriptFn for F where F: Fn(PodCtl) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync {}
-
-impl std::fmt::Debug for dyn ScriptFn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("..")
-    }
-}
-
-/// What the kubelet stand-in (and scheduler) do with each pod created.
-#[derive(Clone, Debug)]
-pub enum Scenario {
-    /// Scheduled at once, the Custodian started, the probe run to its end.
-    AllOk,
-    /// `PodScheduled=False`, `Unschedulable`, with each message in turn for `each` (a `FailedScheduling` Event each
-    /// time; a message repeated is the same status written again), then scheduled and run as [`Scenario::AllOk`].
-    UnschedulableThenScheduled {
-        /// The scheduler's messages, in order.
-        messages: Vec<String>,
-        /// How long each stands.
-        each: Duration,
-    },
-    /// Scheduled; the Custodian runs; the probe's image never pulls: `ErrImagePull`, then `ImagePullBackOff` (the
-    /// kubelet's messages and Events), until the pod is deleted.
-    ImagePullBackOff,
-    /// Scheduled; the Custodian runs; the probe waits in `CreateContainerConfigError` with this message (the
-    /// kubelet's, e.g. `secret "x" not found`), with its `Failed` Event, until the pod is deleted.
-    CreateContainerConfigError {
-        /// The waiting message.
-        message: String,
-    },
-    /// Scheduled; a volume of the Custodian does not mount: the Custodian stays `ContainerCreating` and the probe
-    /// `PodInitializing`, and only a `FailedMount` Event (repeated, counting up) says why.
-    FailedMount {
-        /// The volume.
-        volume: String,
-        /// The Secret that is missing.
-        secret: String,
-    },
-    /// Run as [`Scenario::AllOk`], but the probe process is killed (SIGKILL) right after its first `result` line, and
-    /// its status is `terminated`, `OOMKilled`, exit code 137.
-    OomKilledAfterFirstResult,
-    /// Created, then nothing: never scheduled (no status beyond `Pending`).
-    Nothing,
-    /// A script of the test's own.
-    Script(Script),
-}
-
-/// What the server, its routes and the kubelet stand-ins share.
-struct Inner {
-    state: Mutex<State>,
-    /// Bumped on every change: wakes the watches, the log streams and [`FakeKube::wait_for`].
-    changed: tokio::sync::watch::Sender<u64>,
-    scenario: Mutex<Scenario>,
-    probe_bin: PathBuf,
-    bookmark_every: Mutex<Duration>,
-    /// Makes the uids of two fakes in one test process differ (their port).
-    uid_base: u64,
-    /// What it does wrong on purpose.
-    faults: Mutex<Faults>,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Changes the state, then wakes every watch and log stream.
-    fn mutate<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let r = f(&mut self.lock());
-        self.changed.send_modify(|g| *g = g.wrapping_add(1));
-        r
-    }
-}
 
 /// A running fake API server. Dropping it stops it.
 pub struct FakeKube {
     addr: SocketAddr,
+    api: Arc<Api>,
     inner: Arc<Inner>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -195,20 +117,23 @@ impl FakeKube {
                 ..State::default()
             }),
             changed: tokio::sync::watch::channel(0).0,
-            scenario: Mutex::new(scenario),
             probe_bin: probe_bin.into(),
             bookmark_every: Mutex::new(Duration::from_secs(5)),
             uid_base: u64::from(addr.port()),
+        });
+        let api = Arc::new(Api {
+            inner: inner.clone(),
+            scenario: Mutex::new(scenario),
             faults: Mutex::new(Faults::default()),
         });
-        let served = inner.clone();
+        let served = api.clone();
         let stop_tx = accept_until_stopped(listener, move |stream| {
             // As Go's net package does for the real API server: no Nagle delay on the small watch and log writes.
             let _ = stream.set_nodelay(true);
-            let inner = served.clone();
+            let api = served.clone();
             async move {
                 let service =
-                    hyper::service::service_fn(move |req| routes::handle(req, inner.clone()));
+                    hyper::service::service_fn(move |req| routes::handle(req, api.clone()));
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -216,6 +141,7 @@ impl FakeKube {
         });
         Self {
             addr,
+            api,
             inner,
             stop: Some(stop_tx),
         }
@@ -248,7 +174,7 @@ impl FakeKube {
     /// What pods created from now on play.
     pub fn set_scenario(&self, scenario: Scenario) {
         *self
-            .inner
+            .api
             .scenario
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = scenario;
@@ -257,7 +183,7 @@ impl FakeKube {
     /// What the fake does wrong on purpose from now on ([`Faults`]).
     pub fn set_faults(&self, faults: Faults) {
         *self
-            .inner
+            .api
             .faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = faults;

@@ -3,22 +3,30 @@
 //! period), and the log of a container (`follow`, `previous`, `tailLines`, `limitBytes`, a container not started).
 //! A pod created is handed to the kubelet stand-in.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use hyper::body::Frame;
 use hyper::{Response, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::kubelet::{PodCtl, kubelet};
-use super::routes::{not_found, status};
+use super::kubelet::kubelet;
+use super::pod_ctl::{PodCtl, container_status};
+use super::request::ApiRequest;
+use super::scenario::Scenario;
+use super::shared::Inner;
+use super::status::{not_found, status};
 use super::store::{Kind, next_uid, rfc3339};
-use super::{ApiRequest, Inner};
 use crate::http::{Body, channel, full, json};
 
 /// `POST .../namespaces/<ns>/pods`.
-pub(super) fn create_pod(inner: &Arc<Inner>, ns: &str, req: &ApiRequest) -> Response<Body> {
+pub(super) fn create_pod(
+    inner: &Arc<Inner>,
+    scenario: &Mutex<Scenario>,
+    ns: &str,
+    req: &ApiRequest,
+) -> Response<Body> {
     let mut pod = req.body.clone();
     if !pod.is_object() {
         return status(
@@ -81,8 +89,7 @@ pub(super) fn create_pod(inner: &Arc<Inner>, ns: &str, req: &ApiRequest) -> Resp
     });
     match created {
         Ok(stored) => {
-            let scenario = inner
-                .scenario
+            let scenario = scenario
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone();
@@ -297,13 +304,4 @@ pub(super) fn pod_log(
         }
     });
     response
-}
-
-/// A container's status in a pod (`initContainerStatuses` or `containerStatuses`).
-pub(super) fn container_status<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
-    ["initContainerStatuses", "containerStatuses"]
-        .iter()
-        .filter_map(|list| pod["status"][*list].as_array())
-        .flatten()
-        .find(|s| s["name"] == container)
 }

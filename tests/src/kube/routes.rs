@@ -1,85 +1,40 @@
 //! The HTTP API surface of the fake API server: each request recorded, then routed by method and path to the
-//! discovery documents, the pod verbs (`pods`), list and watch (`watch`) or a Deployment's `GET`; and the
-//! `Status` bodies the API server answers with (`NotFound`, `BadRequest`, `Conflict`...).
+//! discovery documents, the pod verbs (`pods`), list and watch (`watch`) or a Deployment's `GET`.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::faults::{self, Dropped, Spoiled};
+use super::authz;
+use super::faults::{self, Dropped, Faults, Spoiled};
 use super::pods::{create_pod, delete_pod, pod_log};
+use super::request::ApiRequest;
+use super::scenario::Scenario;
+use super::shared::Inner;
+use super::status::{not_found, status};
 use super::store::Kind;
 use super::watch::collection;
-use super::{Inner, authz};
 use crate::http::{Body, json, json_body, parse_query};
 
-/// One request the fake API server received, as it routes it.
-#[derive(Clone, Debug)]
-pub struct ApiRequest {
-    /// The method.
-    pub method: String,
-    /// The path, without the query.
-    pub path: String,
-    /// The query, decoded.
-    pub query: BTreeMap<String, String>,
-    /// The JSON body (Null when empty or not JSON).
-    pub body: Value,
-    /// When it came.
-    pub at: Instant,
-}
-
-impl ApiRequest {
-    /// A query parameter.
-    pub fn q(&self, key: &str) -> Option<&str> {
-        self.query.get(key).map(String::as_str)
-    }
-
-    /// A watch (`?watch=true`).
-    pub fn is_watch(&self) -> bool {
-        matches!(self.q("watch"), Some("true" | "1"))
-    }
-}
-
-/// The API server's `Status` answer.
-pub(super) fn status(
-    code: u16,
-    reason: &str,
-    message: &str,
-    details: Option<Value>,
-) -> Response<Body> {
-    let mut v = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                       "message": message, "reason": reason, "code": code});
-    if let Some(d) = details {
-        v["details"] = d;
-    }
-    json(
-        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        &v,
-    )
-}
-
-/// The API server's 404 for an object that is not there (`pods "x" not found`).
-pub(super) fn not_found(kind: Kind, name: &str) -> Response<Body> {
-    status(
-        404,
-        "NotFound",
-        &format!("{} \"{name}\" not found", kind.qualified()),
-        Some(match kind.api_version().split_once('/') {
-            Some((group, _)) => json!({"name": name, "group": group, "kind": kind.plural()}),
-            None => json!({"name": name, "kind": kind.plural()}),
-        }),
-    )
+/// What the routes hold: the store they share with the kubelet stand-ins, and what only a request decides by (the
+/// scenario a pod created plays, the faults to play).
+pub(super) struct Api {
+    pub(super) inner: Arc<Inner>,
+    /// What pods created from now on play.
+    pub(super) scenario: Mutex<Scenario>,
+    /// What it does wrong on purpose.
+    pub(super) faults: Mutex<Faults>,
 }
 
 /// Records a request, then answers it; or closes the connection with no answer (a fault the test set).
 pub(super) async fn handle(
     req: Request<Incoming>,
-    inner: Arc<Inner>,
+    api: Arc<Api>,
 ) -> Result<Response<Body>, Dropped> {
+    let inner = &api.inner;
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = parse_query(req.uri().query().unwrap_or(""));
@@ -130,20 +85,20 @@ pub(super) async fn handle(
     };
     match (method.as_str(), segs.as_slice()) {
         ("GET", ["api", "v1", "namespaces", _, "pods"]) => {
-            if let Some(endless) = faults::pod_collection(&inner, recorded.is_watch()) {
+            if let Some(endless) = faults::pod_collection(&api.faults, recorded.is_watch()) {
                 return Ok(endless);
             }
         }
         ("POST", ["api", "v1", "namespaces", _, "pods"]) => {
             // Stored by a task of its own, which a client that goes away does not stop.
             let store_after = |delay: Duration| {
-                let (inner, method, recorded) = (inner.clone(), method.clone(), recorded.clone());
+                let (api, method, recorded) = (api.clone(), method.clone(), recorded.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
-                    route(&inner, &method, &recorded).await
+                    route(&api, &method, &recorded).await
                 })
             };
-            let answer = match faults::before_create(&inner) {
+            let answer = match faults::before_create(&api.faults) {
                 Some(faults::BeforeCreate::Delayed(delay)) => {
                     store_after(delay).await.map_err(|_| Dropped)?
                 }
@@ -151,28 +106,29 @@ pub(super) async fn handle(
                     drop(store_after(delay));
                     return Err(Dropped);
                 }
-                None => route(&inner, &method, &recorded).await,
+                None => route(&api, &method, &recorded).await,
             };
             if answer.status() != StatusCode::CREATED {
                 return Ok(answer);
             }
-            let (spoiled, delay) = faults::after_create(&inner);
+            let (spoiled, delay) = faults::after_create(&api.faults);
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;
             }
             return spoiled.map_or(Ok(answer), spoil);
         }
         ("DELETE", ["api", "v1", "namespaces", _, "pods", _]) => {
-            if let Some(s) = faults::before_delete(&inner) {
+            if let Some(s) = faults::before_delete(&api.faults) {
                 return spoil(s);
             }
         }
         _ => {}
     }
-    Ok(route(&inner, &method, &recorded).await)
+    Ok(route(&api, &method, &recorded).await)
 }
 
-async fn route(inner: &Arc<Inner>, method: &Method, req: &ApiRequest) -> Response<Body> {
+async fn route(api: &Api, method: &Method, req: &ApiRequest) -> Response<Body> {
+    let inner = &api.inner;
     let segs: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match (method.as_str(), segs.as_slice()) {
         ("GET", ["version"]) => json(
@@ -254,7 +210,9 @@ async fn route(inner: &Arc<Inner>, method: &Method, req: &ApiRequest) -> Respons
         ("GET", ["api", "v1", "namespaces", ns, "pods"]) => {
             collection(inner, Kind::Pod, Some(ns), req)
         }
-        ("POST", ["api", "v1", "namespaces", ns, "pods"]) => create_pod(inner, ns, req),
+        ("POST", ["api", "v1", "namespaces", ns, "pods"]) => {
+            create_pod(inner, &api.scenario, ns, req)
+        }
         ("GET", ["api", "v1", "namespaces", ns, "pods", name])
         | ("GET", ["api", "v1", "namespaces", ns, "pods", name, "status"]) => {
             match inner.lock().get(Kind::Pod, ns, name) {

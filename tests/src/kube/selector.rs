@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::ApiRequest;
+use super::request::ApiRequest;
 use super::store::Kind;
 
 /// One requirement of a selector.

@@ -8,7 +8,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use super::ApiRequest;
+use super::authz::Rule;
+use super::request::ApiRequest;
 
 /// The moments that matter in one pod's life, as the fake saw them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -115,7 +116,7 @@ pub(super) struct State {
     /// has no business reading a Secret, and a test can assert it never asked).
     pub(super) secrets: HashMap<(String, String), BTreeMap<String, String>>,
     /// The permissions a test denied (`authz`).
-    pub(super) denied: Vec<super::authz::Rule>,
+    pub(super) denied: Vec<Rule>,
     /// The labels of the namespaces a test labelled.
     pub(super) namespace_labels: HashMap<String, BTreeMap<String, String>>,
     pub(super) closed: bool,

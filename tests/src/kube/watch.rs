@@ -10,10 +10,11 @@ use hyper::body::Frame;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::routes::status;
+use super::request::ApiRequest;
 use super::selector::Filter;
+use super::shared::Inner;
+use super::status::status;
 use super::store::Kind;
-use super::{ApiRequest, Inner};
 use crate::http::{Body, channel, json};
 
 /// A list or, with `?watch=true`, a watch of `kind` (in `ns`, or every namespace).

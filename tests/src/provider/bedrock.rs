@@ -24,7 +24,7 @@ use hyper::header::HeaderValue;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Handler, json_error, stream_bytes};
+use super::answer::{Handler, json_error, stream_bytes};
 use crate::http::{Body, Recorded, percent_decode};
 
 /// The bearer token the fake accepts.

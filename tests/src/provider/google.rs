@@ -29,7 +29,7 @@ use std::time::Duration;
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Handler, json_error, stream};
+use super::answer::{Handler, json_error, stream};
 use crate::http::{Body, Recorded, full};
 
 /// The key the fake accepts.

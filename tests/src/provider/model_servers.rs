@@ -21,7 +21,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Handler, json_error, stream};
+use super::answer::{Handler, json_error, stream};
 use crate::http::{Body, Recorded, json};
 
 /// Which server a fake is shaped like.

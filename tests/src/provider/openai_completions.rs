@@ -25,7 +25,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Handler, json_error, stream};
+use super::answer::{Handler, json_error, stream};
 use crate::http::{Body, Recorded, full};
 
 /// The key the `auth` model accepts.
