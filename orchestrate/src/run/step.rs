@@ -209,16 +209,14 @@ impl Step<'_> {
             }
             Input::Refused { code, message } => self.fail(FailureKind::Refused { code, message }),
             Input::Unreachable { why, said } => {
-                // One cluster: said once, whichever pods could not be created.
-                let lines = if said {
-                    Vec::new()
-                } else {
-                    vec![render::cannot_reach_cluster(
-                        &self.rules.redactor.clean(&why),
-                    )]
-                };
                 let kind = FailureKind::Unreachable { why };
-                self.st.phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
+                if said {
+                    // One cluster: said once, whichever pods could not be created.
+                    let lines = Vec::new();
+                    st.phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
+                } else {
+                    self.fail(kind);
+                }
             }
             Input::Watched => {
                 if !st.done() {
