@@ -14,18 +14,23 @@
 //! [`Cleanup::wait`]. A create request in flight when the run stops deletes its pod as soon as it is answered.
 //! [`sweep_stale`] removes the check pods of an Instance that outlived their deadline (a driver killed hard).
 //!
-//! The rooms: `pod_state` (each pod's phase and what was seen of it), `machine` (the loop that moves the phases),
-//! `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read), `cleanup`,
-//! `cancel`, `sweep`, and `report` (what the run says, as it happens and at the end).
+//! The rooms: `pod_state` (each pod's phase and what was seen of it), `step` (the pure step that moves a pod's
+//! phase on what arrived, and says what to do), `ending` (the outcome and lines of a pod's run that ends), `said`
+//! (what the run says once for all its pods), `machine` (the loop that turns its streams into inputs and carries out
+//! the actions), `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read),
+//! `cleanup`, `cancel`, `sweep`, and `report` (what the run says, as it happens and at the end).
 
 mod cancel;
 mod cleanup;
 mod create;
+mod ending;
 mod log;
 mod machine;
 mod pod_state;
 mod protocol;
 mod report;
+mod said;
+mod step;
 mod sweep;
 mod watch;
 
@@ -211,17 +216,9 @@ pub async fn run_pods(
     for (i, c) in created.into_iter().enumerate() {
         match c {
             Ok(Created::Ok(p)) => run.created(i, *p),
-            Ok(Created::Refused(code, message)) => {
-                run.fail(i, FailureKind::Refused { code, message })
-            }
-            Ok(Created::Unreachable(why)) => run.fail(i, FailureKind::Unreachable { why }),
-            Err(e) => run.fail(
-                i,
-                FailureKind::Refused {
-                    code: None,
-                    message: format!("the create request was dropped: {e}"),
-                },
-            ),
+            Ok(Created::Refused(code, message)) => run.refused(i, code, message),
+            Ok(Created::Unreachable(why)) => run.unreachable(i, why),
+            Err(e) => run.refused(i, None, format!("the create request was dropped: {e}")),
         }
     }
     run.watch_and_drive(&pods).await;

@@ -1,7 +1,7 @@
 //! One check pod as the run sees it: its [`Phase`], what the cluster showed of it, what its probe said, and the
 //! state of the logs being read.
 //!
-//! The phase is the one thing that moves: the run (`machine.rs`) moves it on what `diagnose` says of the pod as
+//! The phase is the one thing that moves: the pod's step (`step.rs`) moves it on what `diagnose` says of the pod as
 //! each watch event, log line or timer comes, and each variant below says how it is entered and left. What was seen
 //! and heard only grows; it is grouped by where it comes from, so that a flag cannot outlive the state that set it.
 
@@ -167,6 +167,8 @@ pub(super) struct PodState {
     pub(super) custodian: CustodianLog,
     /// Its pending lines.
     pub(super) pending: Pending,
+    /// Its run is over and the loop was told to delete (or keep) it: told once.
+    pub(super) released: bool,
 }
 
 impl PodState {
@@ -198,6 +200,7 @@ impl PodState {
             },
             custodian: CustodianLog::default(),
             pending: Pending::default(),
+            released: false,
         }
     }
 

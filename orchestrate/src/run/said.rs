@@ -1,0 +1,209 @@
+//! What the run says once for all its pods: a pending line no other pod's latest line already says, a probe's
+//! warning (once, and at most [`MAX_PROBE_WARNINGS`] a run), the Events that cannot be read, the cluster that cannot
+//! be reached. The pods' steps (`step.rs`) ask; this decides, from what every pod has said, and keeps the run's
+//! warning lines. Pure: the loop (`machine.rs`) sends what it returns.
+
+use jr2_probe::contract::render;
+use jr2_probe::sanitize::Redactor;
+
+use super::pod_state::{Phase, PodState};
+use super::report::{PodOutcome, RunUpdate};
+
+/// The most warning lines a run writes (the probes' and its own): more are dropped.
+pub(super) const MAX_PROBE_WARNINGS: usize = 20;
+
+/// The lines the run has said.
+#[derive(Debug, Default)]
+pub(super) struct Said {
+    /// Warning lines about the run itself, as sent.
+    pub(super) warnings: Vec<String>,
+    /// The (reason, message) of the last pending line written by any pod: the same line is never written twice in
+    /// a row, whichever pod says it.
+    last_pending: Option<(String, String)>,
+    /// The caller already warned that the Events cannot be read ([`RunConfig`](super::RunConfig)'s
+    /// `events_forbidden_said`).
+    events_forbidden_said: bool,
+}
+
+impl Said {
+    /// Nothing said yet; `events_forbidden_said` when the caller said the Events cannot be read.
+    pub(super) fn new(events_forbidden_said: bool) -> Self {
+        Self {
+            events_forbidden_said,
+            ..Self::default()
+        }
+    }
+
+    /// Pod `i` has a new pending line (its `pending.written`): the progress to send, unless another pod's latest
+    /// line says it, or it was the last one written. The line does not name its pod (the contract's form): two
+    /// placements waiting for the same reason would write the same line twice.
+    pub(super) fn pending(
+        &mut self,
+        pods: &[PodState],
+        i: usize,
+        reason: String,
+        message: String,
+    ) -> Option<RunUpdate> {
+        let written = &pods[i].pending.written;
+        let shown = pods
+            .iter()
+            .enumerate()
+            .any(|(j, other)| j != i && other.pending.written == *written);
+        if shown || self.last_pending == *written {
+            return None;
+        }
+        self.last_pending = written.clone();
+        Some(RunUpdate::Pending {
+            pod: pods[i].name.clone(),
+            reason,
+            message,
+        })
+    }
+
+    /// The probe's warning about its run (a CA file it cannot read), from its log or its termination message: once,
+    /// however many pods say it, and only a `warning:` line (a pod cannot make the driver print another kind); at
+    /// most [`MAX_PROBE_WARNINGS`] in a run, so a probe (of another release, or broken) cannot flood `jr2 up`'s
+    /// output.
+    pub(super) fn probe_warning(&mut self, line: String) -> Option<RunUpdate> {
+        if line.starts_with("warning: ")
+            && self.warnings.len() < MAX_PROBE_WARNINGS
+            && !self.warnings.contains(&line)
+        {
+            self.warnings.push(line.clone());
+            return Some(RunUpdate::Warning { line });
+        }
+        None
+    }
+
+    /// Pod `i`'s Events cannot be read (`line` says so): said once for the run, by the first pod whose Events are
+    /// forbidden, or before the run (`access.rs`).
+    pub(super) fn events_forbidden(
+        &mut self,
+        pods: &[PodState],
+        i: usize,
+        line: String,
+    ) -> Option<RunUpdate> {
+        let said = self.events_forbidden_said
+            || pods
+                .iter()
+                .enumerate()
+                .any(|(j, p)| j != i && p.seen.events_forbidden);
+        if said {
+            return None;
+        }
+        self.warnings.push(line.clone());
+        Some(RunUpdate::Warning { line })
+    }
+}
+
+/// The cluster could not be reached for `why`: another pod's failure says so already (one cluster: said once).
+pub(super) fn unreachable_said(pods: &[PodState], redactor: &Redactor, why: &str) -> bool {
+    let line = render::cannot_reach_cluster(&redactor.clean(why));
+    pods.iter()
+        .any(|p| matches!(&p.phase, Phase::Done(PodOutcome::Failed(f)) if f.lines.contains(&line)))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::run::PodToRun;
+    use crate::run::report::{FailureKind, PodFailure};
+
+    fn pods(names: &[&str]) -> Vec<PodState> {
+        names
+            .iter()
+            .map(|name| {
+                let mut pod = Pod::default();
+                pod.metadata.name = Some((*name).to_owned());
+                PodState::new(&PodToRun {
+                    pod,
+                    models: vec!["a/b".to_owned()],
+                    resolved: Vec::new(),
+                })
+            })
+            .collect()
+    }
+
+    fn written(p: &mut PodState, reason: &str) -> (String, String) {
+        let line = (reason.to_owned(), "m".to_owned());
+        p.pending.written = Some(line.clone());
+        line
+    }
+
+    #[test]
+    fn a_pending_line_another_pod_says_or_just_said_is_not_written_again() {
+        let mut said = Said::default();
+        let mut pods = pods(&["a", "b"]);
+        let (reason, message) = written(&mut pods[0], "Unschedulable");
+        let sent = said.pending(&pods, 0, reason.clone(), message.clone());
+        assert_eq!(
+            sent,
+            Some(RunUpdate::Pending {
+                pod: "a".to_owned(),
+                reason: reason.clone(),
+                message: message.clone()
+            })
+        );
+        // The other placement waits for the same reason: its line is the same, not written twice.
+        written(&mut pods[1], "Unschedulable");
+        assert_eq!(
+            said.pending(&pods, 1, reason.clone(), message.clone()),
+            None
+        );
+        // A new reason of the second pod is written, once.
+        let (r2, m2) = written(&mut pods[1], "FailedMount");
+        assert!(said.pending(&pods, 1, r2.clone(), m2.clone()).is_some());
+        assert_eq!(said.pending(&pods, 1, r2, m2), None, "the last written");
+    }
+
+    #[test]
+    fn a_probe_warning_is_said_once_and_at_most_twenty_a_run() {
+        let mut said = Said::default();
+        assert_eq!(said.probe_warning("error: forged".to_owned()), None);
+        let line = "warning: the CA file cannot be read".to_owned();
+        assert_eq!(
+            said.probe_warning(line.clone()),
+            Some(RunUpdate::Warning { line: line.clone() })
+        );
+        assert_eq!(said.probe_warning(line), None);
+        for n in 0..30 {
+            said.probe_warning(format!("warning: {n}"));
+        }
+        assert_eq!(said.warnings.len(), MAX_PROBE_WARNINGS);
+    }
+
+    #[test]
+    fn the_events_that_cannot_be_read_are_said_once() {
+        let line = "warning: the Events cannot be read".to_owned();
+        let mut pods = pods(&["a", "b"]);
+        let mut said = Said::new(true);
+        pods[0].seen.events_forbidden = true;
+        assert_eq!(
+            said.events_forbidden(&pods, 0, line.clone()),
+            None,
+            "said before the run"
+        );
+        let mut said = Said::new(false);
+        assert!(said.events_forbidden(&pods, 0, line.clone()).is_some());
+        pods[1].seen.events_forbidden = true;
+        assert_eq!(said.events_forbidden(&pods, 1, line.clone()), None);
+        assert_eq!(said.warnings, [line]);
+    }
+
+    #[test]
+    fn the_unreachable_cluster_is_said_by_one_pod() {
+        let redactor = Redactor::default();
+        let mut pods = pods(&["a", "b"]);
+        assert!(!unreachable_said(&pods, &redactor, "connection refused"));
+        pods[0].phase = Phase::Done(PodOutcome::Failed(PodFailure {
+            kind: FailureKind::Unreachable {
+                why: "connection refused".to_owned(),
+            },
+            lines: vec![render::cannot_reach_cluster("connection refused")],
+        }));
+        assert!(unreachable_said(&pods, &redactor, "connection refused"));
+        assert!(!unreachable_said(&pods, &redactor, "no route to host"));
+    }
+}
