@@ -38,6 +38,8 @@ die() {
   exit 1
 }
 note() { echo "orchestrate/npm/pack.sh: $*" >&2; }
+# need, need_file, install_needed, add_rustup_targets: the way every script installs what it lacks.
+source "$ROOT/tools/shared.sh"
 
 ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64"
 PLATFORMS=${JR2_NPM_PLATFORMS:-$ALL}
@@ -67,39 +69,18 @@ CARGO_HOME_DIR=${CARGO_HOME:-$HOME/.cargo}
 
 # --- what the builds need -----------------------------------------------------------------------------------------
 
-need_pkgs=()
-has linux-x64 && { command -v musl-gcc >/dev/null 2>&1 || need_pkgs+=(musl-tools); }
+has linux-x64 && need musl-gcc musl-tools
 if has linux-arm64; then
-  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu)
-  [[ -e /usr/aarch64-linux-gnu/include/string.h ]] || need_pkgs+=(libc6-dev-arm64-cross)
+  need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+  need_file /usr/aarch64-linux-gnu/include/string.h libc6-dev-arm64-cross
 fi
-has win32-x64 && { command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-mingw-w64-x86-64); }
+has win32-x64 && need x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64
 command -v npm >/dev/null 2>&1 || die "npm is not installed (Node 20 or later)"
-if ((${#need_pkgs[@]})); then
-  note "installing ${need_pkgs[*]} (apt)"
-  sudo=()
-  if [[ $(id -u) != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || die "missing ${need_pkgs[*]}, and not root (no sudo) to apt-get install them"
-    sudo=(sudo -n)
-  fi
-  command -v apt-get >/dev/null 2>&1 || die "missing ${need_pkgs[*]}, and no apt-get to install them (Debian 12 names)"
-  { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}"; } >&2 ||
-    die "apt-get install ${need_pkgs[*]} failed (see above)"
-fi
+install_needed
 
-command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs)"
-if command -v rustup >/dev/null 2>&1; then
-  installed=$(rustup target list --installed)
-  for p in $PLATFORMS; do
-    t=$(triple_of "$p")
-    if ! grep -qx "$t" <<<"$installed"; then
-      note "adding the rustup target $t"
-      rustup target add "$t" >&2 || die "cannot add the rustup target $t; add it by hand: rustup target add $t"
-    fi
-  done
-else
-  note "no rustup: assuming the toolchain has the targets of $PLATFORMS"
-fi
+triples=()
+for p in $PLATFORMS; do triples+=("$(triple_of "$p")"); done
+add_rustup_targets "${triples[@]}"
 
 # cargo-zigbuild and zig, pinned, from PyPI.
 ZIGBUILD_VERSION=0.24.0

@@ -36,6 +36,8 @@ die() {
   exit 1
 }
 note() { echo "orchestrate/npm/test.sh: $*" >&2; }
+# need, need_file, install_needed, add_rustup_targets: the way every script installs what it lacks.
+source "$ROOT/tools/shared.sh"
 timed() {
   local what=$1 start
   shift
@@ -54,23 +56,13 @@ mkdir -p "$CACHE"
 
 # --- what the checks need -----------------------------------------------------------------------------------------
 
-need_pkgs=()
-command -v file >/dev/null 2>&1 || need_pkgs+=(file)
+need file file
 if has win32-x64; then
-  [[ -x /usr/lib/wine/wine64 ]] || need_pkgs+=(wine64)
-  command -v x86_64-w64-mingw32-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-mingw-w64-x86-64)
+  need_file /usr/lib/wine/wine64 wine64
+  need x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64
 fi
-has linux-arm64 && { command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user); }
-if ((${#need_pkgs[@]})); then
-  note "installing ${need_pkgs[*]} (apt)"
-  sudo=()
-  if [[ $(id -u) != 0 ]]; then
-    command -v sudo >/dev/null 2>&1 || die "missing ${need_pkgs[*]}, and not root (no sudo) to apt-get install them"
-    sudo=(sudo -n)
-  fi
-  { "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}"; } >&2 ||
-    die "apt-get install ${need_pkgs[*]} failed (see above)"
-fi
+has linux-arm64 && need qemu-aarch64 qemu-user
+install_needed
 MACHOLIB_VERSION=1.16.4
 VENV=$CACHE/venv
 if has darwin-x64 || has darwin-arm64; then
@@ -264,15 +256,10 @@ EOF
   note "$p: Mach-O $arch, minOS 11.0, loads ${why#ok }"
 }
 
-# No path of the machine that built it: the checkout's (cargo names a workspace's sources by relative paths), cargo's
-# home's and the target dir's (pack.sh remaps both). A user's binary should not show where CI keeps its caches.
+# No path of the machine that built it (tools/shared.sh).
 check_paths() {
-  local p=$1 bin=$2 path
-  for path in "$ROOT/" "${CARGO_HOME:-$HOME/.cargo}/" "$(cd "${CARGO_TARGET_DIR:-$ROOT/target}" && pwd)/"; do
-    if grep -qaF -- "$path" "$bin"; then
-      fail "$p $bin: holds the build machine's path $path: $(strings -n 8 "$bin" | grep -F -- "$path" | head -1 | cut -c1-200)"
-    fi
-  done
+  local p=$1 bin=$2 found
+  if found=$(build_path_in "$bin"); then fail "$p $bin: holds the build machine's path $found"; fi
 }
 
 # --- running them -------------------------------------------------------------------------------------------------
