@@ -273,4 +273,21 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn endpoint_joins_without_double_slash() {
+        let u = |s: &str| reqwest::Url::parse(s).unwrap();
+        assert_eq!(
+            endpoint(&u("http://h:8000/v1"), "/chat/completions").as_str(),
+            "http://h:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint(&u("http://h:8000/v1/"), "/chat/completions").as_str(),
+            "http://h:8000/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint(&u("https://api.deepseek.com"), "/chat/completions").as_str(),
+            "https://api.deepseek.com/chat/completions"
+        );
+    }
 }

@@ -1,0 +1,161 @@
+//! What the endpoint adds to a concluded result: its kind (and, for a custom endpoint, its metadata), the cause it
+//! names, a served context too small for a Turn, a forced tool choice it ignored, and the look at llama-server's
+//! slots that tells a queued request from a slow one.
+
+use std::time::Instant;
+
+use super::endpoint;
+use super::settings::Settings;
+use crate::contract::outcome::{Code, Outcome};
+use crate::contract::render;
+use crate::contract::verdict::ModelResult;
+use crate::sanitize::Redactor;
+use crate::target::Target;
+
+/// What the endpoint's look needs of the checker: the redactor (the metadata's strings go through it) and the
+/// limits (the model's timeout, for the queued request's `<error>`).
+pub(super) struct EndpointLook<'a> {
+    pub(super) redactor: &'a Redactor,
+    pub(super) settings: Settings,
+}
+
+impl EndpointLook<'_> {
+    /// What the endpoint tells about a concluded result: its kind (and, for a custom endpoint after a failure or
+    /// for the context check, its metadata), the cause it names, and a forced tool choice it ignored.
+    pub(super) async fn know_endpoint(
+        &self,
+        client: &reqwest::Client,
+        target: &Target,
+        mut r: ModelResult,
+        seen: endpoint::Seen,
+        deadline: tokio::time::Instant,
+        slots_look: Option<SlotsLook>,
+    ) -> ModelResult {
+        let started = Instant::now();
+        let failed = r.outcome != Outcome::Ok;
+        let learned = if endpoint::applies(target) && endpoint::reached(&r) {
+            tokio::time::timeout_at(
+                deadline,
+                endpoint::learn(client, target, seen, failed, self.redactor),
+            )
+            .await
+            .ok()
+        } else {
+            None
+        };
+        // A timeout: whether llama-server's slots were all busy (its queue held the request), in place of the guess
+        // that the model loads on first use.
+        if r.outcome == Outcome::Timeout
+            && endpoint::applies(target)
+            && r.findings.cause.is_none()
+            && r.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("no answer in"))
+            && let Some(slots) = match slots_look {
+                Some(look) => look.seen().await,
+                None => None,
+            }
+        {
+            r.error = Some(render::timeout_queued_error(
+                &render::seconds(self.settings.timeout),
+                slots,
+            ));
+            r.findings.cause = Some(crate::contract::endpoint::Cause::LlamaCppSlotsBusy { slots });
+        }
+        let asked = learned.is_some();
+        let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
+        // The context could not be learned: said, not left silent (issue 27, item 6); an error keeps its own cause.
+        if asked && r.level != crate::contract::outcome::Level::Error {
+            r.findings.context_unchecked = endpoint::context_unchecked(known.as_ref(), target);
+        }
+        r.elapsed_ms += started.elapsed().as_millis() as u64;
+        r.findings.tool_choice_ignored = target.tool_choice == crate::api::ToolChoice::Named
+            && (r.outcome == Outcome::Text
+                || (r.outcome == Outcome::Ok
+                    && r.tool_name.as_deref() != Some(crate::prompt::TOOL_NAME)));
+        let cause = self
+            .cause(&r, known.as_ref(), target)
+            .or_else(|| r.findings.cause.take());
+        if let Some(cause) = cause {
+            if let crate::contract::endpoint::Cause::ContextTooSmall { served, needed, .. } = cause
+                && matches!(
+                    r.level,
+                    crate::contract::outcome::Level::Pass
+                        | crate::contract::outcome::Level::Warning
+                )
+            {
+                r.outcome = Outcome::Http;
+                r.level = Outcome::Http.level(target.api);
+                r.code = Code::ContextTooSmall;
+                r.error = Some(render::context_too_small_error(served, needed));
+            }
+            r.findings.cause = Some(cause);
+        }
+        r.next_action = render::next_action(&r);
+        // Nothing learned is no endpoint in the JSON.
+        r.findings.endpoint = known.filter(|e| {
+            *e != crate::contract::endpoint::Endpoint::of(
+                crate::contract::endpoint::EndpointKind::Unknown,
+            )
+        });
+        r
+    }
+
+    /// The cause the endpoint names for a result, if any: for a pass or a warning the context first (it fails every
+    /// Turn), then the outcome's own.
+    fn cause(
+        &self,
+        r: &ModelResult,
+        known: Option<&crate::contract::endpoint::Endpoint>,
+        target: &Target,
+    ) -> Option<crate::contract::endpoint::Cause> {
+        use crate::contract::endpoint::{Cause, EndpointKind};
+        let kind = known.map(|e| e.kind);
+        // A result that is already an error keeps the cause its own line names; the context is the next run's.
+        if r.level != crate::contract::outcome::Level::Error
+            && let Some(c) = known.and_then(|e| endpoint::context_cause(e, target))
+        {
+            return Some(c);
+        }
+        let error = r.error.as_deref().unwrap_or("");
+        match (r.outcome, r.code) {
+            (Outcome::Text, _)
+                if kind == Some(EndpointKind::LlamaCpp)
+                    && known.and_then(|e| e.supports_tools) == Some(false) =>
+            {
+                Some(Cause::LlamaCppTemplateWithoutTools)
+            }
+            (_, Code::ToolsNotEnabled) if error.contains("--jinja") => {
+                Some(Cause::LlamaCppWithoutJinja)
+            }
+            (_, Code::ToolsNotEnabled) => Some(Cause::VllmToolsNotEnabled),
+            (Outcome::Unreachable, _) if render::hop_cause(error).is_some() => {
+                render::hop_cause(error)
+            }
+            _ if kind == Some(EndpointKind::Litellm) => {
+                let message = error.split_once(": ").map_or(error, |(_, m)| m);
+                endpoint::gateway_backend_error(message)
+                    .map(|error| Cause::GatewayBackendFailed { error })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
+/// aborted when dropped, so a check that ends first leaves nothing running.
+pub(super) struct SlotsLook(pub(super) tokio::task::JoinHandle<Option<u64>>);
+
+impl SlotsLook {
+    /// What the look saw: every slot busy (their number). It ends by the deadline, which has passed when this is
+    /// asked.
+    pub(super) async fn seen(mut self) -> Option<u64> {
+        (&mut self.0).await.ok().flatten()
+    }
+}
+
+impl Drop for SlotsLook {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
