@@ -20,6 +20,8 @@ pub mod sanitize;
 pub mod sidecar;
 pub mod spec;
 pub mod target;
+#[cfg(any(test, feature = "test-builders"))]
+pub mod test_builders;
 pub mod transport;
 
 // The contract's modules and the SSE decoder under the paths they had before their rooms existed, so callers keep

@@ -310,33 +310,22 @@ pub async fn run(
 mod tests {
     use super::*;
     use crate::contract::api_kind::ApiKind;
-    use crate::contract::outcome::{Code, Level};
-    use crate::contract::verdict::Route;
+    use crate::contract::outcome::Code;
 
     fn model(i: usize, error_len: usize) -> ModelResult {
         ModelResult {
-            findings: Default::default(),
-            model: format!("anthropic/claude-model-number-{i}"),
-            id: format!("claude-model-number-{i}"),
-            api: ApiKind::AnthropicMessages,
             base_url: "https://api.anthropic.com".into(),
             host: "api.anthropic.com".into(),
-            route: Route::Custom {
-                api_key_set: false,
-                max_tokens_set: true,
-            },
-            outcome: Outcome::Http,
-            level: Level::Error,
-            code: Code::HttpError,
             next_action: String::new(),
             error: Some("x".repeat(error_len)),
             http_status: Some(500),
-            stop_reason: None,
-            tool_name: None,
-            answer: None,
             max_tokens: 1,
             elapsed_ms: 12,
-            tries: Vec::new(),
+            ..ModelResult::test(
+                &format!("anthropic/claude-model-number-{i}"),
+                ApiKind::AnthropicMessages,
+                Outcome::Http,
+            )
         }
     }
 

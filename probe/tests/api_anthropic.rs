@@ -13,7 +13,7 @@ use jr2_probe::verdict::ModelResult;
 use jr2_testkit::fake_anthropic::{self, GOOD_KEY, TEXT_ANSWER};
 use serde_json::json;
 
-use common::{TlsFake as Fake, catalog_route, key_in, statuses};
+use common::{TlsFake as Fake, statuses};
 
 const WRONG_KEY: &str = "sk-ant-api03-wrong-key-0000000000";
 
@@ -24,28 +24,24 @@ impl Fake {
 
     /// A target for the catalog's `anthropic/claude-haiku-4-5` that sends `id` and holds `key` in `env`.
     fn target(&self, id: &str, env: &str, key: &str) -> Target {
-        Target {
-            named_port: None,
-            model: "anthropic/claude-haiku-4-5".to_owned(),
-            id: id.to_owned(),
-            api: ApiKind::AnthropicMessages,
+        Target::test(ApiKind::AnthropicMessages)
+            .model("anthropic/claude-haiku-4-5")
+            .id(id)
             // The base URL as the catalog writes Anthropic's: no `/v1`.
-            base_url: self.base(),
-            route: catalog_route("anthropic", "ANTHROPIC_API_KEY", true),
-            key: Some(key_in(env, key)),
+            .base_url(self.base())
+            .catalog("anthropic", "ANTHROPIC_API_KEY", true)
+            .key(env, key)
             // pi's catalog: maxTokens 64000, contextWindow 200000 (no clamp).
-            max_tokens: 64000,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+            .max_tokens(64000)
+            .facts(Facts {
                 context_window: None,
                 provider: Some("anthropic".into()),
                 reasoning: true,
                 thinking_level_map: None,
                 compat: Some(json!({"supportsStrictTools": true})),
                 headers: None,
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     async fn check(&self, target: &Target) -> ModelResult {

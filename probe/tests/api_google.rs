@@ -14,7 +14,7 @@ use jr2_probe::verdict::{ModelResult, Origin};
 use jr2_testkit::fake_google::{self, GOOD_KEY, TEXT_ANSWER};
 use serde_json::json;
 
-use common::{TlsFake as Fake, catalog_route, key_in, statuses};
+use common::{TlsFake as Fake, statuses};
 
 const WRONG_KEY: &str = "AIzaSyWrongKey-0000000000000000000000";
 
@@ -26,44 +26,39 @@ impl Fake {
     /// A target as pi's catalog has `google/gemini-2.5-flash` (reasoning, maxTokens 65536, contextWindow 1048576: no
     /// clamp), sending `id`, with the base URL `https://<fake>/v1beta`.
     fn gemini(&self, id: &str) -> Target {
-        Target {
-            named_port: None,
-            model: "google/gemini-2.5-flash".to_owned(),
-            id: id.to_owned(),
-            api: ApiKind::GoogleGenerativeAi,
-            base_url: reqwest::Url::parse(&format!("https://{}/v1beta", self.fake.addr())).unwrap(),
-            route: catalog_route("google", "GEMINI_API_KEY", true),
-            key: Some(key_in("GEMINI_API_KEY", GOOD_KEY)),
-            max_tokens: jr2_probe::prompt::token_cap(65536, 1_048_576),
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(ApiKind::GoogleGenerativeAi)
+            .model("google/gemini-2.5-flash")
+            .id(id)
+            .base_url(format!("https://{}/v1beta", self.fake.addr()))
+            .catalog("google", "GEMINI_API_KEY", true)
+            .key("GEMINI_API_KEY", GOOD_KEY)
+            .max_tokens(jr2_probe::prompt::token_cap(65536, 1_048_576))
+            .facts(Facts {
                 context_window: None,
                 provider: Some("google".into()),
                 reasoning: true,
                 thinking_level_map: None,
                 compat: None,
                 headers: None,
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     /// `google-vertex/gemini-2.5-flash` with an API key, its base URL the fake's (no version: the SDK adds `v1`).
     fn vertex(&self, id: &str) -> Target {
-        Target {
-            named_port: None,
-            model: "google-vertex/gemini-2.5-flash".to_owned(),
-            api: ApiKind::GoogleVertex,
-            base_url: self.base(),
-            route: catalog_route("google-vertex", "GOOGLE_CLOUD_API_KEY", true),
-            key: Some(key_in("GOOGLE_CLOUD_API_KEY", GOOD_KEY)),
-            facts: Facts {
+        Target::test(ApiKind::GoogleVertex)
+            .model("google-vertex/gemini-2.5-flash")
+            .id(id)
+            .base_url(self.base())
+            .catalog("google-vertex", "GOOGLE_CLOUD_API_KEY", true)
+            .key("GOOGLE_CLOUD_API_KEY", GOOD_KEY)
+            .max_tokens(jr2_probe::prompt::token_cap(65536, 1_048_576))
+            .facts(Facts {
                 provider: Some("google-vertex".into()),
                 reasoning: true,
                 ..Facts::default()
-            },
-            ..self.gemini(id)
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     async fn check_with(&self, target: &Target, timeout: Duration) -> ModelResult {
@@ -179,8 +174,9 @@ async fn text_length_and_other_stops() {
 #[tokio::test(flavor = "multi_thread")]
 async fn api_key_invalid_is_a_refused_key() {
     let f = Fake::start().await;
-    let mut t = f.gemini("gemini-2.5-flash");
-    t.key = Some(key_in("GEMINI_API_KEY", WRONG_KEY));
+    let t = f
+        .gemini("gemini-2.5-flash")
+        .key("GEMINI_API_KEY", WRONG_KEY);
     let r = f.check(&t).await;
     assert_eq!(statuses(&r), [Some(400)], "a refused key is not retried");
     common::assert_refused_key_lines(

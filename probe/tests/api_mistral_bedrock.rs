@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use jr2_probe::api::{ApiKind, ToolChoice};
+use jr2_probe::api::ApiKind;
 use jr2_probe::outcome::{Code, Level, Outcome};
 use jr2_probe::prompt;
 use jr2_probe::target::{self, Facts, Target};
@@ -15,59 +15,49 @@ use jr2_probe::verdict::{ModelResult, Origin};
 use jr2_testkit::{fake_bedrock, fake_mistral};
 use serde_json::{Value, json};
 
-use common::{TlsFake as Fake, catalog_route, key_in, statuses};
+use common::{TlsFake as Fake, statuses};
 
 impl Fake {
     /// `mistral/<id>` with the facts of `mistral/mistral-small-latest` (reasoning, contextWindow 256000,
     /// maxTokens 256000).
     fn mistral(&self, id: &str, key: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: format!("mistral/{id}"),
-            id: id.to_owned(),
-            api: ApiKind::MistralConversations,
+        Target::test(ApiKind::MistralConversations)
+            .model(format!("mistral/{id}"))
             // The base URL as the catalog writes both providers': scheme and host, no path.
-            base_url: self.base(),
-            route: catalog_route("mistral", "MISTRAL_API_KEY", key.is_some()),
-            key: key.map(|k| key_in("MISTRAL_API_KEY", k)),
+            .base_url(self.base())
+            .catalog("mistral", "MISTRAL_API_KEY", key.is_some())
+            .key("MISTRAL_API_KEY", key)
             // pi's clamp as the research captured it: 256000 - 85 (pi's estimate of this prompt) - 4096. The
             // plan computes the cap; the wire sends what the target carries.
-            max_tokens: 251_819,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+            .max_tokens(251_819)
+            .facts(Facts {
                 provider: Some("mistral".into()),
                 reasoning: true,
                 ..Facts::default()
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     /// `amazon-bedrock/<id>` with the facts of `anthropic.claude-haiku-4-5-20251001-v1:0` (reasoning,
     /// contextWindow 200000, maxTokens 64000, `compat.supportsStrictMode`).
     fn bedrock(&self, id: &str, token: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: format!("amazon-bedrock/{id}"),
-            id: id.to_owned(),
-            api: ApiKind::BedrockConverseStream,
-            base_url: self.base(),
-            route: catalog_route(
+        Target::test(ApiKind::BedrockConverseStream)
+            .model(format!("amazon-bedrock/{id}"))
+            .base_url(self.base())
+            .catalog(
                 "amazon-bedrock",
                 "AWS_BEARER_TOKEN_BEDROCK",
                 token.is_some(),
-            ),
-            key: token.map(|k| key_in("AWS_BEARER_TOKEN_BEDROCK", k)),
-            max_tokens: prompt::token_cap(64_000, 200_000),
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+            )
+            .key("AWS_BEARER_TOKEN_BEDROCK", token)
+            .max_tokens(prompt::token_cap(64_000, 200_000))
+            .facts(Facts {
                 provider: Some("amazon-bedrock".into()),
                 reasoning: true,
                 compat: Some(json!({"supportsStrictMode": true})),
                 ..Facts::default()
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     async fn check(&self, target: &Target) -> ModelResult {

@@ -18,7 +18,7 @@ use jr2_testkit::fake_provider::Recorded;
 use jr2_testkit::fake_responses::{self, GOOD_KEY, RETRY_AFTER_MS, TEXT_ANSWER};
 use serde_json::{Value, json};
 
-use common::{TlsFake as Fake, catalog_route, key_in, statuses};
+use common::{TlsFake as Fake, statuses};
 
 const WRONG_KEY: &str = "sk-proj-wrong-key-0000000000";
 
@@ -29,17 +29,14 @@ impl Fake {
 
     /// The catalog's `openai/gpt-5-mini` (maxTokens 128000, contextWindow 400000: no clamp), sending `id`.
     fn openai(&self, id: &str, key: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: "openai/gpt-5-mini".to_owned(),
-            id: id.to_owned(),
-            api: ApiKind::OpenAiResponses,
-            base_url: reqwest::Url::parse(&self.fake.base_url()).unwrap(),
-            route: catalog_route("openai", "OPENAI_API_KEY", key.is_some()),
-            key: key.map(|k| key_in("OPENAI_API_KEY", k)),
-            max_tokens: 128_000,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(ApiKind::OpenAiResponses)
+            .model("openai/gpt-5-mini")
+            .id(id)
+            .base_url(self.fake.base_url())
+            .catalog("openai", "OPENAI_API_KEY", key.is_some())
+            .key("OPENAI_API_KEY", key)
+            .max_tokens(128_000)
+            .facts(Facts {
                 context_window: None,
                 provider: Some("openai".into()),
                 reasoning: true,
@@ -51,35 +48,29 @@ impl Fake {
                     json!({"supportsStrictMode": true, "supportsOpenAIGrammarTools": true}),
                 ),
                 headers: None,
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     /// The catalog's `azure-openai-responses/gpt-5-mini`; its catalog base URL is empty, so the test gives the
     /// model's base URL (what pi falls back to when the environment names none).
     fn azure(&self, id: &str, key: &str) -> Target {
-        Target {
-            named_port: None,
-            model: "azure-openai-responses/gpt-5-mini".to_owned(),
-            id: id.to_owned(),
-            api: ApiKind::AzureOpenAiResponses,
-            base_url: reqwest::Url::parse(&format!("https://{}/openai/v1", self.fake.addr()))
-                .unwrap(),
-            route: catalog_route("azure-openai-responses", "AZURE_OPENAI_API_KEY", true),
-            key: Some(key_in("AZURE_OPENAI_API_KEY", key)),
-            max_tokens: 128_000,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(ApiKind::AzureOpenAiResponses)
+            .model("azure-openai-responses/gpt-5-mini")
+            .id(id)
+            .base_url(format!("https://{}/openai/v1", self.fake.addr()))
+            .catalog("azure-openai-responses", "AZURE_OPENAI_API_KEY", true)
+            .key("AZURE_OPENAI_API_KEY", key)
+            .max_tokens(128_000)
+            .facts(Facts {
                 context_window: None,
                 provider: Some("azure-openai-responses".into()),
                 reasoning: true,
                 thinking_level_map: Some(json!({"off": null})),
                 compat: Some(json!({"supportsOpenAIGrammarTools": true})),
                 headers: None,
-            },
-            session_id: target::new_session_id(),
-        }
+            })
+            .session_id(target::new_session_id())
     }
 
     async fn check(&self, target: &Target) -> ModelResult {

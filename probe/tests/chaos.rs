@@ -571,23 +571,9 @@ fn checker(timeout: Duration, max_tries: u32) -> jr2_probe::check::Checker {
 }
 
 fn target(base: &str) -> jr2_probe::target::Target {
-    use jr2_probe::target::{Facts, Target};
-    Target {
-        named_port: None,
-        model: "chaos".to_owned(),
-        id: "chaos".to_owned(),
-        api: jr2_probe::api::ApiKind::OpenAiCompletions,
-        base_url: reqwest::Url::parse(base).unwrap(),
-        route: jr2_probe::verdict::Route::Custom {
-            api_key_set: false,
-            max_tokens_set: true,
-        },
-        key: None,
-        max_tokens: 16,
-        tool_choice: jr2_probe::api::ToolChoice::Unset,
-        facts: Facts::default(),
-        session_id: "s".to_owned(),
-    }
+    jr2_probe::target::Target::test(jr2_probe::api::ApiKind::OpenAiCompletions)
+        .model("chaos")
+        .base_url(base)
 }
 
 /// The model's deadline passing while the connection is still coming up (a TLS handshake that never ends) is a

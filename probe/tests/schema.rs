@@ -167,15 +167,10 @@ fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
         Vec::new()
     };
     ModelResult {
-        findings: Default::default(),
-        model: format!("m{i}"),
         id: format!("org/model-{i}"),
-        api,
         base_url: "https://llm.example:8443/v1".to_owned(),
         host: "llm.example:8443".to_owned(),
         route,
-        outcome,
-        level: outcome.level(api),
         code,
         next_action: code.next_action().to_owned(),
         error: if passed {
@@ -195,6 +190,7 @@ fn result(i: usize, code: Code, outcome: Outcome, route: Route) -> ModelResult {
         max_tokens: 1024,
         elapsed_ms: 700 + i as u64,
         tries,
+        ..ModelResult::test(&format!("m{i}"), api, outcome)
     }
 }
 

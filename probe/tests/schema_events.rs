@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::outcome::{Code, Level, Outcome};
-use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
+use jr2_probe::contract::verdict::{ModelResult, Origin, Verdict};
 use jr2_probe::run::{Summary, TERMINATION_LIMIT};
 use jr2_testkit::fake_provider::{FakeProvider, GOOD_KEY};
 use serde_json::{Value, json};
@@ -144,30 +144,18 @@ async fn a_run_cut_by_the_pods_deadline_validates() {
 }
 
 fn model(i: usize, outcome: Outcome) -> ModelResult {
-    let code = outcome.default_code();
     ModelResult {
-        findings: Default::default(),
-        model: format!("anthropic/claude-model-number-{i}"),
-        id: format!("claude-model-number-{i}"),
-        api: jr2_probe::contract::ApiKind::AnthropicMessages,
         base_url: "https://api.anthropic.com".into(),
         host: "api.anthropic.com".into(),
-        route: Route::Custom {
-            api_key_set: false,
-            max_tokens_set: true,
-        },
-        outcome,
-        level: outcome.level(jr2_probe::contract::ApiKind::AnthropicMessages),
-        code,
-        next_action: code.next_action().into(),
         error: (outcome != Outcome::Ok).then(|| "é\u{1b}[31m".repeat(100)),
         http_status: (outcome != Outcome::Timeout).then_some(500),
-        stop_reason: None,
-        tool_name: None,
-        answer: None,
         max_tokens: 1,
         elapsed_ms: 12,
-        tries: Vec::new(),
+        ..ModelResult::test(
+            &format!("anthropic/claude-model-number-{i}"),
+            jr2_probe::contract::ApiKind::AnthropicMessages,
+            outcome,
+        )
     }
 }
 

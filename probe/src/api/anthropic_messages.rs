@@ -510,31 +510,19 @@ impl Wire for AnthropicMessages {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::verdict::Route;
-    use crate::target::{Facts, Key, Secret};
+    use crate::target::Facts;
 
     fn target(id: &str, facts: Facts, key: Option<(&str, &str)>) -> Target {
-        Target {
-            named_port: None,
-            model: format!("anthropic/{id}"),
-            id: id.to_owned(),
-            api: crate::contract::api_kind::ApiKind::AnthropicMessages,
-            base_url: reqwest::Url::parse("https://api.anthropic.com").unwrap(),
-            route: Route::Catalog {
-                provider: "anthropic".into(),
-                via_custodian: false,
-                key_env: "ANTHROPIC_API_KEY".into(),
-                key_held: true,
-                gateway: false,
-            },
-            key: key.map(|(env, value)| Key {
-                env: env.to_owned(),
-                value: Secret::new(value.to_owned()),
-            }),
-            max_tokens: 64000,
-            tool_choice: ToolChoice::Unset,
-            facts,
-            session_id: "0190d4a1-2b3c-7def-8123-456789abcdef".into(),
+        let t = Target::test(crate::contract::api_kind::ApiKind::AnthropicMessages)
+            .model(format!("anthropic/{id}"))
+            .base_url("https://api.anthropic.com")
+            .catalog("anthropic", "ANTHROPIC_API_KEY", true)
+            .max_tokens(64000)
+            .facts(facts)
+            .session_id("0190d4a1-2b3c-7def-8123-456789abcdef");
+        match key {
+            Some((env, value)) => t.key(env, value),
+            None => t,
         }
     }
 

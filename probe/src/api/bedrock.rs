@@ -297,40 +297,23 @@ impl Wire for BedrockConverseStream {
 mod tests {
     use super::*;
     use crate::contract::api_kind::ApiKind;
-    use crate::contract::verdict::Route;
-    use crate::target::{Facts, Key, Secret};
+    use crate::target::Facts;
 
     const HAIKU: &str = "anthropic.claude-haiku-4-5-20251001-v1:0";
 
     fn target(id: &str, key: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: format!("amazon-bedrock/{id}"),
-            id: id.into(),
-            api: ApiKind::BedrockConverseStream,
-            base_url: reqwest::Url::parse("https://bedrock-runtime.us-east-1.amazonaws.com")
-                .unwrap(),
-            route: Route::Catalog {
-                provider: "amazon-bedrock".into(),
-                via_custodian: false,
-                key_env: "AWS_BEARER_TOKEN_BEDROCK".into(),
-                key_held: key.is_some(),
-                gateway: false,
-            },
-            key: key.map(|k| Key {
-                env: "AWS_BEARER_TOKEN_BEDROCK".into(),
-                value: Secret::new(k.into()),
-            }),
-            max_tokens: prompt::token_cap(64_000, 200_000),
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(ApiKind::BedrockConverseStream)
+            .model(format!("amazon-bedrock/{id}"))
+            .base_url("https://bedrock-runtime.us-east-1.amazonaws.com")
+            .catalog("amazon-bedrock", "AWS_BEARER_TOKEN_BEDROCK", key.is_some())
+            .key("AWS_BEARER_TOKEN_BEDROCK", key)
+            .max_tokens(prompt::token_cap(64_000, 200_000))
+            .facts(Facts {
                 provider: Some("amazon-bedrock".into()),
                 reasoning: true,
                 compat: Some(json!({"supportsStrictMode": true})),
                 ..Facts::default()
-            },
-            session_id: "s".into(),
-        }
+            })
     }
 
     fn read(event: &str, data: &str) -> Result<Vec<StreamEvent>, ProtocolError> {

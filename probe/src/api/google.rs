@@ -479,8 +479,7 @@ impl Wire for Google {
 mod tests {
     use super::*;
     use crate::contract::api_kind::ApiKind;
-    use crate::contract::verdict::Route;
-    use crate::target::{Facts, Key, Secret};
+    use crate::target::Facts;
 
     fn read(data: &str) -> Result<Vec<StreamEvent>, ProtocolError> {
         let mut out = Vec::new();
@@ -495,32 +494,18 @@ mod tests {
     }
 
     fn target(api: ApiKind, id: &str, base: &str, key: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: format!("google/{id}"),
-            id: id.into(),
-            api,
-            base_url: reqwest::Url::parse(base).unwrap(),
-            route: Route::Catalog {
-                provider: "google".into(),
-                via_custodian: false,
-                key_env: "GEMINI_API_KEY".into(),
-                key_held: key.is_some(),
-                gateway: false,
-            },
-            key: key.map(|k| Key {
-                env: "GEMINI_API_KEY".into(),
-                value: Secret::new(k.into()),
-            }),
-            max_tokens: 65536,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(api)
+            .model(format!("google/{id}"))
+            .base_url(base)
+            .catalog("google", "GEMINI_API_KEY", key.is_some())
+            .key("GEMINI_API_KEY", key)
+            .max_tokens(65536)
+            .facts(Facts {
                 provider: Some("google".into()),
                 reasoning: true,
                 ..Facts::default()
-            },
-            session_id: crate::target::new_session_id(),
-        }
+            })
+            .session_id(crate::target::new_session_id())
     }
 
     #[test]

@@ -137,35 +137,21 @@ mod tests {
     use super::*;
     use crate::api::{ApiKind, StreamEvent};
     use crate::framing::sse;
-    use crate::target::{Facts, Key, Secret};
+    use crate::target::Facts;
 
     fn target(key: Option<&str>) -> Target {
-        Target {
-            named_port: None,
-            model: "mistral/mistral-small-latest".into(),
-            id: "mistral-small-latest".into(),
-            api: ApiKind::MistralConversations,
-            base_url: reqwest::Url::parse("https://api.mistral.ai").unwrap(),
-            route: Route::Catalog {
-                provider: "mistral".into(),
-                via_custodian: false,
-                key_env: "MISTRAL_API_KEY".into(),
-                key_held: key.is_some(),
-                gateway: false,
-            },
-            key: key.map(|k| Key {
-                env: "MISTRAL_API_KEY".into(),
-                value: Secret::new(k.into()),
-            }),
-            max_tokens: prompt::token_cap(256_000, 256_000),
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
+        Target::test(ApiKind::MistralConversations)
+            .model("mistral/mistral-small-latest")
+            .base_url("https://api.mistral.ai")
+            .catalog("mistral", "MISTRAL_API_KEY", key.is_some())
+            .key("MISTRAL_API_KEY", key)
+            .max_tokens(prompt::token_cap(256_000, 256_000))
+            .facts(Facts {
                 provider: Some("mistral".into()),
                 reasoning: true,
                 ..Facts::default()
-            },
-            session_id: "0190d6a8-0000-7000-8000-000000000001".into(),
-        }
+            })
+            .session_id("0190d6a8-0000-7000-8000-000000000001")
     }
 
     #[test]

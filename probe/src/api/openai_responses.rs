@@ -602,66 +602,30 @@ impl Wire for OpenAiResponses {
 mod tests {
     use super::*;
     use crate::contract::api_kind::ApiKind;
-    use crate::target::{Facts, Key, Secret};
+    use crate::target::Facts;
     use std::collections::HashMap;
 
     const SESSION: &str = "01970000-0000-7000-8000-000000000001";
 
     fn gpt5_mini(api: ApiKind) -> Target {
         let azure = api == ApiKind::AzureOpenAiResponses;
-        Target {
-            named_port: None,
-            model: if azure {
-                "azure-openai-responses/gpt-5-mini"
-            } else {
-                "openai/gpt-5-mini"
-            }
-            .to_owned(),
-            id: "gpt-5-mini".to_owned(),
-            api,
-            base_url: reqwest::Url::parse(if azure {
-                "https://azure-openai.invalid/openai/v1"
-            } else {
-                "https://api.openai.com/v1"
-            })
-            .unwrap(),
-            route: Route::Catalog {
-                provider: if azure {
-                    "azure-openai-responses"
-                } else {
-                    "openai"
-                }
-                .to_owned(),
-                via_custodian: false,
-                key_env: if azure {
-                    "AZURE_OPENAI_API_KEY"
-                } else {
-                    "OPENAI_API_KEY"
-                }
-                .to_owned(),
-                key_held: true,
-                gateway: false,
-            },
-            key: Some(Key {
-                env: if azure {
-                    "AZURE_OPENAI_API_KEY"
-                } else {
-                    "OPENAI_API_KEY"
-                }
-                .to_owned(),
-                value: Secret::new("sk-test-0123456789abcdef".to_owned()),
-            }),
-            max_tokens: 128_000,
-            tool_choice: ToolChoice::Unset,
-            facts: Facts {
-                provider: Some(
-                    if azure {
-                        "azure-openai-responses"
-                    } else {
-                        "openai"
-                    }
-                    .to_owned(),
-                ),
+        let (provider, key_env, base_url) = if azure {
+            (
+                "azure-openai-responses",
+                "AZURE_OPENAI_API_KEY",
+                "https://azure-openai.invalid/openai/v1",
+            )
+        } else {
+            ("openai", "OPENAI_API_KEY", "https://api.openai.com/v1")
+        };
+        Target::test(api)
+            .model(format!("{provider}/gpt-5-mini"))
+            .base_url(base_url)
+            .catalog(provider, key_env, true)
+            .key(key_env, "sk-test-0123456789abcdef")
+            .max_tokens(128_000)
+            .facts(Facts {
+                provider: Some(provider.to_owned()),
                 reasoning: true,
                 // As pi's catalog has gpt-5-mini: thinking cannot be turned off.
                 thinking_level_map: Some(if azure {
@@ -676,9 +640,8 @@ mod tests {
                 }),
                 headers: None,
                 context_window: None,
-            },
-            session_id: SESSION.to_owned(),
-        }
+            })
+            .session_id(SESSION)
     }
 
     fn no_env(_: &str) -> Option<String> {

@@ -429,25 +429,12 @@ mod tests {
     }
 
     fn target(max_tokens: u64, window: Option<u64>) -> Target {
-        Target {
-            model: "m".into(),
-            id: "m".into(),
-            api: ApiKind::OpenAiCompletions,
-            base_url: reqwest::Url::parse("http://127.0.0.1:8080/v1").unwrap(),
-            named_port: None,
-            route: Route::Custom {
-                api_key_set: false,
-                max_tokens_set: true,
-            },
-            key: None,
-            max_tokens,
-            tool_choice: crate::api::ToolChoice::Unset,
-            facts: crate::target::Facts {
+        Target::test(ApiKind::OpenAiCompletions)
+            .max_tokens(max_tokens)
+            .facts(crate::target::Facts {
                 context_window: window,
                 ..Default::default()
-            },
-            session_id: "s".into(),
-        }
+            })
     }
 
     /// Issue 27, item 7: without a window llama-server fails only a prompt longer than its context (a cap beyond it

@@ -126,35 +126,29 @@ impl ProbeEvent {
 mod tests {
     use super::*;
     use crate::contract::api_kind::ApiKind;
-    use crate::contract::outcome::{Code, Level, Outcome};
+    use crate::contract::outcome::Outcome;
     use crate::contract::verdict::{Route, Timings};
     use serde_json::json;
     use std::time::{Duration, UNIX_EPOCH};
 
     fn result() -> ModelResult {
         ModelResult {
-            findings: Default::default(),
-            model: "vllm/Qwen/Qwen3-32B".into(),
-            id: "Qwen/Qwen3-32B".into(),
-            api: ApiKind::OpenAiCompletions,
             base_url: "http://10.0.0.5:8000/v1".into(),
             host: "10.0.0.5:8000".into(),
             route: Route::Custom {
                 api_key_set: true,
                 max_tokens_set: true,
             },
-            outcome: Outcome::Ok,
-            level: Level::Pass,
-            code: Code::Ok,
-            next_action: Code::Ok.next_action().into(),
-            error: None,
             http_status: Some(200),
-            stop_reason: None,
             tool_name: Some("probe".into()),
-            answer: None,
             max_tokens: 1024,
             elapsed_ms: 812,
             tries: vec![attempt()],
+            ..ModelResult::test(
+                "vllm/Qwen/Qwen3-32B",
+                ApiKind::OpenAiCompletions,
+                Outcome::Ok,
+            )
         }
     }
 

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jr2_probe::outcome::{Code, Level, Outcome};
-use jr2_probe::target::{Key, Secret, Target};
+use jr2_probe::target::Target;
 use jr2_probe::verdict::{ModelResult, Origin, Route, Verdict};
 use jr2_testkit::fake_provider::{FakeProvider, Handler, Recorded, TestCa};
 
@@ -148,25 +148,6 @@ impl TlsFake {
         let all = self.fake.requests();
         assert_eq!(all.len(), 1, "{all:#?}");
         all.into_iter().next().unwrap()
-    }
-}
-
-/// The catalog route of `provider`, its key in `key_env`, held by a Harness pod or not; no Custodian, no gateway.
-pub fn catalog_route(provider: &str, key_env: &str, key_held: bool) -> Route {
-    Route::Catalog {
-        provider: provider.into(),
-        via_custodian: false,
-        key_env: key_env.into(),
-        key_held,
-        gateway: false,
-    }
-}
-
-/// The key `value`, read from `env`.
-pub fn key_in(env: &str, value: &str) -> Key {
-    Key {
-        env: env.into(),
-        value: Secret::new(value.into()),
     }
 }
 

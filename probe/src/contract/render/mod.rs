@@ -740,12 +740,7 @@ mod tests {
         } else {
             ApiKind::OpenAiCompletions
         };
-        let code = outcome.default_code();
         ModelResult {
-            findings: Default::default(),
-            model: model.to_owned(),
-            id: model.split_once('/').map_or(model, |(_, id)| id).to_owned(),
-            api,
             base_url: "https://example.invalid/v1".to_owned(),
             host: if matches!(route, Route::Custom { .. }) {
                 "10.0.0.5:8000"
@@ -754,15 +749,8 @@ mod tests {
             }
             .to_owned(),
             route,
-            outcome,
-            level: outcome.level(api),
-            code,
-            next_action: code.next_action().to_owned(),
             error: (!error.is_empty()).then(|| error.to_owned()),
             http_status: status,
-            stop_reason: None,
-            tool_name: None,
-            answer: None,
             max_tokens: 1024,
             elapsed_ms: 1234,
             tries: vec![
@@ -776,6 +764,7 @@ mod tests {
                 };
                 if outcome == Outcome::Busy { 4 } else { 1 }
             ],
+            ..ModelResult::test(model, api, outcome)
         }
     }
 
