@@ -36,7 +36,7 @@ impl EndpointLook<'_> {
         let learned = if endpoint::applies(target) && endpoint::reached(&r) {
             tokio::time::timeout_at(
                 deadline,
-                endpoint::learn(client, target, seen, failed, &self.redactor),
+                endpoint::learn(client, target, seen, failed, self.redactor),
             )
             .await
             .ok()
