@@ -662,10 +662,13 @@ async fn refused_run_spec(log_lines: Option<usize>) {
             }
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(jr2_testkit::kube::ProbeRun {
-                log_lines,
-                ..Default::default()
-            })
+            jr2_testkit::kube::run_probe(
+                &ctl,
+                jr2_testkit::kube::ProbeRun {
+                    log_lines,
+                    ..Default::default()
+                },
+            )
             .await;
         })
     }))
@@ -702,7 +705,7 @@ async fn a_start_failure_of_one_placement_names_it_and_its_models() {
             ctl.schedule();
             ctl.start_sidecars();
             if !ctl.name.contains("-gpu-") {
-                ctl.run_probe(jr2_testkit::kube::ProbeRun::default())
+                jr2_testkit::kube::run_probe(&ctl, jr2_testkit::kube::ProbeRun::default())
                     .await;
                 return;
             }

@@ -23,6 +23,7 @@
 //! Every error names the field it is about (`plan.models[2].placement: no placement "sandbox-gpu" ...`), and the
 //! caller exits with [`PlanError::EXIT`] (2, bad input) before contacting the cluster.
 
+mod error;
 mod field;
 pub mod host_access;
 mod names;
@@ -30,20 +31,19 @@ mod read;
 pub mod secret_env;
 mod validate;
 
+pub use error::PlanError;
+use error::invalid;
 pub use field::{Field, ModelField, NetworkPolicyField, PlacementField, SpecPath, Step, TopField};
 pub use names::{check_namespace, image_reference, is_dns_label};
 
 use std::collections::BTreeMap;
 
 use jr2_probe::api::{ApiKind, ToolChoice};
-use jr2_probe::contract::Exit;
 use jr2_probe::contract::verdict::Route;
-use jr2_probe::spec::input::InputError;
 use jr2_probe::spec::{ModelSpec, RunSpec, Source};
 use jr2_probe::target::Target;
 use k8s_openapi::api::core::v1::{Container, LocalObjectReference, PodSpec};
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 /// The plan's schema identifier.
 pub const PLAN_SCHEMA: &str = "jr2.dev/provider-preflight-plan/v1";
@@ -283,62 +283,6 @@ impl PlanModel {
 pub struct NetworkPolicyCheck {
     /// Per placement name: the labels of its Harness pods.
     pub harness_pod_labels: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-/// A plan that cannot be run: bad input, named by its field. The caller prints `error: <this>` and exits with
-/// [`PlanError::EXIT`], before contacting the cluster.
-#[derive(Debug, Error)]
-pub enum PlanError {
-    /// The plan file cannot be read, is larger than [`MAX_PLAN_BYTES`], or is not text.
-    #[error("--plan: {0}{hint}", hint = read_hint(.0))]
-    Read(#[from] InputError),
-    /// The plan is not JSON.
-    #[error("plan: not JSON: {0}")]
-    Json(String),
-    /// An object of the plan gives a key twice.
-    #[error("plan: {0}; a plan gives each field once")]
-    Repeated(String),
-    /// A field is missing, of the wrong type, unknown, or invalid.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// The field (`plan.models[2].placement`), or the flag that stands for it.
-        field: Field,
-        /// Why.
-        message: String,
-    },
-}
-
-impl PlanError {
-    /// The exit for bad input.
-    pub const EXIT: Exit = Exit::Usage;
-    /// [`PlanError::EXIT`]'s code (2).
-    pub const EXIT_CODE: u8 = Self::EXIT.code();
-
-    /// The field the error is about, when it names one.
-    pub fn field(&self) -> Option<&Field> {
-        match self {
-            PlanError::Invalid { field, .. } => Some(field),
-            PlanError::Read(_) | PlanError::Json(_) | PlanError::Repeated(_) => None,
-        }
-    }
-}
-
-/// What a plan too large to read is too large for.
-fn read_hint(e: &InputError) -> &'static str {
-    match e {
-        InputError::TooLarge { .. } => {
-            "; a plan's check pods must fit the API server's limit on one object (1.5 MiB)"
-        }
-        _ => "",
-    }
-}
-
-/// An [`PlanError::Invalid`] of `field`.
-fn invalid(field: Field, message: impl Into<String>) -> PlanError {
-    PlanError::Invalid {
-        field,
-        message: message.into(),
-    }
 }
 
 /// The Stand-in of a held secret: what the Harness env holds in place of its value.

@@ -1,7 +1,8 @@
 //! Kubernetes' grammar for the names a plan and the flags give: DNS-1123 labels (a namespace, an Instance, a
 //! placement) and image references (the probe's, the Custodian's), checked before anything is created.
 
-use super::{Field, PlanError, invalid};
+use super::error::{PlanError, invalid};
+use super::field::Field;
 
 /// A namespace (`plan.namespace`, `--namespace`) is a DNS-1123 label; `field` names where it came from.
 pub fn check_namespace(field: Field, value: &str) -> Result<(), PlanError> {

@@ -6,9 +6,9 @@ use jr2_probe::contract::outcome::PodCode;
 use jr2_probe::contract::render;
 use jr2_probe::sanitize::MAX_ERROR_CHARS;
 
+use super::config::Rules;
 use super::pod_state::{Phase, PodState};
 use super::report::{FailureKind, PodFailure, PodOutcome, ProbeReport};
-use super::step::Rules;
 
 impl PodState {
     /// The pod stopped before the probe finished: which model it was on (none when the probe had started none),

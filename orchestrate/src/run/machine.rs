@@ -13,14 +13,14 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use super::RunConfig;
 use super::cancel;
 use super::cleanup::Cleanup;
+use super::config::{Rules, RunConfig};
 use super::log::{self, LogItem};
 use super::pod_state::PodState;
 use super::report::RunResult;
 use super::said::{self, Said};
-use super::step::{Action, Input, Rules};
+use super::step::{self, Action, Input};
 use super::watch::{self, Watch, forbidden};
 
 /// What the loop's streams bring.
@@ -151,7 +151,7 @@ impl Run {
 
     /// Steps pod `i` with what arrived, and carries out what it says.
     fn input(&mut self, i: usize, input: Input, now: Instant) {
-        let actions = self.pods[i].step(input, now, &self.rules);
+        let actions = step::step(&mut self.pods[i], input, now, &self.rules);
         for action in actions {
             self.carry_out(i, action);
         }
@@ -285,7 +285,7 @@ impl Run {
     fn next_wake(&self) -> Instant {
         self.pods
             .iter()
-            .filter_map(|st| st.wake(&self.rules))
+            .filter_map(|st| step::wake(st, &self.rules))
             .fold(self.deadline, Instant::min)
     }
 

@@ -14,7 +14,7 @@
 //! [`Cleanup::wait`]. A create request in flight when the run stops deletes its pod as soon as it is answered.
 //! [`sweep_stale`] removes the check pods of an Instance that outlived their deadline (a driver killed hard).
 //!
-//! The rooms: `pod_state` (each pod's phase and what was seen of it), `step` (the pure step that moves a pod's
+//! The rooms: `config` (what a run is given: its pods and how it goes), `pod_state` (each pod's phase and what was seen of it), `step` (the pure step that moves a pod's
 //! phase on what arrived, and says what to do), `ending` (the outcome and lines of a pod's run that ends), `said`
 //! (what the run says once for all its pods), `machine` (the loop that turns its streams into inputs and carries out
 //! the actions), `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read),
@@ -22,6 +22,7 @@
 
 mod cancel;
 mod cleanup;
+mod config;
 mod create;
 mod ending;
 mod log;
@@ -34,22 +35,17 @@ mod step;
 mod sweep;
 mod watch;
 
-use std::time::Duration;
-
 use futures_util::future::join_all;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::Api;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
 use jr2_probe::sanitize::Redactor;
 
-use crate::plan::{Resolved, ValidPlan};
-use crate::pod::CheckPod;
-
 pub use cancel::Cancel;
 pub use cleanup::{Cleanup, CleanupReport};
+pub use config::{PodToRun, RunConfig};
 pub use log::MAX_LOG_LINE;
 pub use protocol::ProtocolError;
 pub use report::{
@@ -76,85 +72,6 @@ pub fn read_probe_line(
         resolved: &[],
     };
     protocol::event(line, &trusted)
-}
-
-/// How a run is driven.
-#[derive(Clone, Debug)]
-pub struct RunConfig {
-    /// The overall deadline (`--timeout`), from the first create request to the last verdict.
-    pub timeout: Duration,
-    /// How long an image pull may fail (`ErrImagePull`, `ImagePullBackOff`) before it is fatal; shown as pending
-    /// meanwhile. The kubelet's first retry comes 10 s after the first failure.
-    pub image_pull_grace: Duration,
-    /// Once the pod has stopped, how long to wait for the rest of the probe's log.
-    pub log_drain: Duration,
-    /// How long to wait before the probe's log is opened again after it broke off.
-    pub log_retry: Duration,
-    /// Tries of a create answered 429, 500, 503 or 504, or not answered at all.
-    pub create_tries: u32,
-    /// Keep a pod that failed (`--keep-pod`) rather than delete it.
-    pub keep_failed: bool,
-    /// Cleans the cluster's text on its way to a line.
-    pub redactor: Redactor,
-    /// Where progress goes as it happens (pending lines, each model's result).
-    pub progress: Option<UnboundedSender<RunUpdate>>,
-    /// The cleanup to register the pods with; shared with the caller so that it can wait for the deletes after
-    /// Ctrl-C. A run without one makes its own (its deletes still run, but nobody awaits them).
-    pub cleanup: Option<Cleanup>,
-    /// Stops the run, with a result (every pod not finished is [`FailureKind::Interrupted`]).
-    pub cancel: Option<Cancel>,
-    /// The caller already warned that the Events cannot be read (a SelfSubjectAccessReview said so): the run does
-    /// not say it again when their watch is refused.
-    pub events_forbidden_said: bool,
-}
-
-impl Default for RunConfig {
-    fn default() -> Self {
-        Self {
-            timeout: Duration::from_secs(300),
-            image_pull_grace: Duration::from_secs(15),
-            log_drain: Duration::from_secs(5),
-            log_retry: Duration::from_secs(1),
-            create_tries: 3,
-            keep_failed: false,
-            redactor: Redactor::default(),
-            progress: None,
-            cleanup: None,
-            cancel: None,
-            events_forbidden_said: false,
-        }
-    }
-}
-
-/// A pod to create and run, and the models its probe checks, in its run spec's order (the probe's `index`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PodToRun {
-    /// The pod, with a name and the `jr2.dev/preflight-run` label (as `pod::check_pod` builds it).
-    pub pod: Pod,
-    /// Its models' names, in its run spec's order.
-    pub models: Vec<String>,
-    /// What the plan's validation resolved of each model, in the same order: the id, base URL, host and route the
-    /// driver's lines name, whatever the pod says.
-    pub resolved: Vec<Resolved>,
-}
-
-impl PodToRun {
-    /// A check pod of `plan`, with its models' names.
-    pub fn of(check: &CheckPod, plan: &ValidPlan) -> Self {
-        PodToRun {
-            pod: check.pod.clone(),
-            models: check
-                .models
-                .iter()
-                .map(|&i| plan.models[i].model.clone())
-                .collect(),
-            resolved: check
-                .models
-                .iter()
-                .map(|&i| plan.resolved(i).clone())
-                .collect(),
-        }
-    }
 }
 
 /// Runs the check pods: creates them all at once, watches them and their Events, streams each probe's JSON lines,

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use jr2_probe::contract::verdict::ModelResult;
 
-use super::PodToRun;
+use super::config::PodToRun;
 use super::report::{Evidence, FailureKind, PodFailure, PodOutcome, PodRun};
 use crate::diagnose;
 use crate::plan::Resolved;

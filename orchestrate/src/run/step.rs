@@ -1,4 +1,4 @@
-//! A check pod's run as a pure step, in the manner of kube-runtime's watcher `State`: [`PodState::step`] takes what
+//! A check pod's run as a pure step, in the manner of kube-runtime's watcher `State`: [`step`] takes what
 //! arrived for the pod ([`Input`]) and the time it arrived, moves the pod's [`Phase`], and returns what the loop
 //! must do ([`Action`]). It does no I/O and reads no clock, so each transition is a plain unit test; the loop
 //! (`machine.rs`) turns its streams into inputs and carries out the actions.
@@ -7,8 +7,6 @@
 //! Events that cannot be read) is an action here and the run's to word once (`machine.rs`); whether the cluster's
 //! unreachability was already said comes in with the input.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{Event, Pod};
 use tokio::time::Instant;
 
@@ -16,46 +14,13 @@ use jr2_probe::contract::outcome::PodCode;
 use jr2_probe::contract::render;
 use jr2_probe::contract::verdict::Verdict;
 use jr2_probe::contract::{Exit, ProbeEvent};
-use jr2_probe::sanitize::Redactor;
 
-use super::RunConfig;
+use super::config::Rules;
 use super::pod_state::{LogState, MAX_LOG_OPENS, Phase, PodState};
 use super::protocol::{self, Termination};
 use super::report::{FailureKind, PodFailure, PodOutcome, ProbeReport, RunUpdate};
 use crate::diagnose::{self, Diagnosis, StartFailure};
 use crate::pod::PROBE_CONTAINER;
-
-/// What a step judges by: the run's windows and how to clean the cluster's text (the part of [`RunConfig`] that is
-/// no I/O).
-#[derive(Clone, Debug)]
-pub(super) struct Rules {
-    /// The overall deadline ([`RunConfig::timeout`]), as the did-not-start line names it.
-    pub(super) timeout: Duration,
-    /// [`RunConfig::image_pull_grace`].
-    pub(super) image_pull_grace: Duration,
-    /// [`RunConfig::log_drain`].
-    pub(super) log_drain: Duration,
-    /// [`RunConfig::log_retry`].
-    pub(super) log_retry: Duration,
-    /// [`RunConfig::keep_failed`].
-    pub(super) keep_failed: bool,
-    /// Cleans the cluster's text on its way to a line.
-    pub(super) redactor: Redactor,
-}
-
-impl Rules {
-    /// The rules of a run driven so.
-    pub(super) fn of(opts: &RunConfig) -> Self {
-        Self {
-            timeout: opts.timeout,
-            image_pull_grace: opts.image_pull_grace,
-            log_drain: opts.log_drain,
-            log_retry: opts.log_retry,
-            keep_failed: opts.keep_failed,
-            redactor: opts.redactor.clone(),
-        }
-    }
-}
 
 /// What arrived for one pod.
 #[derive(Debug)]
@@ -153,38 +118,36 @@ pub(super) enum Action {
     },
 }
 
-impl PodState {
-    /// Takes what arrived for the pod at `now`, moves its phase, and says what the loop must do. A pod whose run is
-    /// over still records what the cluster shows of it (for the evidence); its phase no longer moves. The step that
-    /// ends the run of the pod returns its [`Action::Release`], once.
-    pub(super) fn step(&mut self, input: Input, now: Instant, rules: &Rules) -> Vec<Action> {
-        let mut step = Step {
-            st: self,
-            rules,
-            now,
-            actions: Vec::new(),
-        };
-        step.take(input);
-        step.release();
-        step.actions
-    }
+/// Takes what arrived for `pod` at `now`, moves its phase, and says what the loop must do. A pod whose run is
+/// over still records what the cluster shows of it (for the evidence); its phase no longer moves. The step that
+/// ends the run of the pod returns its [`Action::Release`], once.
+pub(super) fn step(pod: &mut PodState, input: Input, now: Instant, rules: &Rules) -> Vec<Action> {
+    let mut step = Step {
+        st: pod,
+        rules,
+        now,
+        actions: Vec::new(),
+    };
+    step.take(input);
+    step.release();
+    step.actions
+}
 
-    /// The next moment a timer matters to the pod: the end of a grace or drain window, a log's reopen.
-    pub(super) fn wake(&self, rules: &Rules) -> Option<Instant> {
-        let log = self.log.state;
-        match self.phase {
-            Phase::Waiting {
-                grace_since: Some(since),
-            } => Some(since + rules.image_pull_grace),
-            Phase::Stopping { since } if log == LogState::Open => Some(since + rules.log_drain),
-            Phase::Running => match log {
-                LogState::Ended { at, .. } if self.log.opens < MAX_LOG_OPENS => {
-                    Some(at + rules.log_retry)
-                }
-                _ => None,
-            },
+/// The next moment a timer matters to the pod: the end of a grace or drain window, a log's reopen.
+pub(super) fn wake(pod: &PodState, rules: &Rules) -> Option<Instant> {
+    let log = pod.log.state;
+    match pod.phase {
+        Phase::Waiting {
+            grace_since: Some(since),
+        } => Some(since + rules.image_pull_grace),
+        Phase::Stopping { since } if log == LogState::Open => Some(since + rules.log_drain),
+        Phase::Running => match log {
+            LogState::Ended { at, .. } if pod.log.opens < MAX_LOG_OPENS => {
+                Some(at + rules.log_retry)
+            }
             _ => None,
-        }
+        },
+        _ => None,
     }
 }
 
@@ -687,6 +650,7 @@ mod tests {
     use crate::run::PodToRun;
     use crate::run::report::PodRun;
     use crate::run::said::Said;
+    use jr2_probe::sanitize::Redactor;
 
     const NS: &str = "demo";
     const POD: &str = "jr2-preflight-demo-harness-run0001";
@@ -928,7 +892,7 @@ mod tests {
 
         /// Steps the pod; the run's part of the actions (what it says once) as the loop does it.
         fn step(&mut self, input: Input) -> Vec<Action> {
-            let actions = self.st.step(input, self.now, &self.rules);
+            let actions = step(&mut self.st, input, self.now, &self.rules);
             for a in &actions {
                 let update = match a.clone() {
                     Action::Send(u) => Some(u),
@@ -1218,7 +1182,7 @@ mod tests {
         let since = one.now;
         assert_eq!(one.seen(&back_off).len(), 1, "a pending line");
         assert!(matches!(one.st.phase, Phase::Waiting { grace_since: Some(s) } if s == since));
-        assert_eq!(one.st.wake(&one.rules), Some(since + grace));
+        assert_eq!(wake(&one.st, &one.rules), Some(since + grace));
         one.later(Duration::from_secs(4));
         one.step(Input::Recheck);
         assert!(matches!(one.st.phase, Phase::Waiting { grace_since: Some(s) } if s == since));
@@ -1257,11 +1221,11 @@ mod tests {
         one.begin();
         assert_eq!(one.seen(&running()), [Action::OpenLog { generation: 1 }]);
         assert!(one.st.ran);
-        assert_eq!(one.st.wake(&one.rules), None, "nothing to wait for");
+        assert_eq!(wake(&one.st, &one.rules), None, "nothing to wait for");
         for generation in 2..=MAX_LOG_OPENS {
             assert_eq!(one.log_ends(Some("connection reset by peer")), []);
             let at = one.now;
-            assert_eq!(one.st.wake(&one.rules), Some(at + one.rules.log_retry));
+            assert_eq!(wake(&one.st, &one.rules), Some(at + one.rules.log_retry));
             one.later(Duration::from_millis(500));
             assert_eq!(one.step(Input::Recheck), [], "not yet");
             one.later(Duration::from_millis(500));
@@ -1276,7 +1240,7 @@ mod tests {
             );
         }
         one.log_ends(Some("connection reset by peer"));
-        assert_eq!(one.st.wake(&one.rules), None, "no more reads");
+        assert_eq!(wake(&one.st, &one.rules), None, "no more reads");
         one.later(Duration::from_secs(5));
         assert_eq!(one.step(Input::Recheck), []);
         assert!(matches!(one.st.phase, Phase::Running));
@@ -1316,7 +1280,7 @@ mod tests {
         ));
         assert_eq!(actions, []);
         assert!(matches!(one.st.phase, Phase::Stopping { since: s } if s == since));
-        assert_eq!(one.st.wake(&one.rules), Some(since + one.rules.log_drain));
+        assert_eq!(wake(&one.st, &one.rules), Some(since + one.rules.log_drain));
         one.later(Duration::from_secs(1));
         one.step(Input::Recheck);
         assert!(matches!(one.st.phase, Phase::Stopping { since: s } if s == since));

@@ -8,7 +8,8 @@ use crate::access::{self, Access};
 use crate::plan::{Overrides, ValidPlan};
 use crate::{one_off, pull_secrets, workload};
 
-use super::{Lines, Session, shown, valid_plan};
+use super::lines::{Lines, shown};
+use super::settings::{Session, valid_plan};
 
 /// The cluster as the run found it before creating anything.
 pub(super) struct Connected {

@@ -4,18 +4,18 @@
 //! [`ValidPlan`]; everything after that is here, in the order it happens.
 
 mod connect;
+mod lines;
 mod prepare;
+mod settings;
 
-use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use jr2_probe::contract::{Exit, render};
-use jr2_probe::sanitize::{self, Redactor};
+use jr2_probe::sanitize::Redactor;
 
 use crate::access;
 use crate::evidence;
-use crate::plan::{Overrides, PlanError, RawPlan, ValidPlan};
+use crate::plan::ValidPlan;
 use crate::pod;
 use crate::run::{
     Cancel, Cleanup, Evidence, FailureKind, PodFailure, PodOutcome, PodRun, PodToRun, RunConfig,
@@ -24,48 +24,12 @@ use crate::run::{
 use crate::signals::Signals;
 use crate::verdict::{self, DriverVerdict};
 
+pub use lines::shown;
+pub use settings::{Session, valid_plan};
+
 use connect::{Connected, connect};
+use lines::Lines;
 use prepare::prepare;
-
-/// How a validated plan is run: the values of the flags `run` and `check` share, and what each adds.
-#[derive(Debug, Default)]
-pub struct Session<'a> {
-    /// `--kubeconfig` (default: KUBECONFIG, then ~/.kube/config).
-    pub kubeconfig: Option<&'a Path>,
-    /// `--context`.
-    pub context: Option<&'a str>,
-    /// `--output json`: the verdict on stdout too.
-    pub json: bool,
-    /// `--dry-run`: print the check pods, contact nothing.
-    pub dry_run: bool,
-    /// `--timeout`: the whole check's deadline (default: the plan's deadline and a minute).
-    pub timeout: Option<Duration>,
-    /// `--keep-pod`: keep a failed check pod.
-    pub keep_pod: bool,
-    /// `--evidence`: where a failed check's evidence bundle goes.
-    pub evidence: Option<&'a Path>,
-    /// `--from-deployment`: the Harness Deployment whose template the placements take.
-    pub from_deployment: Option<&'a str>,
-    /// `check`: the Deployment is adopted as `one_off::adopt` does (its containers found by name).
-    pub one_off: bool,
-    /// `--skip-provider-preflight`.
-    pub skip: bool,
-    /// `--cancel-on-stdin`.
-    pub cancel_on_stdin: bool,
-}
-
-/// The one place a plan becomes a [`ValidPlan`]: the flags' values in place of the plan's own (each checked under its
-/// flag's name), then the plan validated as it will run.
-pub fn valid_plan(mut plan: RawPlan, overrides: &Overrides) -> Result<ValidPlan, PlanError> {
-    plan.override_with(overrides)?;
-    plan.validate()
-}
-
-/// An error's text as a line shows it: the secrets by their shape redacted (a key, a URL's credentials:
-/// `sanitize::redact_shapes`, the one rule), then escaped.
-pub fn shown(text: &str) -> String {
-    sanitize::escape(&sanitize::redact_shapes(text))
-}
 
 /// Runs a validated plan as the session asks and returns the exit the process ends with, its lines written on stderr
 /// (and with `json`, the verdict on stdout). The check pods created are deleted on every path, a signal included
@@ -285,16 +249,6 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
     match printed {
         Ok(()) => Exit::of_run(verdict.ok),
         Err(e) => stdout_failed(e),
-    }
-}
-
-/// Writes a line on stderr and keeps it for the verdict.
-struct Lines(Vec<String>);
-
-impl Lines {
-    fn emit(&mut self, line: String) {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-        self.0.push(line);
     }
 }
 

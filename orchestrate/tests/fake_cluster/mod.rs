@@ -608,10 +608,13 @@ pub fn log_cut_after(log_lines: Option<usize>) -> Scenario {
         Box::pin(async move {
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(jr2_testkit::kube::ProbeRun {
-                oom_after_first_result: false,
-                log_lines,
-            })
+            jr2_testkit::kube::run_probe(
+                &ctl,
+                jr2_testkit::kube::ProbeRun {
+                    oom_after_first_result: false,
+                    log_lines,
+                },
+            )
             .await;
         })
     });

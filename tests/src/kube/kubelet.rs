@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::pod_ctl::PodCtl;
-use super::probe_run::ProbeRun;
+use super::probe_run::{ProbeRun, run_probe};
 use super::scenario::Scenario;
 
 /// Plays `scenario` on a pod just created.
@@ -18,15 +18,18 @@ pub(super) async fn kubelet(ctl: PodCtl, scenario: Scenario) {
         Scenario::AllOk => {
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(ProbeRun::default()).await;
+            run_probe(&ctl, ProbeRun::default()).await;
         }
         Scenario::OomKilledAfterFirstResult => {
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(ProbeRun {
-                oom_after_first_result: true,
-                log_lines: None,
-            })
+            run_probe(
+                &ctl,
+                ProbeRun {
+                    oom_after_first_result: true,
+                    log_lines: None,
+                },
+            )
             .await;
         }
         Scenario::UnschedulableThenScheduled { messages, each } => {
@@ -36,7 +39,7 @@ pub(super) async fn kubelet(ctl: PodCtl, scenario: Scenario) {
             }
             ctl.schedule();
             ctl.start_sidecars();
-            ctl.run_probe(ProbeRun::default()).await;
+            run_probe(&ctl, ProbeRun::default()).await;
         }
         Scenario::ImagePullBackOff => {
             ctl.schedule();

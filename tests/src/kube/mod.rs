@@ -84,7 +84,7 @@ use tokio::net::TcpListener;
 pub use authz::{Rule, attributes};
 pub use faults::Faults;
 pub use pod_ctl::{NODE, PodCtl};
-pub use probe_run::{ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT};
+pub use probe_run::{ProbeExit, ProbeRun, TERMINATION_MESSAGE_LIMIT, run_probe};
 pub use request::ApiRequest;
 pub use scenario::{Scenario, Script, ScriptFn, UNSCHEDULABLE_MEMORY, UNSCHEDULABLE_TAINT_MEMORY};
 pub use store::{PodTimes, rfc3339};
