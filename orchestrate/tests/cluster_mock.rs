@@ -34,10 +34,14 @@ use jr2_preflight::run::{
     Cancel, Cleanup, FailureKind, PodOutcome, PodToRun, RunConfig, RunResult, RunUpdate, run_pods,
     sweep_stale,
 };
+use jr2_probe::contract::ProbeEvent;
 use jr2_probe::contract::outcome::Outcome;
 use jr2_probe::contract::summary::Summary;
-use jr2_probe::contract::verdict::{ModelResult, Origin, Route, Verdict};
-use jr2_probe::contract::{ApiKind, ProbeEvent};
+use jr2_probe::contract::verdict::{ModelResult, Route};
+use jr2_testkit::check_run::{
+    MODELS, c_running, c_terminated, c_waiting, ev_result, ev_start, ev_started, ev_summary,
+    model_result,
+};
 
 type Body = UnsyncBoxBody<Bytes, io::Error>;
 type Handle = mock::Handle<Request<kube::client::Body>, Response<Body>>;
@@ -49,11 +53,6 @@ const POD_B: &str = "jr2-preflight-demo-sandbox-run0001";
 const RUN: &str = "run0001";
 const SELECTOR: &str = "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/preflight-run=run0001";
 const PROBE_IMAGE: &str = "ghcr.io/jr2/probe:0.1.0";
-const MODELS: [&str; 3] = [
-    "anthropic/claude-haiku-4-5",
-    "vllm/Qwen/Qwen3-32B",
-    "google/gemini-2.5-flash",
-];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fixtures: the check pod as `pod::check_pod` builds it, its states as a 1.35 kubelet writes them, the probe's lines
@@ -117,28 +116,6 @@ fn check_pod(name: &str) -> PodToRun {
     PodToRun::of(&check, &plan)
 }
 
-fn c_waiting(name: &str, reason: &str, message: Option<&str>) -> Value {
-    let mut w = json!({"reason": reason});
-    if let Some(m) = message {
-        w["message"] = json!(m);
-    }
-    json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": w}})
-}
-
-fn c_running(name: &str) -> Value {
-    json!({"name": name, "image": "x", "imageID": "", "ready": true, "started": true, "restartCount": 0,
-           "state": {"running": {"startedAt": "2026-12-04T18:36:47Z"}}})
-}
-
-fn c_terminated(name: &str, reason: &str, code: i32, message: Option<&str>) -> Value {
-    let mut t = json!({"reason": reason, "exitCode": code, "startedAt": "2026-12-04T18:36:47Z",
-                       "finishedAt": "2026-12-04T18:36:52Z"});
-    if let Some(m) = message {
-        t["message"] = json!(m);
-    }
-    json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": t}})
-}
-
 /// Where the pod is: `None` not scheduled yet; otherwise scheduled on `worker-2`, with these container statuses.
 enum Stage {
     Created,
@@ -162,39 +139,6 @@ fn running() -> Stage {
         phase: "Running",
         custodian: c_running("custodian"),
         probe: c_running("probe"),
-    }
-}
-
-fn model_result(i: usize, outcome: Outcome) -> ModelResult {
-    let model = MODELS[i];
-    let api = ApiKind::AnthropicMessages;
-    let code = outcome.default_code();
-    ModelResult {
-        findings: Default::default(),
-        model: model.to_owned(),
-        id: model.split_once('/').unwrap().1.to_owned(),
-        api,
-        base_url: "https://api.anthropic.com".to_owned(),
-        host: "api.anthropic.com".to_owned(),
-        route: Route::Catalog {
-            provider: "anthropic".to_owned(),
-            via_custodian: true,
-            key_env: "ANTHROPIC_API_KEY".to_owned(),
-            key_held: true,
-            gateway: false,
-        },
-        outcome,
-        level: outcome.level(api),
-        code,
-        next_action: code.next_action().to_owned(),
-        error: None,
-        http_status: Some(200),
-        stop_reason: None,
-        tool_name: Some("probe".to_owned()),
-        answer: None,
-        max_tokens: 1024,
-        elapsed_ms: 840 + i as u64,
-        tries: Vec::new(),
     }
 }
 
@@ -247,48 +191,6 @@ fn assert_clean(text: &str, max: usize) {
         "{} chars: {text:?}",
         text.chars().count()
     );
-}
-
-fn verdict() -> Verdict {
-    Verdict::new(
-        Origin::Node {
-            name: "worker-2".to_owned(),
-        },
-        SystemTime::now(),
-        Duration::from_millis(900),
-        (0..3).map(|i| model_result(i, Outcome::Ok)).collect(),
-        Vec::new(),
-    )
-}
-
-fn ev_start() -> ProbeEvent {
-    ProbeEvent::start(
-        Origin::Node {
-            name: "worker-2".to_owned(),
-        },
-        3,
-        Some(290_000),
-    )
-}
-
-fn ev_started(i: usize) -> ProbeEvent {
-    ProbeEvent::ModelStarted {
-        index: i,
-        model: MODELS[i].to_owned(),
-    }
-}
-
-fn ev_result(i: usize) -> ProbeEvent {
-    ProbeEvent::Result {
-        index: i,
-        result: Box::new(model_result(i, Outcome::Ok)),
-    }
-}
-
-fn ev_summary() -> ProbeEvent {
-    ProbeEvent::Summary {
-        verdict: Box::new(verdict()),
-    }
 }
 
 fn status_body(code: u16, reason: &str, message: &str) -> Value {

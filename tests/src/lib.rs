@@ -21,6 +21,7 @@
 //! Everything binds 127.0.0.1: tests connect to loopback only.
 
 pub mod chaos;
+pub mod check_run;
 pub mod cli;
 pub mod cluster;
 pub mod http;

@@ -640,10 +640,7 @@ mod tests {
 
     use serde_json::{Value, json};
 
-    use jr2_probe::contract::ApiKind;
-    use jr2_probe::contract::outcome::Outcome;
     use jr2_probe::contract::summary::{Summary, TERMINATION_LIMIT};
-    use jr2_probe::contract::verdict::{ModelResult, Origin, Route};
 
     use super::*;
     use crate::plan::{PLAN_SCHEMA, RawPlan, ValidPlan};
@@ -651,16 +648,15 @@ mod tests {
     use crate::run::report::PodRun;
     use crate::run::said::Said;
     use jr2_probe::sanitize::Redactor;
+    use jr2_testkit::check_run::{
+        MODELS, c_running, c_terminated, c_waiting, ev_result, ev_start, ev_started, ev_summary,
+        verdict,
+    };
 
     const NS: &str = "demo";
     const POD: &str = "jr2-preflight-demo-harness-run0001";
     const RUN: &str = "run0001";
     const PROBE_IMAGE: &str = "ghcr.io/jr2/probe:0.1.0";
-    const MODELS: [&str; 3] = [
-        "anthropic/claude-haiku-4-5",
-        "vllm/Qwen/Qwen3-32B",
-        "google/gemini-2.5-flash",
-    ];
     const UNSCHEDULABLE: &str = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient memory. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.";
 
     // -----------------------------------------------------------------------------------------------------------
@@ -703,28 +699,6 @@ mod tests {
         .expect("a valid plan")
     }
 
-    fn c_waiting(name: &str, reason: &str, message: Option<&str>) -> Value {
-        let mut w = json!({"reason": reason});
-        if let Some(m) = message {
-            w["message"] = json!(m);
-        }
-        json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": w}})
-    }
-
-    fn c_running(name: &str) -> Value {
-        json!({"name": name, "image": "x", "imageID": "", "ready": true, "started": true, "restartCount": 0,
-               "state": {"running": {"startedAt": "2026-12-04T18:36:47Z"}}})
-    }
-
-    fn c_terminated(name: &str, reason: &str, code: i32, message: Option<&str>) -> Value {
-        let mut t = json!({"reason": reason, "exitCode": code, "startedAt": "2026-12-04T18:36:47Z",
-                           "finishedAt": "2026-12-04T18:36:52Z"});
-        if let Some(m) = message {
-            t["message"] = json!(m);
-        }
-        json!({"name": name, "image": "x", "imageID": "", "ready": false, "restartCount": 0, "state": {"terminated": t}})
-    }
-
     /// Where the pod is.
     enum Stage {
         Created,
@@ -757,81 +731,6 @@ mod tests {
             phase,
             custodian: c_running("custodian"),
             probe,
-        }
-    }
-
-    fn model_result(i: usize, outcome: Outcome) -> ModelResult {
-        let model = MODELS[i];
-        let api = ApiKind::AnthropicMessages;
-        let code = outcome.default_code();
-        ModelResult {
-            findings: Default::default(),
-            model: model.to_owned(),
-            id: model.split_once('/').unwrap().1.to_owned(),
-            api,
-            base_url: "https://api.anthropic.com".to_owned(),
-            host: "api.anthropic.com".to_owned(),
-            route: Route::Catalog {
-                provider: "anthropic".to_owned(),
-                via_custodian: true,
-                key_env: "ANTHROPIC_API_KEY".to_owned(),
-                key_held: true,
-                gateway: false,
-            },
-            outcome,
-            level: outcome.level(api),
-            code,
-            next_action: code.next_action().to_owned(),
-            error: None,
-            http_status: Some(200),
-            stop_reason: None,
-            tool_name: Some("probe".to_owned()),
-            answer: None,
-            max_tokens: 1024,
-            elapsed_ms: 840 + i as u64,
-            tries: Vec::new(),
-        }
-    }
-
-    fn verdict() -> Verdict {
-        Verdict::new(
-            Origin::Node {
-                name: "worker-2".to_owned(),
-            },
-            SystemTime::now(),
-            Duration::from_millis(900),
-            (0..3).map(|i| model_result(i, Outcome::Ok)).collect(),
-            Vec::new(),
-        )
-    }
-
-    fn ev_start() -> ProbeEvent {
-        ProbeEvent::start(
-            Origin::Node {
-                name: "worker-2".to_owned(),
-            },
-            3,
-            Some(290_000),
-        )
-    }
-
-    fn ev_started(i: usize) -> ProbeEvent {
-        ProbeEvent::ModelStarted {
-            index: i,
-            model: MODELS[i].to_owned(),
-        }
-    }
-
-    fn ev_result(i: usize) -> ProbeEvent {
-        ProbeEvent::Result {
-            index: i,
-            result: Box::new(model_result(i, Outcome::Ok)),
-        }
-    }
-
-    fn ev_summary() -> ProbeEvent {
-        ProbeEvent::Summary {
-            verdict: Box::new(verdict()),
         }
     }
 
