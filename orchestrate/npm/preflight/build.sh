@@ -9,6 +9,15 @@ repo=../../..
 modules=$(tools/install.sh)
 ln -sfn "$modules" node_modules
 rm -rf dist schemas
+# src/version.ts: the name and version compiled in (nothing reads a package.json at run time: a bundle has none).
+node -e '
+  const p = require("./package.json");
+  process.stdout.write(
+    "// Written by build.sh from package.json: this package\x27s name and version, compiled in, so that nothing reads a\n" +
+    "// package.json at run time (a bundle of the client has none beside it, and the app\x27s own is not this one).\n" +
+    `export const NAME = ${JSON.stringify(p.name)};\nexport const VERSION = ${JSON.stringify(p.version)};\n`);
+' >src/version.ts.new
+mv src/version.ts.new src/version.ts
 "$modules/.bin/tsc" -p tsconfig.json
 chmod 0755 dist/cli.js
 cp "$repo/LICENSE" LICENSE

@@ -2,7 +2,8 @@
 # The npm package's check (a step of tests/run.sh): the types in types/ are what the schemas generate (regenerated
 # into a temporary folder; any difference, a new or a missing file included, fails), they compile under tsc --strict
 # and the consumer project test/consumer/ (jr2 up's code: interface-typed pod specs, a mapped placement list,
-# exhaustive switches on the codes) compiles under strict, noUncheckedIndexedAccess and exactOptionalPropertyTypes,
+# exhaustive switches on the codes) compiles under strict, noUncheckedIndexedAccess and exactOptionalPropertyTypes
+# (TypeScript 5.9, and its ordinary.ts under TypeScript 7 with its default `types: []` too),
 # the schemas compile under Ajv 2020 strict, and the node:test tests run against the real driver and the fake cluster
 # on Node 20, 22 and 24. Installs the pinned tools itself (npm ci from tools/package-lock.json, cached under ~/.cache),
 # Node 22 and 24 (and 20 when the machine's node is not 20) from the npm registry's node-<platform>-<arch> packages,
@@ -69,6 +70,8 @@ fi
 rm -f "$generated.diff"
 "$tsc" -p tsconfig.check.json --strict
 "$tsc" -p test/consumer/tsconfig.json
+# TypeScript 7 (the Go compiler, tools/package.json's typescript7) with its defaults: `types: []`, no @types/node.
+node_modules/typescript7/bin/tsc -p test/consumer/tsconfig.ts7.json
 
 # The binaries the tests run, built as the tests step and tests/netns/run.sh build them (so no-ops in tests/run.sh):
 # jr2-preflight and jr2-probe for the workspace's tests, jr2-fake-cluster with the testkit's binaries.

@@ -8,15 +8,25 @@ import { spawnSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-const require = createRequire(import.meta.url);
+import { NAME, VERSION } from "./version.js";
 
-/** The main package's name and version, from its own package.json. */
-const own = require("../package.json") as { name: string; version: string };
+/**
+ * Where this module is: its own URL, or, bundled into a CommonJS file (esbuild leaves `import.meta` empty there), the
+ * script Node runs. The platform packages are looked for from here, by their own names (`@jr2/preflight-<platform>`),
+ * and nothing is read from this package's package.json: a bundle has none beside it, and the app's own one is not
+ * this package's.
+ */
+const moduleUrl: string =
+  typeof import.meta.url === "string" ? import.meta.url : pathToFileURL(resolve(process.argv[1] ?? "index.js")).href;
+const require = createRequire(moduleUrl);
+
+/** This package's name and version (src/version.ts, written from package.json by build.sh). */
+const own = { name: NAME, version: VERSION } as const;
 
 /** The platforms a platform package is built for, as `<process.platform>-<process.arch>`. */
-export const PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64", "win32-x64"] as const;
+export const PLATFORMS = ["linux-x64", "linux-arm64", "darwin-x64", "darwin-arm64", "win32-x64", "win32-arm64"] as const;
 
 /** The variable that names a binary to use in place of the platform package's. */
 export const BINARY_ENV = "JR2_PREFLIGHT_BINARY";
@@ -25,6 +35,12 @@ export const BINARY_ENV = "JR2_PREFLIGHT_BINARY";
 export class PreflightBinaryError extends Error {
   override name = "PreflightBinaryError";
 }
+
+/**
+ * An environment, as `process.env` is one: written out (not the ProcessEnv of Node's types), so that these types need no
+ * `@types/node` (TypeScript 7 includes none by default: `types: []`).
+ */
+export type Environment = { readonly [name: string]: string | undefined };
 
 export interface ResolvedBinary {
   /** The binary's absolute path. */
@@ -37,7 +53,7 @@ export interface ResolvedBinary {
 
 export interface ResolveOptions {
   /** The environment read for JR2_PREFLIGHT_BINARY (default: process.env). */
-  env?: NodeJS.ProcessEnv | undefined;
+  env?: Environment | undefined;
   /** The platform and CPU to look for (default: this process's). */
   platform?: string | undefined;
   arch?: string | undefined;
@@ -127,7 +143,7 @@ function missing(pkg: string, key: string): string {
       `WSL); run npm ci where it runs${fallback}`
     );
   }
-  const lock = findLockfile(join(dirname(fileURLToPath(import.meta.url)), ".."));
+  const lock = findLockfile(join(dirname(fileURLToPath(moduleUrl)), ".."));
   if (lock !== undefined) {
     const { path, packages } = lock;
     const has = (p: string): boolean => Object.keys(packages).some((k) => k.endsWith(`node_modules/${own.name}-${p}`));
@@ -139,6 +155,16 @@ function missing(pkg: string, key: string): string {
         `${lockfileRepair()}${fallback}`
       );
     }
+  }
+  const node = process.versions.node;
+  const [major = 0, minor = 0] = node.split(".").map(Number);
+  if (major < 20 || (major === 20 && minor < 19)) {
+    // The platform packages set no `engines` (the binary needs no Node), but an npm that installed an older release
+    // of them, or a package manager that applies the main package's engines to its optional dependencies, does.
+    return (
+      `${head}, and this Node is ${node}, older than ${own.name} supports (20.19 or newer, its engines): install ` +
+      `Node 20.19 or newer, then reinstall (npm ci)${fallback}`
+    );
   }
   return (
     `${head} that npm leaves out when optional packages are omitted (--omit=optional, --no-optional, ` +

@@ -12,9 +12,11 @@ export {
   platformPackage,
   resolveBinary,
 } from "./binary.js";
-export type { ResolveOptions, ResolvedBinary } from "./binary.js";
-export { EXIT_CODES, driverArgs, runPreflight } from "./run.js";
-export type { ExitCode, PreflightOptions, PreflightResult } from "./run.js";
+export type { Environment, ResolveOptions, ResolvedBinary } from "./binary.js";
+export { EXIT_CODES, PreflightRunError, driverArgs, runPreflight } from "./run.js";
+export type { AbortSignalLike, ExitCode, PreflightOptions, PreflightResult } from "./run.js";
+/** This package's version (the driver's: the binary it runs says the same to `--version`), without reading a file. */
+export { VERSION } from "./version.js";
 export type { Model as PlanModel, Placement, Plan, PodSpec } from "../types/plan.v1.js";
 export type { DriverVerdict, PodCode, PodVerdict } from "../types/driver-verdict.v1.js";
 export type {

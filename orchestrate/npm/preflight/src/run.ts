@@ -8,7 +8,40 @@ import { createInterface } from "node:readline";
 
 import type { Plan } from "../types/plan.v1.js";
 import type { DriverVerdict } from "../types/driver-verdict.v1.js";
-import { resolveBinary } from "./binary.js";
+import { type Environment, type PreflightBinaryError, resolveBinary } from "./binary.js";
+
+/**
+ * What `signal` takes: an `AbortSignal` (`AbortController().signal`, `AbortSignal.timeout()`), written out so that
+ * these types need no `@types/node` and no DOM library (TypeScript 7 includes no types by default: `types: []`).
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/**
+ * The driver could not be started, ended otherwise than by one of its documented exits (a crash: a signal, a
+ * panic's exit), or exited 0 or 1 without a verdict a reader can parse. Its message is one `error:` line;
+ * `exitCode` and `signal` say how it ended (both null when it never started).
+ */
+export class PreflightRunError extends Error {
+  override name = "PreflightRunError";
+  /** The driver's exit code; null when a signal ended it or it never started. */
+  readonly exitCode: number | null;
+  /** The signal that ended it (`SIGSEGV`, `SIGKILL`), or null. */
+  readonly signal: string | null;
+  /** The last line it wrote on stderr, if any. */
+  readonly lastLine: string | undefined;
+
+  constructor(message: string, how: { exitCode?: number | null; signal?: string | null; lastLine?: string | undefined } = {}) {
+    super(message);
+    this.exitCode = how.exitCode ?? null;
+    this.signal = how.signal ?? null;
+    this.lastLine = how.lastLine;
+  }
+}
 
 export interface PreflightOptions {
   /** The kubeconfig context (`--context`; default: the kubeconfig's current one). */
@@ -40,7 +73,7 @@ export interface PreflightOptions {
    * the promise then resolves with that result. A driver that has not exited `killAfterMs` later is killed.
    * Already aborted: nothing is started and the promise rejects with the signal's reason.
    */
-  signal?: AbortSignal | undefined;
+  signal?: AbortSignalLike | undefined;
   /**
    * Called with each line the driver writes on stderr (without its newline), in order, as it comes. One that throws
    * cancels the run, and the promise rejects with what it threw once the driver has exited.
@@ -49,7 +82,7 @@ export interface PreflightOptions {
   /** The binary (default: {@link resolveBinary}'s); its version is checked as JR2_PREFLIGHT_BINARY's is. */
   binary?: string | undefined;
   /** The driver's environment (default: process.env). */
-  env?: NodeJS.ProcessEnv | undefined;
+  env?: Environment | undefined;
   /** After a cancel, how long to wait for the driver's exit before killing it (default 30 s: its deletes take up to 10 s). */
   killAfterMs?: number | undefined;
 }
@@ -99,8 +132,9 @@ export function driverArgs(options: PreflightOptions = {}): string[] {
 
 /**
  * Runs the preflight of `plan` and resolves with the driver's exit code, its verdict and its lines. Rejects only
- * when the driver cannot be found or started, when the signal was aborted before the start, or when it exits 0 or 1
- * without a verdict a reader can parse.
+ * when the driver cannot be found ({@link PreflightBinaryError}), when the signal was aborted before the start (its
+ * reason), or when it cannot be started, crashes, or exits 0 or 1 without a verdict a reader can parse
+ * ({@link PreflightRunError}).
  *
  * The plan goes on stdin as one line of JSON, and stdin stays open while the driver runs: if this process dies, the
  * driver sees stdin close and cancels as on `cancel` (the stale-pod sweep of the next run is the backstop).
@@ -124,9 +158,9 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
     const lines: string[] = [];
     const stdout: Buffer[] = [];
     let killed = false;
-    let killTimer: NodeJS.Timeout | undefined;
+    let killTimer: ReturnType<typeof setTimeout> | undefined;
     let settled = false;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let exit: { code: number | null; signal: string | null } | undefined;
     let stderrDone = false;
     let lineError: unknown;
 
@@ -155,9 +189,10 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
         const how = code === null ? `was ended by ${exit.signal ?? "a signal"}` : `exited ${code}`;
         const last = lines.at(-1);
         reject(
-          new Error(
+          new PreflightRunError(
             `error: jr2-preflight ${how}, which is none of its documented exits (${EXIT_CODES.join(", ")})` +
               (last !== undefined ? `; its last line: ${last}` : ""),
+            { exitCode: code, signal: exit.signal, lastLine: last },
           ),
         );
         return;
@@ -169,11 +204,21 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
         try {
           result.verdict = JSON.parse(text) as DriverVerdict;
         } catch (e) {
-          reject(new Error(`error: jr2-preflight printed a verdict that is not JSON (${String(e)})`));
+          reject(
+            new PreflightRunError(`error: jr2-preflight printed a verdict that is not JSON (${String(e)})`, {
+              exitCode: code,
+              lastLine: lines.at(-1),
+            }),
+          );
           return;
         }
       } else if (exit.code === 0 || exit.code === 1) {
-        reject(new Error(`error: jr2-preflight exited ${exit.code} without a verdict on stdout`));
+        reject(
+          new PreflightRunError(`error: jr2-preflight exited ${exit.code} without a verdict on stdout`, {
+            exitCode: exit.code,
+            lastLine: lines.at(-1),
+          }),
+        );
         return;
       }
       resolvePromise(result);
@@ -184,7 +229,7 @@ export function runPreflight(plan: Plan, options: PreflightOptions = {}): Promis
       settled = true;
       clearTimeout(killTimer);
       signal?.removeEventListener("abort", cancel);
-      reject(new Error(`error: cannot run ${binary}: ${e.message}`));
+      reject(new PreflightRunError(`error: cannot run ${binary}: ${e.message}`));
     });
     // A driver that exits before reading all of its stdin (bad usage) closes the pipe: not an error of the run.
     child.stdin.on("error", () => {});

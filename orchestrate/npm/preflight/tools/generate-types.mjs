@@ -9,9 +9,11 @@
 // Every `$ref` becomes a reference by name and every definition is compiled on its own, so json-schema-to-typescript
 // never meets the same definition twice (its `Timings1`, `Try1`, `ModelResult1`).
 //
-// Two shapes are the generator's, not the schema's, because the schema's own would reject ordinary TypeScript:
-//   - plan.v1 `podSpec` (a Kubernetes core/v1 PodSpec, an open object): the `PodSpec` interface below, which takes an
-//     interface-typed pod spec (@kubernetes/client-node's V1PodSpec) as well as an object literal;
+// Three shapes are the generator's, not the schema's, because the schema's own would reject ordinary TypeScript:
+//   - plan.v1 `podSpec` (a Kubernetes core/v1 PodSpec, an open object): the `PodSpec` interface below, its fields
+//     typed, which takes an interface-typed pod spec (@kubernetes/client-node's V1PodSpec) as well as an object literal;
+//   - plan.v1's optional fields take `undefined` and its lists are `readonly` (forOrdinaryCode): what jr2 up hands
+//     over is built from its own optional values and readonly lists;
 //   - plan.v1 `placements` (`minItems: 1`): a plain `Placement[]`, so that a `.map()` result is one (the driver
 //     refuses an empty list: exit 2 and its one `error: plan.placements: empty` line, as any bad input).
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -19,6 +21,7 @@ import { isDeepStrictEqual } from "node:util";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
+import ts from "typescript";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, "../../../..");
@@ -50,19 +53,87 @@ const banner = (what) =>
 /** The plan's pod spec, as TypeScript (see the header). */
 const POD_SPEC = `
 /**
- * A Kubernetes core/v1 PodSpec (plan.v1 \`podSpec\`): an open object whose \`containers\` are required. Its index
- * signature is \`any\`, not \`unknown\`, because only an \`any\` index signature takes an interface-typed value (a
- * \`V1PodSpec\` of @kubernetes/client-node, which has none) as well as an object literal.
+ * A Kubernetes core/v1 PodSpec (plan.v1 \`podSpec\`), with the fields of Kubernetes 1.35 (the driver's): each
+ * optional and typed, so that a read is typed (\`podSpec.nodeSelector\` is a string map, not \`any\`), an
+ * interface-typed pod spec (a \`V1PodSpec\` of @kubernetes/client-node) is taken as it is, and a misspelt field of an
+ * object literal (\`nodeSelectr\`) fails the compile, as the driver warns of it. The objects under it are \`object\`:
+ * the client's own types describe them.
  */
 export interface PodSpec {
   /**
    * The pod's containers: the Harness container and the Custodian container among them (by the names harnessContainer and custodianContainer give).
    */
   containers: readonly object[];
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  [field: string]: any;
+  activeDeadlineSeconds?: number | undefined;
+  affinity?: object | undefined;
+  automountServiceAccountToken?: boolean | undefined;
+  dnsConfig?: object | undefined;
+  dnsPolicy?: string | undefined;
+  enableServiceLinks?: boolean | undefined;
+  ephemeralContainers?: readonly object[] | undefined;
+  hostAliases?: readonly object[] | undefined;
+  hostIPC?: boolean | undefined;
+  hostNetwork?: boolean | undefined;
+  hostPID?: boolean | undefined;
+  hostUsers?: boolean | undefined;
+  hostname?: string | undefined;
+  hostnameOverride?: string | undefined;
+  imagePullSecrets?: readonly object[] | undefined;
+  initContainers?: readonly object[] | undefined;
+  nodeName?: string | undefined;
+  nodeSelector?: { readonly [key: string]: string } | undefined;
+  os?: object | undefined;
+  overhead?: { readonly [resource: string]: string | number } | undefined;
+  preemptionPolicy?: string | undefined;
+  priority?: number | undefined;
+  priorityClassName?: string | undefined;
+  readinessGates?: readonly object[] | undefined;
+  resourceClaims?: readonly object[] | undefined;
+  resources?: object | undefined;
+  restartPolicy?: string | undefined;
+  runtimeClassName?: string | undefined;
+  schedulerName?: string | undefined;
+  schedulingGates?: readonly object[] | undefined;
+  securityContext?: object | undefined;
+  serviceAccount?: string | undefined;
+  serviceAccountName?: string | undefined;
+  setHostnameAsFQDN?: boolean | undefined;
+  shareProcessNamespace?: boolean | undefined;
+  subdomain?: string | undefined;
+  terminationGracePeriodSeconds?: number | undefined;
+  tolerations?: readonly object[] | undefined;
+  topologySpreadConstraints?: readonly object[] | undefined;
+  volumes?: readonly object[] | undefined;
+  workloadRef?: object | undefined;
 }
 `;
+
+/**
+ * The plan's types as ordinary code fills them: every optional field also takes \`undefined\` (\`{ maxTokens:
+ * m.maxTokens }\` under exactOptionalPropertyTypes) and every list is \`readonly\` (a \`readonly Model[]\` is taken).
+ * Rewrites the generated text through TypeScript's parser, from the end so that the offsets hold.
+ */
+function forOrdinaryCode(text) {
+  const file = ts.createSourceFile("plan.v1.d.ts", text, ts.ScriptTarget.Latest, true);
+  const edits = [];
+  const visit = (node) => {
+    if (ts.isPropertySignature(node) && node.questionToken !== undefined && node.type !== undefined) {
+      const t = node.type;
+      const hasUndefined =
+        (ts.isUnionTypeNode(t) ? t.types : [t]).some((u) => u.kind === ts.SyntaxKind.UndefinedKeyword);
+      if (!hasUndefined) edits.push([t.end, " | undefined"]);
+    }
+    if (ts.isArrayTypeNode(node) && !(ts.isTypeOperatorNode(node.parent) && node.parent.operator === ts.SyntaxKind.ReadonlyKeyword)) {
+      edits.push([node.getStart(file), "readonly "]);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  edits.sort((a, b) => b[0] - a[0]);
+  let out = text;
+  for (const [at, insert] of edits) out = out.slice(0, at) + insert + out.slice(at);
+  return out;
+}
 
 /** Replaces each `$ref` to a definition by a reference to its type's name; collects the names. */
 function byName(node, used) {
@@ -165,7 +236,8 @@ for (const { path, name, schema } of loaded) {
     if (common.has(key)) continue;
     parts.push(await compileOne(byName(def, used), typeName(key)));
   }
-  if (isPlan) parts.push(POD_SPEC.trim());
+  if (isPlan) parts[0] = forOrdinaryCode(parts.join("\n\n"));
+  if (isPlan) parts.splice(1, parts.length - 1, POD_SPEC.trim());
   // The shared types this file refers to, and those they reach: all re-exported, so that one file's types are whole.
   const shared = new Set();
   const visit = (u) => {

@@ -20,27 +20,27 @@ export interface Plan {
   /**
    * The probe's image (jr2-probe), as the cluster pulls it: re-homed to the kit registry where there is one. The check pod pulls it with the Harness pods' imagePullSecrets. Default: ghcr.io/jr2/jr2-probe:<driver version>; --probe-image overrides it.
    */
-  probeImage?: string;
+  probeImage?: string | undefined;
   /**
    * The deadline of the whole check, in seconds: the check pods' activeDeadlineSeconds and the probe's JR2_PROBE_DEADLINE (now + this). Must be more than timeoutSeconds.
    */
-  deadlineSeconds?: number;
+  deadlineSeconds?: number | undefined;
   /**
    * Seconds a model waits for its verdict before its progress line (`provider: <model>: no answer yet after 30 s of 120 s ...`), and between the next ones; 0: none.
    */
-  waitingNoteSeconds?: number;
+  waitingNoteSeconds?: number | undefined;
   /**
    * The time one model has to answer, in seconds; no answer within it is a timeout (`no answer in 120 s`).
    */
-  timeoutSeconds?: number;
+  timeoutSeconds?: number | undefined;
   /**
    * Where the Harness pods run: a Sandbox placement, the Instance Harness. Names are unique. At least one: the driver refuses an empty list (exit 2, as any bad input).
    */
-  placements: Placement[];
+  placements: readonly Placement[];
   /**
    * The models to check, in the order their lines are printed. A model runs on the placement of the Harness pods that run it (an Agent with `workspace: "none"`: the Instance Harness; any other: a Sandbox). The same model may appear once per placement. An empty list is nothing to check: no pod, no line, an ok verdict.
    */
-  models: Model[];
+  models: readonly Model[];
   /**
    * What the NetworkPolicy check needs. The check pod has labels of its own, so a NetworkPolicy that selects the Harness pods and limits their egress does not select it: the driver warns of such a policy. Absent: no NetworkPolicy is read.
    */
@@ -53,7 +53,7 @@ export interface Plan {
         [k: string]: string;
       };
     };
-  };
+  } | undefined;
 }
 
 export type DnsLabel = string;
@@ -73,11 +73,11 @@ export interface Placement {
   /**
    * The Harness container's name in podSpec.containers.
    */
-  harnessContainer?: string;
+  harnessContainer?: string | undefined;
   /**
    * The Custodian container's name, in podSpec.containers (or already a sidecar in initContainers). Absent: these pods hold no secret and have no Custodian, and their calls go direct.
    */
-  custodianContainer?: string;
+  custodianContainer?: string | undefined;
 }
 
 /**
@@ -99,7 +99,7 @@ export interface Model {
   /**
    * The base URL the API appends its path to: http or https, a host, no credentials, no query.
    */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * pi's API kind; default: openai-completions for custom, the catalog's otherwise.
    */
@@ -112,11 +112,11 @@ export interface Model {
     | "google-generative-ai"
     | "google-vertex"
     | "mistral-conversations"
-    | "bedrock-converse-stream";
+    | "bedrock-converse-stream" | undefined;
   /**
    * The env var that holds the key (custom: JR2_PROVIDER_API_KEY; catalog: the provider's, e.g. ANTHROPIC_API_KEY). In the Harness env its value is the Stand-in jr2-held-<NAME> or a valueFrom reference, never a literal key. Absent: no key.
    */
-  keyEnv?: string;
+  keyEnv?: string | undefined;
   /**
    * A Harness pod holds that key (custom: harness.provider.apiKey is set). Decides the held-secret line of an error.
    */
@@ -124,27 +124,68 @@ export interface Model {
   /**
    * The model's maxTokens as jr2 resolves it (custom: per model, then per provider, else 0). Absent: 0 for a custom model (sent as 1, as a Turn sends it), the catalog's otherwise.
    */
-  maxTokens?: number;
+  maxTokens?: number | undefined;
   /**
    * The model's context window as jr2 resolves it.
    */
-  contextWindow?: number;
+  contextWindow?: number | undefined;
   /**
    * The tool_choice to send; unset (the default) sends none, as a Turn does.
    */
-  toolChoice?: "unset" | "auto" | "none" | "required" | "named";
+  toolChoice?: "unset" | "auto" | "none" | "required" | "named" | undefined;
 }
 
 /**
- * A Kubernetes core/v1 PodSpec (plan.v1 `podSpec`): an open object whose `containers` are required. Its index
- * signature is `any`, not `unknown`, because only an `any` index signature takes an interface-typed value (a
- * `V1PodSpec` of @kubernetes/client-node, which has none) as well as an object literal.
+ * A Kubernetes core/v1 PodSpec (plan.v1 `podSpec`), with the fields of Kubernetes 1.35 (the driver's): each
+ * optional and typed, so that a read is typed (`podSpec.nodeSelector` is a string map, not `any`), an
+ * interface-typed pod spec (a `V1PodSpec` of @kubernetes/client-node) is taken as it is, and a misspelt field of an
+ * object literal (`nodeSelectr`) fails the compile, as the driver warns of it. The objects under it are `object`:
+ * the client's own types describe them.
  */
 export interface PodSpec {
   /**
    * The pod's containers: the Harness container and the Custodian container among them (by the names harnessContainer and custodianContainer give).
    */
   containers: readonly object[];
-  // biome-ignore lint/suspicious/noExplicitAny: see above
-  [field: string]: any;
+  activeDeadlineSeconds?: number | undefined;
+  affinity?: object | undefined;
+  automountServiceAccountToken?: boolean | undefined;
+  dnsConfig?: object | undefined;
+  dnsPolicy?: string | undefined;
+  enableServiceLinks?: boolean | undefined;
+  ephemeralContainers?: readonly object[] | undefined;
+  hostAliases?: readonly object[] | undefined;
+  hostIPC?: boolean | undefined;
+  hostNetwork?: boolean | undefined;
+  hostPID?: boolean | undefined;
+  hostUsers?: boolean | undefined;
+  hostname?: string | undefined;
+  hostnameOverride?: string | undefined;
+  imagePullSecrets?: readonly object[] | undefined;
+  initContainers?: readonly object[] | undefined;
+  nodeName?: string | undefined;
+  nodeSelector?: { readonly [key: string]: string } | undefined;
+  os?: object | undefined;
+  overhead?: { readonly [resource: string]: string | number } | undefined;
+  preemptionPolicy?: string | undefined;
+  priority?: number | undefined;
+  priorityClassName?: string | undefined;
+  readinessGates?: readonly object[] | undefined;
+  resourceClaims?: readonly object[] | undefined;
+  resources?: object | undefined;
+  restartPolicy?: string | undefined;
+  runtimeClassName?: string | undefined;
+  schedulerName?: string | undefined;
+  schedulingGates?: readonly object[] | undefined;
+  securityContext?: object | undefined;
+  serviceAccount?: string | undefined;
+  serviceAccountName?: string | undefined;
+  setHostnameAsFQDN?: boolean | undefined;
+  shareProcessNamespace?: boolean | undefined;
+  subdomain?: string | undefined;
+  terminationGracePeriodSeconds?: number | undefined;
+  tolerations?: readonly object[] | undefined;
+  topologySpreadConstraints?: readonly object[] | undefined;
+  volumes?: readonly object[] | undefined;
+  workloadRef?: object | undefined;
 }
