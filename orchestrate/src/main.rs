@@ -293,6 +293,12 @@ async fn run(args: RunArgs) -> ExitCode {
     } else {
         RawPlan::read(&args.plan)
     };
+    // A pod-spec field Kubernetes does not know is dropped, as the API server drops it: a warning each, and on.
+    let read = read.inspect(|plan| {
+        for line in plan.unknown_field_lines() {
+            jr2_probe::say!("{line}");
+        }
+    });
     let common = &args.common;
     // The flags' values are checked under their own names, then stand in for the plan's.
     let overrides = Overrides {

@@ -7,6 +7,7 @@
 //! `orchestrate/schemas/plan.v1.schema.json`; an example is `orchestrate/examples/plan.json`.
 //!
 //! The rooms: `read.rs` reads the JSON (strictly: a key given twice is refused) and names the field of a type error;
+//! `unknown.rs` finds the pod-spec fields Kubernetes does not know (a warning each, as the API server gives);
 //! `validate.rs` checks what the types do not; `names.rs` holds Kubernetes' grammar of names and images;
 //! `host_access.rs` and `secret_env.rs` refuse what a check pod must never copy; `field.rs` names the field an error
 //! is about, as data ([`Field`]), which each front end words its own way.
@@ -29,12 +30,14 @@ pub mod host_access;
 mod names;
 mod read;
 pub mod secret_env;
+mod unknown;
 mod validate;
 
 pub use error::PlanError;
 use error::invalid;
 pub use field::{Field, ModelField, NetworkPolicyField, PlacementField, SpecPath, Step, TopField};
 pub use names::{check_namespace, image_reference, is_dns_label};
+pub use unknown::{unknown_field_lines, unknown_pod_spec_fields};
 
 use std::collections::BTreeMap;
 
@@ -94,6 +97,11 @@ pub struct RawPlan {
     /// NetworkPolicy check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy_check: Option<NetworkPolicyCheck>,
+    /// The fields under the pod specs that a Kubernetes PodSpec does not have (`nodeSelectr`), found as the plan was
+    /// read ([`unknown_pod_spec_fields`]): not the plan's JSON, and dropped from the pod specs as the API server
+    /// drops them; the caller warns of each ([`RawPlan::unknown_field_lines`]).
+    #[serde(skip)]
+    pub unknown_fields: Vec<Field>,
 }
 
 /// The probe image the driver uses when the plan names none: the release of this version.
@@ -370,7 +378,13 @@ impl RawPlan {
             placements,
             models,
             network_policy_check: None,
+            unknown_fields: Vec::new(),
         }
+    }
+
+    /// The `warning:` lines for the pod-spec fields Kubernetes does not know: one per field, bounded. The run goes on.
+    pub fn unknown_field_lines(&self) -> Vec<String> {
+        unknown_field_lines(&self.unknown_fields)
     }
 
     /// The placement of that name.

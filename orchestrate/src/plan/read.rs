@@ -81,7 +81,10 @@ impl RawPlan {
     /// Reads a plan already parsed as JSON: its schema, then its types.
     pub fn from_value(value: Value) -> Result<RawPlan, PlanError> {
         check_schema(&value)?;
-        serde_path_to_error::deserialize(&value).map_err(|e| locate(&value, e))
+        let mut plan: RawPlan =
+            serde_path_to_error::deserialize(&value).map_err(|e| locate(&value, e))?;
+        plan.unknown_fields = super::unknown_pod_spec_fields(&value);
+        Ok(plan)
     }
 }
 
