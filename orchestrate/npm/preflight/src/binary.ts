@@ -1,5 +1,5 @@
 // Finds the jr2-preflight binary: the path the caller gives (`binary`), else the path JR2_PREFLIGHT_BINARY names,
-// else the platform package npm installed beside this one (one of the five optionalDependencies, chosen by their `os`
+// else the platform package npm installed beside this one (one of the six optionalDependencies, chosen by their `os`
 // and `cpu`); then checks that the binary's version is this package's, so that a stale override or a mixed install is
 // one clear line, not an odd run. When the platform package is missing, it tells the three causes apart (another
 // platform's package installed, a lockfile that lacks this platform, optional packages omitted) and gives the repair.
@@ -159,11 +159,11 @@ function missing(pkg: string, key: string): string {
   const node = process.versions.node;
   const [major = 0, minor = 0] = node.split(".").map(Number);
   if (major < 20 || (major === 20 && minor < 19)) {
-    // The platform packages set no `engines` (the binary needs no Node), but an npm that installed an older release
-    // of them, or a package manager that applies the main package's engines to its optional dependencies, does.
+    // The platform packages set no `engines` (the binary needs no Node), so npm installs them on any Node; still,
+    // below the main package's floor the Node is what to name first (and then what else leaves a package out).
     return (
       `${head}, and this Node is ${node}, older than ${own.name} supports (20.19 or newer, its engines): install ` +
-      `Node 20.19 or newer, then reinstall (npm ci)${fallback}`
+      `Node 20.19 or newer, then reinstall (npm ci, without --omit=optional)${fallback}`
     );
   }
   return (

@@ -285,7 +285,7 @@ describe("resolveBinary", () => {
       () => resolveBinary({ env: {}, platform: "linux", arch: "ia32" }),
       (e) =>
         e instanceof PreflightBinaryError &&
-        e.message.startsWith("error: @jr2/preflight has no jr2-preflight binary for linux-ia32 (it ships linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64)"),
+        e.message.startsWith("error: @jr2/preflight has no jr2-preflight binary for linux-ia32 (it ships linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64, win32-arm64)"),
     );
   });
 });

@@ -10,6 +10,9 @@
 //                                --package-lock-only && npm install)
 //   node installed.mjs other-platform   `npm ci --os/--cpu` of another platform: the line names the package there
 //   node installed.mjs omit-optional    `npm ci --omit=optional`: the lockfile has the platform, the line says omitted
+//   node installed.mjs binary   the platform package's binary found and run (a dry run: no cluster), on whatever Node
+//                                runs this (install-test.sh: Node 20.18, below the main package's engines)
+//   node installed.mjs old-node  on a Node below 20.19, no platform package: the line names the Node's version
 //
 // JR2_NPM_HARNESS is the absolute path of test/harness.mjs (the fake cluster and the schemas' validators); the binaries
 // it starts are the workspace's debug ones, as in check.sh.
@@ -56,6 +59,18 @@ if (mode === "lockfile-lacks") {
 } else if (mode === "omit-optional") {
   assertMissing(["--omit=optional"], ["npm ci cannot install it"]);
   console.log(`installed (${mode}): resolveBinary names ${pkg}, omitted`);
+} else if (mode === "old-node") {
+  assertMissing([`this Node is ${process.versions.node}, older than @jr2/preflight supports (20.19 or newer`]);
+  console.log(`installed (${mode}): resolveBinary names ${pkg} and Node ${process.versions.node}`);
+} else if (mode === "binary") {
+  const { planFor } = await import(pathToFileURL(process.env.JR2_NPM_HARNESS).href);
+  const bin = resolveBinary({ env });
+  assert.equal(bin.source, "package");
+  assert.equal(realpathSync(bin.path), realpathSync(join(project, "node_modules", pkg, "bin", "jr2-preflight")));
+  const r = await runPreflight(planFor("http://127.0.0.1:9/v1", ["ok"]), { dryRun: true, env });
+  assert.equal(r.exitCode, 0, r.lines.join("\n"));
+  assert.match(r.dryRunPods ?? "", /^kind: Pod$/m);
+  console.log(`installed (binary, Node ${process.versions.node}): ${bin.path} ${bin.version} ran a dry run`);
 } else if (mode === "full") {
   const { assertValid, planFor, startFakeCluster } = await import(pathToFileURL(process.env.JR2_NPM_HARNESS).href);
   const bin = resolveBinary({ env });
@@ -89,5 +104,5 @@ if (mode === "lockfile-lacks") {
   }
   console.log(`installed (full): ${bin.path} ${bin.version} passed against the fake cluster`);
 } else {
-  throw new Error(`usage: node installed.mjs full|lockfile-lacks|other-platform|omit-optional (not ${mode})`);
+  throw new Error(`usage: node installed.mjs full|binary|lockfile-lacks|other-platform|omit-optional (not ${mode})`);
 }

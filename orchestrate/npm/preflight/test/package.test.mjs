@@ -4,14 +4,14 @@
 // `repository`), and their READMEs' links.
 
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { test } from "node:test";
 
 import ts from "typescript";
 
-import { PLATFORMS } from "../dist/index.js";
+import { EXIT_CODES, PLATFORMS, VERSION } from "../dist/index.js";
 import { packageDir, repo } from "./harness.mjs";
 
 const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8"));
@@ -89,7 +89,7 @@ test("each type is declared once: the shared definitions in common.v1.d.ts, no g
   for (const [name, files] of declared) if (name !== "Model") assert.equal(files.length, 1, `${name} in ${files.join(", ")}`);
 });
 
-test("publish metadata: one repository URL (Cargo.toml's) in every package.json, engines on each, no example.invalid", () => {
+test("publish metadata: one repository URL (Cargo.toml's) in every package.json, public with provenance, engines on the main one only, no example.invalid", () => {
   assert.ok(repository, "[workspace.package] repository in Cargo.toml");
   assert.match(repository, /^https:\/\/github\.com\/[^/]+\/jr2-preflight$/);
   for (const [dir, p] of packages) {
@@ -97,7 +97,11 @@ test("publish metadata: one repository URL (Cargo.toml's) in every package.json,
     assert.deepEqual(p.repository, { type: "git", url: `git+${repository}.git`, directory: dir }, dir);
     assert.equal(p.homepage, `${repository}#readme`, dir);
     assert.deepEqual(p.bugs, { url: `${repository}/issues` }, dir);
-    assert.equal(p.engines?.node, ">=20.19", dir);
+    // The binary needs no Node: a platform package with engines is one npm silently leaves out on an older Node
+    // (it drops an optional package that fails engines), and the user is told the wrong cause.
+    if (dir === "orchestrate/npm/preflight") assert.equal(p.engines?.node, ">=20.19", dir);
+    else assert.equal(p.engines, undefined, `${dir}: engines on a platform package`);
+    assert.deepEqual(p.publishConfig, { access: "public", provenance: true }, dir);
     assert.ok(!JSON.stringify(p).includes("example.invalid"), `${dir}/package.json names example.invalid`);
     const readme = readFileSync(join(repo, dir, "README.md"), "utf8");
     assert.ok(readme.includes(`(${repository}#from-jr2-up)`), `${dir}/README.md links to the repository's "From jr2 up"`);
@@ -115,4 +119,96 @@ test("the repository's LICENSE is the Apache License 2.0, and the main package s
   assert.match(license, /END OF TERMS AND CONDITIONS/);
   assert.ok(existsSync(join(packageDir, "LICENSE")), "build.sh copied LICENSE into the package");
   assert.equal(readFileSync(join(packageDir, "LICENSE"), "utf8"), license);
+});
+
+test("the version is a constant (src/version.ts, written by build.sh), and nothing in dist/ reads a package.json", () => {
+  assert.equal(VERSION, manifest.version);
+  for (const f of readdirSync(join(packageDir, "dist")).filter((f) => f.endsWith(".js"))) {
+    assert.doesNotMatch(readFileSync(join(packageDir, "dist", f), "utf8"), /["'`]\.{1,2}\/(?:\.\.\/)*package\.json["'`]/, `dist/${f} reads a package.json by a relative path`);
+  }
+});
+
+test("no .d.ts of the package names Node's own types (TypeScript 7 includes none by default: types: [])", () => {
+  const dts = [
+    ...readdirSync(join(packageDir, "dist")).filter((f) => f.endsWith(".d.ts")).map((f) => join("dist", f)),
+    ...readdirSync(join(packageDir, "types")).map((f) => join("types", f)),
+  ];
+  for (const f of dts) {
+    const code = readFileSync(join(packageDir, f), "utf8").replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+    assert.doesNotMatch(code, /\bNodeJS\.|\bBuffer\b|\bAbortSignal\b|["']node:/, f);
+  }
+});
+
+/** The ```ts blocks of a Markdown file. */
+const snippets = (file) => [...readFileSync(file, "utf8").matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+
+test("the package README's TypeScript snippets compile (strict, exactOptionalPropertyTypes, the package by its name)", () => {
+  const blocks = snippets(join(packageDir, "README.md"));
+  assert.ok(blocks.length >= 2, "the README has its snippets");
+  // Under the package folder, so that "@jr2/preflight" resolves to this package through its exports; the Kubernetes
+  // client's types are the consumer project's stand-ins (test/consumer/kubernetes.ts).
+  const dir = join(packageDir, ".cache/readme");
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const files = blocks.map((code, i) => {
+    const file = join(dir, `snippet${i}.ts`);
+    writeFileSync(file, code);
+    return file;
+  });
+  const program = ts.createProgram(files, {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    lib: ["lib.es2022.d.ts"],
+    types: ["node"],
+    typeRoots: [join(packageDir, "node_modules/@types")],
+    strict: true,
+    noUncheckedIndexedAccess: true,
+    exactOptionalPropertyTypes: true,
+    verbatimModuleSyntax: true,
+    noEmit: true,
+    skipLibCheck: false,
+    baseUrl: packageDir,
+    paths: { "@kubernetes/client-node": ["./test/consumer/kubernetes.ts"] },
+  });
+  const errors = ts.getPreEmitDiagnostics(program).map((d) => {
+    const where = d.file ? `${d.file.fileName.replace(`${packageDir}/`, "")}(${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1})` : "";
+    return `${where}: TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`;
+  });
+  assert.deepEqual(errors, []);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("the READMEs' exit codes are the documented ones, 129 among them", () => {
+  assert.deepEqual(EXIT_CODES, [0, 1, 2, 129, 130, 143]);
+  const root = readFileSync(join(repo, "README.md"), "utf8").replace(/\s+/g, " ");
+  assert.ok(root.includes(`\`${EXIT_CODES.join(" | ")}\``), `README.md writes ExitCode as \`${EXIT_CODES.join(" | ")}\``);
+  assert.ok(readFileSync(join(packageDir, "README.md"), "utf8").replace(/\s+/g, " ").includes(EXIT_CODES.join(", ")));
+});
+
+test("the release section (orchestrate/README.md) publishes the seven packages as package.json says: platforms first, public, with provenance", () => {
+  const readme = readFileSync(join(repo, "orchestrate/README.md"), "utf8");
+  const section = /^### Releasing the npm packages$([\s\S]*?)(?=^##)/m.exec(readme)?.[1];
+  assert.ok(section, 'orchestrate/README.md has a "### Releasing the npm packages" section');
+  const block = /^```sh\n([\s\S]*?)^```$/m.exec(section)?.[1];
+  assert.ok(block, "the section holds the commands, in a sh block");
+  // Every `npm publish` names a tarball, in order; each is one of the seven, each once, the main package last.
+  const published = [...block.matchAll(/^npm publish (\S+)(.*)$/gm)].map((m) => ({ tgz: m[1], flags: m[2] }));
+  const expected = [...Object.keys(manifest.optionalDependencies), manifest.name];
+  assert.equal(expected.length, 7);
+  const tarballName = (name) => `${name.replace(/^@/, "").replace("/", "-")}-$V.tgz`;
+  assert.deepEqual(
+    published.map((p) => p.tgz.replace(/^.*\//, "")).sort(),
+    expected.map(tarballName).sort(),
+    "the seven tarballs, each once",
+  );
+  assert.equal(published.at(-1)?.tgz.replace(/^.*\//, ""), tarballName(manifest.name), "the main package is published last");
+  for (const p of published) {
+    assert.match(p.flags, /--provenance\b/, `${p.tgz}: --provenance`);
+    assert.match(p.flags, /--access public\b/, `${p.tgz}: --access public`);
+  }
+  // What the flags repeat is what package.json says (publishConfig), on every package.
+  for (const [dir, p] of packages) assert.deepEqual(p.publishConfig, { access: "public", provenance: true }, dir);
+  assert.equal(packages.length, 7);
+  assert.match(section, /platform packages first/);
 });

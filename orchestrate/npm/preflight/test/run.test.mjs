@@ -7,7 +7,7 @@ import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { driverArgs, runPreflight } from "../dist/index.js";
+import { PreflightRunError, driverArgs, runPreflight } from "../dist/index.js";
 import { INTERRUPTED, assertValid, driverBin, packageDir, planFor, scratch, startFakeCluster, testDriver } from "./harness.mjs";
 
 const { version } = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8"));
@@ -158,6 +158,17 @@ describe("runPreflight", () => {
     assert.equal((await cluster.state()).created.length, before, "nothing was created");
   });
 
+  test("a pod-spec field Kubernetes does not know (nodeSelectr): one warning line naming its path, and the run goes on", async () => {
+    const plan = planFor(cluster.providerBaseUrl, ["ok"]);
+    plan.placements[0].podSpec.nodeSelectr = { pool: "gpu" };
+    const r = await runPreflight(plan, { kubeconfig: cluster.kubeconfig, dryRun: true, ...testDriver() });
+    assert.equal(r.exitCode, 0, r.lines.join("\n"));
+    assert.deepEqual(r.lines, [
+      'warning: plan.placements[0].podSpec.nodeSelectr: unknown field, not in a Kubernetes PodSpec: the check pod is made without it, as the API server makes the Harness pods (it warns: unknown field "spec.nodeSelectr")',
+    ]);
+    assert.doesNotMatch(r.dryRunPods ?? "", /nodeSelectr|pool: gpu/);
+  });
+
   test("evidence: the folder reaches the driver, which refuses one that is not empty (exit 2) before the cluster", async () => {
     const s = scratch("jr2-npm-evidence-");
     try {
@@ -177,7 +188,7 @@ describe("runPreflight", () => {
     }
   });
 
-  test("an exit none of the documented ones (a crash) rejects, naming the code and the last line", async () => {
+  test("an exit none of the documented ones (a crash) rejects with a PreflightRunError, naming the code and the last line", async () => {
     const s = scratch("jr2-npm-crash-");
     try {
       const bin = join(s.dir, "jr2-preflight");
@@ -190,10 +201,15 @@ describe("runPreflight", () => {
       await assert.rejects(
         runPreflight(planFor(cluster.providerBaseUrl, ["ok"]), { binary: bin }),
         (e) => {
+          assert.ok(e instanceof PreflightRunError, `a PreflightRunError, not ${e?.constructor?.name}`);
+          assert.equal(e.name, "PreflightRunError");
           assert.equal(
             e.message,
             "error: jr2-preflight exited 101, which is none of its documented exits (0, 1, 2, 129, 130, 143); its last line: thread 'main' panicked at src/main.rs",
           );
+          assert.equal(e.exitCode, 101);
+          assert.equal(e.signal, null);
+          assert.equal(e.lastLine, "thread 'main' panicked at src/main.rs");
           return true;
         },
       );
