@@ -42,6 +42,10 @@ pub enum ClusterError {
     /// The auth (token, exec plugin) or the headers of the kubeconfig.
     #[error("{0}")]
     Auth(String),
+    /// The kubeconfig's credentials could not be used (an exec credential plugin that failed, a token file that
+    /// cannot be read): in the words of `credentials.rs`, never what a plugin printed.
+    #[error("{0}")]
+    Credentials(String),
 }
 
 /// A client from the kubeconfig: `kubeconfig` (else `KUBECONFIG`, else `~/.kube/config`), its `context` (else the
@@ -55,7 +59,8 @@ pub async fn client(
         context,
         ..Default::default()
     };
-    let file = read_kubeconfig(kubeconfig)?;
+    let mut file = read_kubeconfig(kubeconfig)?;
+    crate::credentials::not_interactive(&mut file);
     let files = |e: crate::kubeconfig_files::FileError| ClusterError::Kubeconfig(e.to_string());
     crate::kubeconfig_files::check_referenced(&file).map_err(files)?;
     let kubeconfig_proxy = cluster_proxy_url(&file, options.context.as_deref());
@@ -189,9 +194,13 @@ pub fn client_of(config: kube::Config) -> Result<kube::Client, ClusterError> {
     let hyper: hyper_util::client::legacy::Client<_, kube::client::Body> =
         hyper_util::client::legacy::Builder::new(hyper_util::rt::TokioExecutor::new())
             .build(connector);
+    // kube's own text of an auth error holds what an exec plugin printed (a token): words of ours instead.
     let auth = config
         .auth_layer()
-        .map_err(|e| ClusterError::Auth(e.to_string()))?;
+        .map_err(|e| match crate::credentials::auth_error(&e) {
+            Some(auth) => ClusterError::Credentials(crate::credentials::words(auth)),
+            None => ClusterError::Auth(e.to_string()),
+        })?;
     let headers = config
         .extra_headers_layer()
         .map_err(|e| ClusterError::Auth(e.to_string()))?;

@@ -7,6 +7,10 @@
 //! created new (`create_new`: `O_CREAT | O_EXCL`, which follows no symbolic link, dangling or not), so that a link
 //! planted in the directory can neither overwrite its target nor create one.
 //!
+//! What the cluster shows back is what admission made of the pods: an injected `DB_PASSWORD`, `VAULT_TOKEN` or
+//! annotation `vault.example.com/token` is redacted by its name, as the plan judges names (`redact.rs`; issue 40,
+//! item 4), and every value by its shape, in every file ([`scrub`]).
+//!
 //! The bundle is meant to be attached to a support ticket (issue 25, item 9): every file goes through [`scrub`]
 //! (the key shapes and URL credentials of `jr2_probe::sanitize::redact_shapes`, the one rule for a secret by its
 //! shape, then control, bidi and invisible characters escaped line by line, so that an ESC or OSC 52 a pod wrote
@@ -20,6 +24,7 @@ use std::time::SystemTime;
 use jr2_probe::contract::verdict::rfc3339_utc;
 
 use crate::pod::CheckPod;
+use crate::redact;
 use crate::run::RunResult;
 use crate::verdict::DriverVerdict;
 use crate::yaml;
@@ -119,17 +124,20 @@ pub fn write(
     make_dir(dir)?;
     new_file(
         &dir.join("pods-as-created.yaml"),
-        yaml::documents(created.iter().map(|c| &c.pod))?,
+        yaml::documents(created.iter().map(|c| redact::by_name(&c.pod)))?,
     )?;
     for pod in &run.pods {
         let d = dir.join(&pod.name);
         new_dir(&d)?;
         if let Some(p) = &pod.evidence.pod {
-            new_file(&d.join("pod-last-status.yaml"), yaml::document(p)?)?;
+            new_file(
+                &d.join("pod-last-status.yaml"),
+                yaml::document(&redact::by_name(p))?,
+            )?;
         }
         new_file(
             &d.join("events.yaml"),
-            yaml::document(&pod.evidence.events)?,
+            yaml::document(&redact::by_name(&pod.evidence.events))?,
         )?;
         new_file(&d.join("probe.jsonl"), pod.evidence.probe_lines.join("\n"))?;
         new_file(
@@ -276,6 +284,65 @@ mod tests {
         assert!(check(&link).unwrap_err().contains("symbolic link"));
         assert!(write(&link, &[], &empty_run(), &verdict()).is_err());
         assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Issue 40, item 4: what admission injected into the pod the cluster shows back is redacted, by the name's
+    /// meaning (as the plan judges names) and by the value's shape, in the pod's last status and its Events.
+    #[test]
+    fn what_admission_injected_is_redacted_by_name_and_shape() {
+        let base = scratch("injected");
+        let dir = base.join("evidence");
+        let injected: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "jr2-preflight-demo-harness-run0001",
+                "annotations": {"vault.example.com/token": "hvs.PW4242vault"}},
+            "spec": {
+                "initContainers": [{"name": "mesh-init", "image": "mesh/init:1", "env": [
+                    {"name": "MESH_BOOTSTRAP", "value": "eyJhbGciOiJIUzI1NiJ9.eyJtZXNoIjoiUFc0MjQyIn0.PW4242sig"}]}],
+                "containers": [{"name": "probe", "image": "probe:1", "env": [
+                    {"name": "DB_PASSWORD", "value": "PW4242db"},
+                    {"name": "VAULT_TOKEN", "value": "PW4242token"},
+                    {"name": "ANTHROPIC_API_KEY", "value": "jr2-held-ANTHROPIC_API_KEY"}]}]
+            }
+        }))
+        .unwrap();
+        let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "e1", "annotations": {"example.com/api-key": "PW4242event"}},
+            "involvedObject": {"kind": "Pod", "name": "jr2-preflight-demo-harness-run0001"},
+            "reason": "Injected", "message": "bootstrap eyJhbGciOiJIUzI1NiJ9.eyJtZXNoIjoiUFc0MjQyIn0.PW4242sig"
+        }))
+        .unwrap();
+        let mut pod = crate::run::PodRun {
+            name: "jr2-preflight-demo-harness-run0001".to_owned(),
+            uid: None,
+            node: None,
+            models: Vec::new(),
+            results: Vec::new(),
+            outcome: crate::run::PodOutcome::Failed(crate::run::PodFailure {
+                kind: crate::run::FailureKind::Interrupted,
+                lines: Vec::new(),
+            }),
+            evidence: crate::run::Evidence::default(),
+            kept: false,
+        };
+        pod.evidence.pod = Some(injected);
+        pod.evidence.events = vec![event];
+        let run = RunResult {
+            pods: vec![pod],
+            warnings: Vec::new(),
+        };
+        write(&dir, &[], &run, &verdict()).unwrap();
+        let pod_dir = dir.join("jr2-preflight-demo-harness-run0001");
+        for f in ["pod-last-status.yaml", "events.yaml"] {
+            let text = fs::read_to_string(pod_dir.join(f)).unwrap();
+            assert!(
+                !text.contains("PW4242") && !text.contains("eyJ"),
+                "{f}: {text}"
+            );
+            assert!(text.contains("[redacted]"), "{f}: {text}");
+        }
+        let status = fs::read_to_string(pod_dir.join("pod-last-status.yaml")).unwrap();
+        assert!(status.contains("jr2-held-ANTHROPIC_API_KEY"), "{status}");
         fs::remove_dir_all(&base).unwrap();
     }
 

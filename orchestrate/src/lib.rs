@@ -7,6 +7,7 @@
 pub mod access;
 pub mod bounded;
 pub mod cluster;
+pub mod credentials;
 pub mod diagnose;
 pub mod evidence;
 pub mod kube_proxy;
@@ -17,6 +18,7 @@ pub mod plan;
 pub mod pod;
 pub mod pod_security;
 pub mod pull_secrets;
+pub mod redact;
 pub mod run;
 pub mod session;
 pub mod signals;

@@ -370,6 +370,7 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
         || matches!(
             f.kind,
             FailureKind::Unreachable { .. }
+                | FailureKind::Unauthenticated { .. }
                 | FailureKind::Interrupted
                 | FailureKind::NotAllowed { .. }
         )

@@ -938,6 +938,7 @@ fn options() -> RunConfig {
     RunConfig {
         timeout: Duration::from_secs(20),
         image_pull_grace: Duration::ZERO,
+        secret_grace: Duration::ZERO,
         log_drain: Duration::from_secs(2),
         ..RunConfig::default()
     }

@@ -414,3 +414,106 @@ async fn a_level_the_check_pod_meets_is_no_line() {
         s.assert_cleaned_up();
     }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Credentials (issue 40, item 5).
+
+/// An exec credential plugin that fails prints a token on stdout and another on stderr (as `kubelogin` and cloud
+/// plugins do when a refresh fails): none of it reaches a line, the verdict or the evidence; the failure is named as
+/// authentication, with its code and next action, and `-o json` and `--evidence` write as for any failure. On no
+/// cluster at all: the plugin runs before any request (kube runs it as the client is built), so the fake API server
+/// is not needed and the server address is never contacted.
+#[cfg(unix)]
+#[test]
+fn a_failing_credential_plugin_is_named_and_nothing_it_printed_is_shown() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("jr2-preflight-exec-auth");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJQVzQyNDIifQ.PW4242signature";
+    let plugin = dir.join("corp-login");
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\necho '{{\"status\":{{\"token\":\"{token}\"}}}}'\necho 'refresh failed for token {token}' >&2\nexit 3\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {}\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    let evidence = dir.join("evidence");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jr2-preflight"))
+        .args([
+            "run",
+            "--plan",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plan.json"),
+            "-o",
+            "json",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--evidence")
+        .arg(&evidence)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("PW4242") && !text.contains("eyJ"), "{text}");
+    }
+    insta::assert_snapshot!(stderr.trim_end(), @r"
+    error: provider preflight: cannot authenticate to the cluster: the kubeconfig's exec credential plugin failed (exit status 3); what it printed is not shown, as it can hold a token
+      - log in again as the kubeconfig's user does (kubectl get pods runs the same credential plugin and shows what it says), then run again
+    ");
+    let verdict: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(verdict["ok"], false);
+    assert_eq!(
+        verdict["pods"][0]["code"], "PROVIDER_CLUSTER_AUTH",
+        "{verdict}"
+    );
+    let action = verdict["models"][0]["nextAction"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        action.starts_with("the kubeconfig's credentials"),
+        "{verdict}"
+    );
+    let mut files = 0;
+    for entry in walk(&evidence) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        assert!(
+            !text.contains("PW4242") && !text.contains("eyJ"),
+            "{entry:?}"
+        );
+        files += 1;
+    }
+    assert!(
+        evidence.join("verdict.json").is_file(),
+        "the bundle is written"
+    );
+    assert!(files >= 3, "{files}");
+}
+
+/// Every file under `dir`.
+#[cfg(unix)]
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -560,3 +560,107 @@ async fn ctrl_c_during_a_create(faults: Faults) -> (Setup, DriverRun) {
         .await;
     (s, run)
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// What a real cluster does to the check pod (issue 40). On the fake API server: the test cluster has no policy
+// engine or mutating admission to write these Events or inject an init container, and an Event storm there would
+// cost the shared cluster's etcd for every test beside it.
+
+/// Items 9 and 10: a policy engine in audit mode writes 4,084 Warning Events about the pod, each message different,
+/// and a `FailedMount` naming a volume the pod does not have; the pod then starts and its check passes. None of it is
+/// shown as why the pod waits, none ends the run, and the lines and the verdict stay small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_storm_of_audit_warnings_neither_floods_nor_ends_the_run() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.event(
+                "Warning",
+                "FailedMount",
+                "MountVolume.SetUp failed for volume \"vault-secrets\" : secret \"vault\" not found",
+                "kyverno-admission",
+            );
+            for i in 0..4084 {
+                ctl.event(
+                    "Warning",
+                    "PolicyViolation",
+                    &format!("policy require-team/check-{i} fail: label team is required"),
+                    "kyverno-admission",
+                );
+            }
+            ctl.start_sidecars();
+            jr2_testkit::kube::run_probe(&ctl, jr2_testkit::kube::ProbeRun::default()).await;
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s.run(s.args(&plan, &["--timeout", "60"])).await;
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_small(&run);
+    let lines = run.lines();
+    assert!(lines.len() < 10, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.contains("PolicyViolation") && !l.contains("vault")),
+        "{lines:#?}"
+    );
+    assert!(run.stdout.len() < 64 << 10, "{} bytes", run.stdout.len());
+    s.assert_cleaned_up();
+}
+
+/// Item 7: an init container admission injected (`mesh-init`, before the Custodian) runs and never completes, until
+/// the pod's own deadline fails it: the failure names the container and `Init:0/2`, not a stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_injected_init_container_that_never_completes_is_named() {
+    let s = Setup::new(script(|ctl| {
+        Box::pin(async move {
+            ctl.schedule();
+            ctl.update(|pod| {
+                pod["spec"]["initContainers"]
+                    .as_array_mut()
+                    .unwrap()
+                    .insert(
+                        0,
+                        json!({"name": "mesh-init", "image": "mesh.example/init:1"}),
+                    );
+                let statuses = pod["status"]["initContainerStatuses"]
+                    .as_array_mut()
+                    .unwrap();
+                for s in statuses.iter_mut() {
+                    s["state"] = json!({"waiting": {"reason": "PodInitializing"}});
+                }
+                statuses.insert(
+                    0,
+                    json!({"name": "mesh-init", "image": "mesh.example/init:1", "imageID": "",
+                    "ready": false, "started": true, "restartCount": 0,
+                    "state": {"running": {"startedAt": "2026-12-04T18:36:47Z"}}}),
+                );
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            ctl.update(|pod| {
+                pod["status"]["phase"] = json!("Failed");
+                pod["status"]["reason"] = json!("DeadlineExceeded");
+                pod["status"]["message"] =
+                    json!("Pod was active on the node longer than the specified deadline");
+            });
+            tokio::time::sleep(Duration::from_secs(300)).await;
+        })
+    }))
+    .await;
+    let plan = s.plan(&[("harness", &["ok"])]);
+    let run = s.run(s.args(&plan, &["--timeout", "30"])).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert_small(&run);
+    assert_eq!(
+        run.lines().last(),
+        Some(
+            &"error: provider preflight: the check pod cannot start — Init:0/2: the init container mesh-init has not completed (running); nothing else starts before it does; the pod stopped: DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+        ),
+        "{}",
+        run.stderr
+    );
+    let v = run.verdict();
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_CANNOT_START", "{v}");
+    s.assert_cleaned_up();
+}

@@ -398,6 +398,8 @@ fn key_tokens(text: &str) -> Vec<Range<usize>> {
     let is_token = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     let mut found: Vec<Range<usize>> = Vec::new();
     for &(prefix, least) in KEY_SHAPES {
+        // A JWT's three parts are joined by dots: the whole of it is the token.
+        let is_token = |c: char| is_token(c) || (prefix == JWT_PREFIX && c == '.');
         let mut pos = 0;
         while let Some(rel) = text[pos..].find(prefix) {
             let at = pos + rel;
@@ -464,7 +466,13 @@ pub const KEY_SHAPES: &[(&str, usize)] = &[
     // Slack.
     ("xoxb-", 16),
     ("xoxp-", 16),
+    // A JWT (a service account's, an OIDC id token, what an exec credential plugin prints): `{"` in base64url, its
+    // three dot-joined parts taken whole (issue 40).
+    (JWT_PREFIX, 16),
 ];
+
+/// The start of every JWT: `{"` base64url-encoded.
+const JWT_PREFIX: &str = "eyJ";
 
 /// The value has the shape of a provider's key ([`KEY_SHAPES`]) somewhere in it, and is no placeholder
 /// ([`is_placeholder`]: `sk-no-key-required`).
@@ -656,6 +664,18 @@ mod tests {
             r.clean_answer("the start: abcdefghijkl", true),
             "the start: [redacted]"
         );
+    }
+
+    /// Issue 40: a JWT is a secret by its shape, its three parts redacted whole; a word that starts the same is not.
+    #[test]
+    fn a_jwt_is_redacted_whole() {
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJQVzQyNDIifQ.PW4242-signature_x";
+        assert_eq!(
+            redact_shapes(&format!("refresh failed for token {jwt}: expired")),
+            "refresh failed for token [redacted]: expired"
+        );
+        assert_eq!(secret_shape(jwt), Some("a key"));
+        assert_eq!(redact_shapes("eyJ short."), "eyJ short.");
     }
 
     #[test]

@@ -155,8 +155,12 @@ else:
     host = m["host"]
     first = (f'error: provider preflight failed for model "ok" against {host} '
              f'(from this machine, as a Turn calls it): ')
+    # The localhost hint only where the base URL is local (issue 40, item 13).
+    local_host = host.startswith(("127.", "[::1]", "localhost"))
     hints = [
         "  - localhost never works from a pod; use a LAN address",
+    ] if local_host else []
+    hints += [
         "  - the model id must be exactly what the endpoint serves (vLLM: GET /v1/models)",
         "  - vLLM needs --enable-auto-tool-choice and a matching --tool-call-parser",
         '  - stop reason "length" means the model ran out of tokens before the call (a thinking model reasons first)',

@@ -147,8 +147,21 @@ impl StartFailure {
         matches!(self, StartFailure::Image { reason, .. } if TRANSIENT_IMAGE_REASONS.contains(&reason.as_str()))
     }
 
-    /// The reason and message of the pending line while a transient failure is within its grace window.
-    pub fn as_pending(&self) -> (String, String) {
+    /// A Secret or key that is missing (`envFrom`, an `env` key, the Custodian's volume): a secrets operator may
+    /// create it moments after the pod, and the kubelet then starts the pod, as it would a Harness pod; the driver
+    /// waits a short grace before it calls it fatal (issue 40, item 15).
+    pub fn waits_for_a_secret(&self) -> bool {
+        matches!(
+            self,
+            StartFailure::EnvFromSecret { .. }
+                | StartFailure::EnvKey { .. }
+                | StartFailure::CustodianVolume { .. }
+        )
+    }
+
+    /// The reason and message of the pending line while a failure is within its grace window (`grace`: its length,
+    /// as the lines write seconds).
+    pub fn as_pending(&self, grace: &str) -> (String, String) {
         match self {
             StartFailure::Image {
                 reason,
@@ -156,7 +169,19 @@ impl StartFailure {
                 message,
                 ..
             } => (reason.clone(), format!("{image}: {message}")),
-            other => ("CannotStart".to_owned(), format!("{other:?}")),
+            StartFailure::EnvFromSecret { name, .. } => (
+                "CreateContainerConfigError".to_owned(),
+                render::secret_wait(&format!("Secret \"{name}\""), grace),
+            ),
+            StartFailure::EnvKey { key, name, .. } => (
+                "CreateContainerConfigError".to_owned(),
+                render::secret_wait(&format!("key \"{key}\" of Secret \"{name}\""), grace),
+            ),
+            StartFailure::CustodianVolume { name, .. } => (
+                "FailedMount".to_owned(),
+                render::secret_wait(&format!("Secret \"{name}\" (or its key)"), grace),
+            ),
+            other => ("CannotStart".to_owned(), other.line(&Redactor::default())),
         }
     }
 

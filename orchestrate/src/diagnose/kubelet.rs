@@ -132,3 +132,38 @@ pub(super) fn pull_error(message: &str, image: &str, events: &[&Event]) -> Strin
         None => message.to_owned(),
     }
 }
+
+/// The Event is the kubelet's own (its `source.component` or `reportingComponent`): only the kubelet mounts a
+/// volume, so only its `FailedMount` is the pod's (issue 40, item 10). A policy engine's or a webhook's Event of the
+/// same reason (`kyverno-admission`) is an audit, not a mount that failed.
+pub(super) fn from_kubelet(e: &Event) -> bool {
+    e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kubelet")
+        || e.reporting_component.as_deref() == Some("kubelet")
+}
+
+/// The names of the pod's volumes: a mount failure of a volume the pod does not have is not the pod's.
+pub(super) fn volume_names(pod: &Pod) -> Vec<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .map(|vs| vs.iter().map(|v| v.name.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The component that wrote the Event: its `source.component`, else its `reportingComponent`.
+pub fn event_source(e: &Event) -> Option<&str> {
+    e.source
+        .as_ref()
+        .and_then(|s| s.component.as_deref())
+        .filter(|c| !c.is_empty())
+        .or(e.reporting_component.as_deref().filter(|c| !c.is_empty()))
+}
+
+/// The Event can say why the pod waits: it is the kubelet's, a scheduler's or an autoscaler's (the components that
+/// start, place or make room for a pod), or it names no component. A policy engine's or a webhook's Warning
+/// (`PolicyViolation` from `kyverno-admission`) is an audit of the pod, not why it waits (issue 40, item 9).
+pub fn tells_why_it_waits(e: &Event) -> bool {
+    event_source(e).is_none_or(|c| {
+        c == "kubelet" || c.contains("scheduler") || c == "cluster-autoscaler" || c == "karpenter"
+    })
+}

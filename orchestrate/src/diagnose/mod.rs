@@ -22,6 +22,7 @@ use crate::pod::PROBE_CONTAINER;
 
 mod containers;
 mod failure;
+mod init;
 mod kubelet;
 
 pub use containers::{
@@ -35,10 +36,10 @@ use containers::{
 pub use failure::StartFailure;
 use failure::{volume_secret, waiting_failure};
 pub use kubelet::{
-    CUSTODIAN_REFUSE, NON_BLOCKING_WARNINGS, custodian_refusal, failed_mount, missing_key,
-    missing_secret,
+    CUSTODIAN_REFUSE, NON_BLOCKING_WARNINGS, custodian_refusal, event_source, failed_mount,
+    missing_key, missing_secret, tells_why_it_waits,
 };
-use kubelet::{events_of, mount_failure_is_fatal, unmounted_volumes};
+use kubelet::{events_of, from_kubelet, mount_failure_is_fatal, unmounted_volumes, volume_names};
 
 /// What the check pod's state says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,8 +160,20 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         };
     }
 
-    // 3. The pod failed, or is being deleted, before the probe ended.
+    // 3. The pod failed, or is being deleted, before the probe ended; when it failed with an init container that
+    //    never completed (one admission injected), that container is the cause (issue 40, item 7).
     if let Some(reason) = pod_stop_reason(pod) {
+        let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
+        if failed
+            && !probe_started
+            && let Some(u) = init::unfinished(pod)
+        {
+            return Diagnosis::CannotStart(StartFailure::Other {
+                message: format!("{}; the pod stopped: {reason}", u.message()),
+                container: u.name,
+                reason: u.shown,
+            });
+        }
         return Diagnosis::Stopped { reason };
     }
 
@@ -245,13 +258,16 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     let any_started = probe_started || custodian.is_some_and(ever_started);
     if !any_started {
         let custodian_volumes = custodian_volumes(pod);
+        let volumes = volume_names(pod);
+        // The kubelet's FailedMount only, of a volume the pod has (issue 40, item 10).
         for e in events
             .iter()
             .rev()
-            .filter(|e| e.reason.as_deref() == Some("FailedMount"))
+            .filter(|e| e.reason.as_deref() == Some("FailedMount") && from_kubelet(e))
         {
             let message = e.message.as_deref().unwrap_or("");
             if let Some((volume, rest)) = failed_mount(message)
+                && volumes.contains(&volume)
                 && mount_failure_is_fatal(rest)
             {
                 return Diagnosis::CannotStart(if custodian_volumes.contains(&volume) {
@@ -284,7 +300,7 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
             matches!(
                 e.reason.as_deref(),
                 Some("FailedMount" | "FailedCreatePodSandBox" | "FailedAttachVolume")
-            )
+            ) && from_kubelet(e)
         }) && events.last().is_some_and(|last| std::ptr::eq(*last, *e))
         {
             return Diagnosis::Pending {
@@ -294,7 +310,16 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         }
     }
 
-    // 10. Still being created: the waiting reason, with the kubelet's latest word when the status has none.
+    // 10. An init container (one admission injected) that has not completed: nothing else starts before it does.
+    //     Said as the last reason, for a pod that does not start in time (issue 40, item 7).
+    if !probe_started && let Some(u) = init::unfinished(pod) {
+        return Diagnosis::Starting {
+            message: u.message(),
+            reason: u.shown,
+        };
+    }
+
+    // 11. Still being created: the waiting reason, with the kubelet's latest word when the status has none.
     let (reason, message) = custodian
         .filter(|c| !ever_started(c))
         .and_then(waiting)
@@ -315,13 +340,18 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     // A Warning says why the pod waits, while it is the latest word: a Normal lifecycle Event after it (Scheduled,
     // Pulling, Pulled, Created, Started) says the pod moved on (a FailedScheduling before the Scheduled, a pull
     // back-off before the pull that worked), so the Warning is history, not a reason to act on.
-    let latest = events.iter().rev().find(|e| {
-        e.type_.as_deref() == Some("Warning")
-            || matches!(
-                e.reason.as_deref(),
-                Some("Scheduled" | "Pulling" | "Pulled" | "Created" | "Started")
-            )
-    });
+    // Only an Event of the components that start, place or make room for a pod (issue 40, item 9).
+    let latest = events
+        .iter()
+        .rev()
+        .filter(|e| tells_why_it_waits(e))
+        .find(|e| {
+            e.type_.as_deref() == Some("Warning")
+                || matches!(
+                    e.reason.as_deref(),
+                    Some("Scheduled" | "Pulling" | "Pulled" | "Created" | "Started")
+                )
+        });
     if let Some(e) = latest
         && e.type_.as_deref() == Some("Warning")
         && let Some(message) = e.message.clone().filter(|m| !m.is_empty())
@@ -935,6 +965,60 @@ mod tests {
         assert_eq!(
             diagnose(&p, &events, None),
             pending("FailedCreatePodSandBox", "failed to setup network")
+        );
+    }
+
+    /// Issue 40, item 10: a FailedMount from a policy engine, or about a volume the pod does not have, is not the
+    /// pod's mount failing; the run goes on.
+    #[test]
+    fn a_failed_mount_not_the_kubelet_s_or_not_the_pod_s_does_not_end_the_run() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let msg = "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found";
+        let mut audit = event("FailedMount", "Warning", msg);
+        audit.source = Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some("kyverno-admission".into()),
+            host: None,
+        });
+        let d = diagnose(&p, &[audit], None);
+        assert!(!matches!(d, Diagnosis::CannotStart(_)), "{d:?}");
+        let other = event(
+            "FailedMount",
+            "Warning",
+            "MountVolume.SetUp failed for volume \"vault-secrets\" : secret \"vault\" not found",
+        );
+        let d = diagnose(&p, &[other], None);
+        assert!(!matches!(d, Diagnosis::CannotStart(_)), "{d:?}");
+        // The kubelet's, of the pod's own volume: the start failure, as before.
+        let d = diagnose(&p, &[event("FailedMount", "Warning", msg)], None);
+        assert!(
+            matches!(
+                d,
+                Diagnosis::CannotStart(StartFailure::CustodianVolume { .. })
+            ),
+            "{d:?}"
+        );
+    }
+
+    /// Issue 40, item 9: a policy engine's audit Warning is not why the pod waits.
+    #[test]
+    fn an_audit_warning_is_not_why_the_pod_waits() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        let mut audit = event(
+            "PolicyViolation",
+            "Warning",
+            "policy require-labels/check-team fail: label team is required",
+        );
+        audit.source = Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some("kyverno-admission".into()),
+            host: None,
+        });
+        assert_eq!(
+            diagnose(&p, &[audit], None),
+            starting("ContainerCreating", "the node creates the containers")
         );
     }
 

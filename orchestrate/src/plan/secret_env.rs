@@ -61,6 +61,29 @@ fn why_secret(name: &str, key_envs: &[&str]) -> Option<Why> {
     shaped.then_some(Why::Shape)
 }
 
+/// Whether an env variable of this name holds a secret, as the plan judges it (any model's `keyEnv` aside): what
+/// the evidence bundle redacts by name, whoever set the value (admission included; issue 40, item 4).
+pub fn is_secret_name(name: &str) -> bool {
+    why_secret(name, &[]).is_some()
+}
+
+/// Whether an annotation or label of this key holds a secret, by the same rule as [`is_secret_name`]: its name
+/// (after any `prefix/`) read as an env name, words joined by `_` (`vault.example.com/token` is `_TOKEN`,
+/// `vault.hashicorp.com/agent-inject-token` is `_AGENT_INJECT_TOKEN`, `db-password` is `_DB_PASSWORD`).
+pub fn is_secret_key(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let as_env: String = std::iter::once('_')
+        .chain(name.chars().map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        }))
+        .collect();
+    why_secret(&as_env, &[]).is_some()
+}
+
 /// Refuses a literal secret in the env of `p`'s Harness or Custodian container (see the module's doc). `placement`
 /// is its index in the plan; `key_envs` are the `keyEnv`s of the plan's models.
 pub fn check(placement: usize, p: &Placement, key_envs: &[&str]) -> Result<(), PlanError> {
@@ -215,6 +238,29 @@ mod tests {
         ] {
             assert_eq!(why_secret(name, &["MY_GATEWAY"]), None, "{name}");
         }
+    }
+
+    #[test]
+    fn keys_of_annotations_read_as_env_names() {
+        for key in [
+            "vault.example.com/token",
+            "vault.hashicorp.com/agent-inject-token",
+            "db-password",
+            "example.com/api-key",
+            "example.com/client_secret",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in [
+            "app.kubernetes.io/name",
+            "vault.hashicorp.com/role",
+            "token-audience",
+            "kubectl.kubernetes.io/default-container",
+        ] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+        assert!(is_secret_name("DB_PASSWORD") && is_secret_name("VAULT_TOKEN"));
+        assert!(!is_secret_name("MESH_BOOTSTRAP"));
     }
 
     #[test]

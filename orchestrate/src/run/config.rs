@@ -24,6 +24,10 @@ pub struct RunConfig {
     /// How long an image pull may fail (`ErrImagePull`, `ImagePullBackOff`) before it is fatal; shown as pending
     /// meanwhile. The kubelet's first retry comes 10 s after the first failure.
     pub image_pull_grace: Duration,
+    /// How long a Secret or key the pod needs may be missing before it is fatal (a secrets operator may create it
+    /// after the pod); shown as pending meanwhile. The kubelet retries a container's config every 10 to 15 s, and
+    /// a mount with a backoff from 0.5 s (issue 40, item 15).
+    pub secret_grace: Duration,
     /// Once the pod has stopped, how long to wait for the rest of the probe's log.
     pub log_drain: Duration,
     /// How long to wait before the probe's log is opened again after it broke off.
@@ -51,6 +55,7 @@ impl Default for RunConfig {
         Self {
             timeout: Duration::from_secs(300),
             image_pull_grace: Duration::from_secs(15),
+            secret_grace: Duration::from_secs(20),
             log_drain: Duration::from_secs(5),
             log_retry: Duration::from_secs(1),
             create_tries: 3,
@@ -103,6 +108,8 @@ pub(super) struct Rules {
     pub(super) timeout: Duration,
     /// [`RunConfig::image_pull_grace`].
     pub(super) image_pull_grace: Duration,
+    /// [`RunConfig::secret_grace`].
+    pub(super) secret_grace: Duration,
     /// [`RunConfig::log_drain`].
     pub(super) log_drain: Duration,
     /// [`RunConfig::log_retry`].
@@ -119,6 +126,7 @@ impl Rules {
         Self {
             timeout: opts.timeout,
             image_pull_grace: opts.image_pull_grace,
+            secret_grace: opts.secret_grace,
             log_drain: opts.log_drain,
             log_retry: opts.log_retry,
             keep_failed: opts.keep_failed,

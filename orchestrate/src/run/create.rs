@@ -53,6 +53,10 @@ pub(super) enum Created {
 /// Why a request got no answer, in plain words: the innermost cause (`Connection refused (os error 111)`), which
 /// is what a person acts on, rather than the layers above it (`ServiceError: client error (Connect)`).
 pub(super) fn plain_cause(e: &kube::Error) -> String {
+    // Credentials that could not be refreshed: words of ours, never what a plugin printed (issue 40, item 5).
+    if let Some(auth) = crate::credentials::auth_error(e) {
+        return crate::credentials::words(auth);
+    }
     let mut cause: &dyn std::error::Error = e;
     while let Some(next) = cause.source() {
         cause = next;

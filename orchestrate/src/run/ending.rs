@@ -126,9 +126,22 @@ impl PodState {
             )],
             // Never reached by a run: the caller writes the lines of a pod it did not create.
             FailureKind::Interrupted
+            | FailureKind::Unauthenticated { .. }
             | FailureKind::NotAllowed { .. }
             | FailureKind::PodSecurity { .. } => Vec::new(),
         };
+        // The audit Warnings about the pod, counted, under a failure of the pod itself (issue 40, item 9).
+        let mut lines = lines;
+        if !lines.is_empty()
+            && matches!(
+                kind,
+                FailureKind::CannotStart(_)
+                    | FailureKind::Stopped { .. }
+                    | FailureKind::DidNotStart { .. }
+            )
+        {
+            lines.extend(self.seen.tally.lines(&rules.redactor));
+        }
         self.phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
     }
 

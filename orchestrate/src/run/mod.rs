@@ -25,6 +25,7 @@ mod cleanup;
 mod config;
 mod create;
 mod ending;
+mod events;
 mod log;
 mod machine;
 mod pod_state;

@@ -107,6 +107,8 @@ pub(super) struct Seen {
     pub(super) events: Vec<Event>,
     /// Its Events could not be read (RBAC).
     pub(super) events_forbidden: bool,
+    /// Its audit Warnings, counted (`events.rs`).
+    pub(super) tally: super::events::Tally,
 }
 
 /// What the probe's log said.
@@ -140,6 +142,9 @@ pub(super) struct Pending {
     pub(super) written: Option<(String, String)>,
     /// The last reason the pod was not running, and its message (cleaned): what a deadline that passes names.
     pub(super) last: Option<(String, String)>,
+    /// The length of the grace of the start failure shown as pending ([`Phase::Waiting`]'s `grace_since`): the
+    /// image pull's, or a missing Secret's (issue 40, item 15).
+    pub(super) grace: std::time::Duration,
 }
 
 /// One check pod of the run.

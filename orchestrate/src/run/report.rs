@@ -208,6 +208,12 @@ pub enum FailureKind {
         /// Why, in plain words (`connection refused`).
         why: String,
     },
+    /// Not created: the kubeconfig's credentials could not be used (an exec credential plugin that failed), in the
+    /// words of `credentials.rs` (issue 40, item 5).
+    Unauthenticated {
+        /// Why, never what a plugin printed.
+        why: String,
+    },
     /// One of the contract's start failures.
     CannotStart(StartFailure),
     /// The pod stopped before the probe finished.
@@ -254,6 +260,7 @@ impl FailureKind {
         match self {
             FailureKind::Refused { .. } => PodCode::ClusterRefused,
             FailureKind::Unreachable { .. } => PodCode::ClusterUnreachable,
+            FailureKind::Unauthenticated { .. } => PodCode::ClusterAuth,
             FailureKind::CannotStart(f) => f.code(),
             FailureKind::Stopped { code, .. } => *code,
             FailureKind::DidNotStart { .. } => PodCode::NotStarted,

@@ -12,6 +12,32 @@ use super::report::{PodOutcome, RunUpdate};
 /// The most warning lines a run writes (the probes' and its own): more are dropped.
 pub(super) const MAX_PROBE_WARNINGS: usize = 20;
 
+/// The most pending lines a run writes: an Event storm whose messages all differ cannot flood `jr2 up`'s output or
+/// the verdict (issue 40, item 9); the latest reason is still what a pod that does not start in time names.
+pub(super) const MAX_PENDING_LINES: usize = 30;
+
+/// Reasons that report one cause in turn: a condition and the Event that reports it, a pull that failed and its
+/// back-off (issue 40, item 13).
+const ONE_CAUSE: &[&[&str]] = &[
+    &["Unschedulable", "FailedScheduling"],
+    &["ErrImagePull", "ImagePullBackOff"],
+];
+
+/// Two pending lines (reason, message) that say one cause: the same, or the same message under two reasons of one
+/// family ([`ONE_CAUSE`]; a back-off's message repeats the pull's error after `ErrImagePull: `). The second is not
+/// written.
+pub(super) fn one_cause(a: &(String, String), b: &(String, String)) -> bool {
+    if a == b {
+        return true;
+    }
+    let family = |r: &str| ONE_CAUSE.iter().position(|f| f.contains(&r));
+    let plain = |m: &str| m.replacen(": ErrImagePull: ", ": ", 1);
+    family(&a.0).is_some()
+        && family(&a.0) == family(&b.0)
+        && !a.1.is_empty()
+        && plain(&a.1) == plain(&b.1)
+}
+
 /// The lines the run has said.
 #[derive(Debug, Default)]
 pub(super) struct Said {
@@ -20,6 +46,8 @@ pub(super) struct Said {
     /// The (reason, message) of the last pending line written by any pod: the same line is never written twice in
     /// a row, whichever pod says it.
     last_pending: Option<(String, String)>,
+    /// The pending lines written, at most [`MAX_PENDING_LINES`].
+    pending_lines: usize,
     /// The caller already warned that the Events cannot be read ([`RunConfig`](super::RunConfig)'s
     /// `events_forbidden_said`).
     events_forbidden_said: bool,
@@ -45,13 +73,18 @@ impl Said {
         message: String,
     ) -> Option<RunUpdate> {
         let written = &pods[i].pending.written;
+        let same = |other: &Option<(String, String)>| match (other, written) {
+            (Some(a), Some(b)) => one_cause(a, b),
+            (a, b) => a == b,
+        };
         let shown = pods
             .iter()
             .enumerate()
-            .any(|(j, other)| j != i && other.pending.written == *written);
-        if shown || self.last_pending == *written {
+            .any(|(j, other)| j != i && same(&other.pending.written));
+        if shown || same(&self.last_pending) || self.pending_lines >= MAX_PENDING_LINES {
             return None;
         }
+        self.pending_lines += 1;
         self.last_pending = written.clone();
         Some(RunUpdate::Pending {
             pod: pods[i].name.clone(),
@@ -156,6 +189,27 @@ mod tests {
         let (r2, m2) = written(&mut pods[1], "FailedMount");
         assert!(said.pending(&pods, 1, r2.clone(), m2.clone()).is_some());
         assert_eq!(said.pending(&pods, 1, r2, m2), None, "the last written");
+    }
+
+    /// Issue 40, item 13: a condition and the Event that reports it, a pull error and its back-off, are one cause.
+    #[test]
+    fn one_cause_under_two_reasons() {
+        let p = |r: &str, m: &str| (r.to_owned(), m.to_owned());
+        let m = "0/1 nodes are available: 1 node(s) had untolerated taint(s).";
+        assert!(one_cause(&p("Unschedulable", m), &p("FailedScheduling", m)));
+        assert!(one_cause(&p("FailedScheduling", m), &p("Unschedulable", m)));
+        assert!(!one_cause(
+            &p("Unschedulable", m),
+            &p("FailedScheduling", "0/1 nodes: Insufficient memory")
+        ));
+        assert!(one_cause(
+            &p("ErrImagePull", "x:1: rpc error: not found"),
+            &p(
+                "ImagePullBackOff",
+                "x:1: ErrImagePull: rpc error: not found"
+            )
+        ));
+        assert!(!one_cause(&p("ErrImagePull", m), &p("FailedMount", m)));
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub(super) fn wake(pod: &PodState, rules: &Rules) -> Option<Instant> {
     match pod.phase {
         Phase::Waiting {
             grace_since: Some(since),
-        } => Some(since + rules.image_pull_grace),
+        } => Some(since + pod.pending.grace),
         Phase::Stopping { since } if log == LogState::Open => Some(since + rules.log_drain),
         Phase::Running => match log {
             LogState::Ended { at, .. } if pod.log.opens < MAX_LOG_OPENS => {
@@ -221,11 +221,10 @@ impl Step<'_> {
                 }
             }
             Input::Event(e) => {
-                // The same Event again (its count went up): it moves to the end, where the latest are.
-                let events = &mut st.seen.events;
-                let key = e.metadata.uid.clone().or(e.metadata.name.clone());
-                events.retain(|old| old.metadata.uid.clone().or(old.metadata.name.clone()) != key);
-                events.push(*e);
+                // The same Event again (its count went up): it moves to the end, where the latest are. Counted,
+                // and kept within bounds (issue 40, item 9).
+                st.seen.tally.add(&e);
+                super::events::keep(&mut st.seen.events, *e);
                 self.evaluate();
             }
             Input::EventsForbidden(message) => {
@@ -456,18 +455,27 @@ impl Step<'_> {
     /// once the check had begun is a stop, read from its log first).
     fn cannot_start(&mut self, f: StartFailure) {
         let now = self.now;
-        if f.is_transient() {
+        // An image pull that may pass, or a Secret a secrets operator may yet create (issue 40, item 15).
+        let grace = if f.is_transient() {
+            Some(self.rules.image_pull_grace)
+        } else if f.waits_for_a_secret() {
+            Some(self.rules.secret_grace)
+        } else {
+            None
+        };
+        if let Some(grace) = grace {
             let since = match self.st.phase {
                 Phase::Waiting {
                     grace_since: Some(since),
                 } => since,
                 _ => now,
             };
-            if now < since + self.rules.image_pull_grace {
+            if now < since + grace {
                 self.st.phase = Phase::Waiting {
                     grace_since: Some(since),
                 };
-                let (reason, message) = f.as_pending();
+                self.st.pending.grace = grace;
+                let (reason, message) = f.as_pending(&render::seconds(grace));
                 self.pending(&reason, &message);
                 return;
             }
@@ -564,8 +572,12 @@ impl Step<'_> {
     /// A reason the pod is not running: a pending line when it is new for this pod.
     fn pending(&mut self, reason: &str, message: &str) {
         let (reason, message) = self.note_pending(reason, message);
-        let state = Some((reason.clone(), message.clone()));
-        if self.st.pending.written != state {
+        let now = (reason.clone(), message.clone());
+        // The same cause under another reason (`Unschedulable` then `FailedScheduling`, `ErrImagePull` then
+        // `ImagePullBackOff`) is said once (issue 40, item 13).
+        let said = self.st.pending.written.as_ref();
+        if !said.is_some_and(|w| super::said::one_cause(w, &now)) {
+            let state = Some(now);
             self.st.pending.written = state;
             self.actions.push(Action::Pending { reason, message });
         }
@@ -747,6 +759,7 @@ mod tests {
         Rules {
             timeout: Duration::from_secs(20),
             image_pull_grace: Duration::ZERO,
+            secret_grace: Duration::ZERO,
             log_drain: Duration::from_secs(2),
             log_retry: Duration::from_secs(1),
             keep_failed: false,
@@ -1409,6 +1422,42 @@ mod tests {
         assert_verdict(&one.run());
     }
 
+    /// Issue 40, item 13: a pull's error and then its back-off are one cause, said once.
+    #[test]
+    fn a_pull_error_and_its_back_off_are_said_once() {
+        let mut one = One::new(Rules {
+            image_pull_grace: Duration::from_secs(10),
+            ..rules()
+        });
+        one.begin();
+        let error = "rpc error: code = Unavailable desc = connection reset by peer";
+        one.seen(&scheduled(
+            c_running("custodian"),
+            c_waiting(
+                "probe",
+                "ErrImagePull",
+                Some(&format!("Failed to pull image \"{PROBE_IMAGE}\": {error}")),
+            ),
+        ));
+        one.seen(&scheduled(
+            c_running("custodian"),
+            c_waiting(
+                "probe",
+                "ImagePullBackOff",
+                Some(&format!(
+                    "Back-off pulling image \"{PROBE_IMAGE}\": ErrImagePull: {error}"
+                )),
+            ),
+        ));
+        one.run_to_verdict();
+        assert_eq!(
+            one.pending_lines(),
+            [format!(
+                "provider: the check pod is not running yet — ErrImagePull: {PROBE_IMAGE}: {error}"
+            )]
+        );
+    }
+
     fn missing_secret(message: &str) -> One {
         let mut one = One::new(rules());
         one.begin();
@@ -1429,6 +1478,62 @@ mod tests {
             ]
         );
         assert_eq!(one.releases(), [false], "deleted once");
+    }
+
+    /// Issue 40, item 15: a missing Secret gets a short grace with a progress line: one a secrets operator creates
+    /// within it lets the pod run and pass; one that never comes fails when the grace is over, well before the
+    /// deadline.
+    #[test]
+    fn a_missing_secret_gets_a_short_grace() {
+        let grace = Rules {
+            secret_grace: Duration::from_secs(20),
+            timeout: Duration::from_secs(360),
+            ..rules()
+        };
+        let waiting = scheduled(
+            c_running("custodian"),
+            c_waiting(
+                "probe",
+                "CreateContainerConfigError",
+                Some("secret \"jr2-app\" not found"),
+            ),
+        );
+        // The Secret comes 3 s later: the kubelet starts the probe, the check passes.
+        let mut one = One::new(grace.clone());
+        one.begin();
+        one.seen(&waiting);
+        assert!(matches!(
+            one.st.phase,
+            Phase::Waiting {
+                grace_since: Some(_)
+            }
+        ));
+        assert_eq!(
+            wake(&one.st, &one.rules),
+            Some(one.now + Duration::from_secs(20))
+        );
+        one.later(Duration::from_secs(3));
+        one.seen(&waiting);
+        one.run_to_verdict();
+        insta::assert_snapshot!(one.pending_lines().join("\n"), @"provider: the check pod is not running yet — CreateContainerConfigError: Secret \"jr2-app\" not found; waiting up to 20 s for it to be created (a secrets operator may create it after the pod)");
+        assert_verdict(&one.run());
+
+        // It never comes: failed once the grace is over, with the contract's line.
+        let mut one = One::new(grace);
+        one.begin();
+        one.seen(&waiting);
+        one.later(Duration::from_secs(19));
+        one.step(Input::Recheck);
+        assert!(!one.st.done());
+        one.later(Duration::from_secs(1));
+        one.step(Input::Recheck);
+        assert_eq!(
+            one.failure_lines(),
+            [
+                "error: provider preflight: the check pod cannot start — harness.envFrom names Secret \"jr2-app\", which this namespace does not hold"
+            ]
+        );
+        assert_eq!(one.pending_lines().len(), 1, "said once");
     }
 
     #[test]
@@ -1466,6 +1571,124 @@ mod tests {
         );
         assert_eq!(one.releases(), [false], "deleted once");
         assert_eq!(one.run().evidence.events.len(), 2);
+    }
+
+    /// An Event as another component writes it (a policy engine's).
+    fn audit_event(rv: u64, reason: &str, component: &str, message: &str) -> Event {
+        let mut e = k8s_event(rv, reason, "Warning", message);
+        e.source = Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some(component.to_owned()),
+            host: None,
+        });
+        e
+    }
+
+    /// Issue 40, item 9: an Event storm of audit Warnings, each message different, says no pending line, is kept
+    /// within bounds, and is counted under the failure in one line per reason and source.
+    #[test]
+    fn an_event_storm_is_counted_not_shown_as_why_the_pod_waits() {
+        let mut one = One::new(rules());
+        one.begin();
+        one.seen(&scheduled(
+            c_waiting("custodian", "ContainerCreating", None),
+            c_waiting("probe", "PodInitializing", None),
+        ));
+        for i in 0..4084 {
+            one.step(Input::Event(Box::new(audit_event(
+                200 + i,
+                "PolicyViolation",
+                "kyverno-admission",
+                &format!("policy require-team/check-{i} fail: label team is required"),
+            ))));
+        }
+        assert_eq!(one.pending_lines(), Vec::<String>::new());
+        assert_eq!(one.st.seen.events.len(), super::super::events::MAX_EVENTS);
+        one.later(Duration::from_secs(21));
+        one.step(Input::Deadline);
+        insta::assert_snapshot!(one.failure_lines().join("\n"), @r"
+        error: provider preflight: the check pod did not start in 20 s — last reason ContainerCreating: the node creates the containers
+          - 4084 Warning Events PolicyViolation from kyverno-admission (not why the check pod waits)
+        ");
+    }
+
+    /// Issue 40, item 10: a FailedMount from a policy engine, or of a volume the pod does not have, does not end the
+    /// run; the pod starts and its check passes.
+    #[test]
+    fn a_failed_mount_that_is_not_the_pod_s_does_not_end_the_run() {
+        let mut one = One::new(rules());
+        one.begin();
+        one.seen(&scheduled(
+            c_waiting("custodian", "ContainerCreating", None),
+            c_waiting("probe", "PodInitializing", None),
+        ));
+        one.step(Input::Event(Box::new(audit_event(
+            300,
+            "FailedMount",
+            "kyverno-admission",
+            "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found",
+        ))));
+        one.step(Input::Event(Box::new(k8s_event(
+            301,
+            "FailedMount",
+            "Warning",
+            "MountVolume.SetUp failed for volume \"vault-secrets\" : secret \"vault\" not found",
+        ))));
+        assert!(!one.st.done(), "{:?}", one.st.phase);
+        one.run_to_verdict();
+        assert_verdict(&one.run());
+    }
+
+    /// The pod with an init container `mesh-init` that admission put before the Custodian, in `mesh` state, and
+    /// the pod's phase and reason.
+    fn with_mesh_init(one: &mut One, mesh: Value, phase: &str, reason: Option<&str>) -> Box<Pod> {
+        let mut pod = serde_json::to_value(one.object(&scheduled(
+            c_waiting("custodian", "PodInitializing", None),
+            c_waiting("probe", "PodInitializing", None),
+        )))
+        .unwrap();
+        pod["spec"]["initContainers"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, json!({"name": "mesh-init", "image": "mesh/init:1"}));
+        pod["status"]["initContainerStatuses"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, mesh);
+        pod["status"]["phase"] = json!(phase);
+        if let Some(r) = reason {
+            pod["status"]["reason"] = json!(r);
+            pod["status"]["message"] =
+                json!("Pod was active on the node longer than the specified deadline");
+        }
+        Box::new(serde_json::from_value(pod).unwrap())
+    }
+
+    /// Issue 40, item 7: an injected init container that never completes is named in the failure, whether the
+    /// pod's own deadline or the run's ends it.
+    #[test]
+    fn an_injected_init_container_that_never_completes_is_named() {
+        let mut one = One::new(rules());
+        one.begin();
+        let waiting = with_mesh_init(&mut one, c_running("mesh-init"), "Pending", None);
+        one.step(Input::Seen(waiting));
+        assert!(!one.st.done());
+        let stopped = with_mesh_init(
+            &mut one,
+            c_running("mesh-init"),
+            "Failed",
+            Some("DeadlineExceeded"),
+        );
+        one.step(Input::Seen(stopped));
+        assert_eq!(one.failure().code(), PodCode::CannotStart);
+        insta::assert_snapshot!(one.failure_lines().join("\n"), @"error: provider preflight: the check pod cannot start — Init:0/2: the init container mesh-init has not completed (running); nothing else starts before it does; the pod stopped: DeadlineExceeded: Pod was active on the node longer than the specified deadline");
+
+        let mut one = One::new(rules());
+        one.begin();
+        let waiting = with_mesh_init(&mut one, c_running("mesh-init"), "Pending", None);
+        one.step(Input::Seen(waiting));
+        one.later(Duration::from_secs(21));
+        one.step(Input::Deadline);
+        insta::assert_snapshot!(one.failure_lines().join("\n"), @"error: provider preflight: the check pod did not start in 20 s — last reason Init:0/2: the init container mesh-init has not completed (running); nothing else starts before it does");
     }
 
     /// The probe OOM-killed after these lines; its log ends before or after the watch shows the kill.

@@ -17,13 +17,22 @@ pub(super) struct Connected {
     pub(super) access: Access,
 }
 
+/// Why no cluster was found to run in.
+pub(super) enum NotConnected {
+    /// The exit, its line written.
+    Exit(Exit),
+    /// The kubeconfig's credentials could not be used (issue 40, item 5): a failure of the run, with its verdict
+    /// and evidence like any other, its lines not written yet; why, in `credentials.rs`'s words.
+    Credentials(String),
+}
+
 /// The client, what it may do (the warnings of what it may not, written), and with `--from-deployment` the
-/// placements' pod spec from the Deployment. `Err`: the exit, its line written.
+/// placements' pod spec from the Deployment.
 pub(super) async fn connect(
     session: &Session<'_>,
     plan: &mut ValidPlan,
     lines: &mut Lines,
-) -> Result<Connected, Exit> {
+) -> Result<Connected, NotConnected> {
     let client = match crate::cluster::client(
         session.kubeconfig,
         session.context.map(str::to_owned),
@@ -31,9 +40,12 @@ pub(super) async fn connect(
     .await
     {
         Ok(c) => c,
+        Err(crate::cluster::ClusterError::Credentials(why)) => {
+            return Err(NotConnected::Credentials(why));
+        }
         Err(e) => {
             jr2_probe::say!("{}", render::cannot_reach_cluster(&shown(&e.to_string())));
-            return Err(Exit::Failed);
+            return Err(NotConnected::Exit(Exit::Failed));
         }
     };
     let needs = access::Needs {
@@ -54,7 +66,7 @@ pub(super) async fn connect(
             Ok(adopted) => *plan = adopted,
             Err(e) => {
                 jr2_probe::say!("error: --from-deployment: {}", shown(&e.to_string()));
-                return Err(workload::WorkloadError::EXIT);
+                return Err(NotConnected::Exit(workload::WorkloadError::EXIT));
             }
         }
     }

@@ -27,7 +27,7 @@ use crate::verdict::{self, DriverVerdict};
 pub use lines::shown;
 pub use settings::{Session, valid_plan};
 
-use connect::{Connected, connect};
+use connect::{Connected, NotConnected, connect};
 use lines::Lines;
 use prepare::prepare;
 
@@ -82,9 +82,17 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
     // deletes stale pods that the next run sweeps again, so it is dropped where it stands.
     let mut stopped: Option<Exit> = None;
     let mut lines = Lines(Vec::new());
+    // Credentials that could not be used: no pod is created, and the run fails with its verdict and evidence.
+    let mut unauthenticated: Option<String> = None;
     let connected = match signals.until(connect(session, &mut plan, &mut lines)).await {
         Ok(Ok(c)) => Some(c),
-        Ok(Err(exit)) => return exit,
+        Ok(Err(NotConnected::Exit(exit))) => return exit,
+        Ok(Err(NotConnected::Credentials(why))) => {
+            lines.emit(render::cannot_authenticate(&shown(&why)));
+            lines.emit(render::cannot_authenticate_next_action());
+            unauthenticated = Some(why);
+            None
+        }
         Err(exit) => {
             stopped = Some(exit);
             None
@@ -112,6 +120,15 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
     // Pods the cluster would not let run (a permission denied, a Pod Security level): not created, their failure
     // known now. `None`: created and run.
     let mut not_created: Vec<Option<PodFailure>> = vec![None; to_run.len()];
+    if let Some(why) = unauthenticated {
+        for slot in &mut not_created {
+            *slot = Some(PodFailure {
+                kind: FailureKind::Unauthenticated { why: why.clone() },
+                // Said once for the run, above.
+                lines: Vec::new(),
+            });
+        }
+    }
     if let Some(c) = &connected {
         if !c.access.missing.is_empty() {
             for perm in &c.access.missing {

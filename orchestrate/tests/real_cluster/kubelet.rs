@@ -14,8 +14,16 @@ fn fails_naming(ns: &str, spec: serde_json::Value, extra: &[&str], named: &[&str
     let ns = namespace(ns, &[]);
     let mut args = vec!["--timeout", "60s"];
     args.extend_from_slice(extra);
+    let started = std::time::Instant::now();
     let run = run_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]), &args);
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    // A cause that does not pass (a Secret that never comes, after its grace) fails well before the deadline.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(45),
+        "{:?}: {}",
+        started.elapsed(),
+        run.stderr
+    );
     assert!(
         run.lines()
             .iter()
@@ -43,6 +51,69 @@ fn a_missing_secret_is_named() {
         &[],
         &["\"jr2-app\""],
     );
+}
+
+/// Issue 40, item 15: a Secret that a secrets operator creates after the pod (here once the real kubelet has
+/// refused the probe container for it, `CreateContainerConfigError`, which ended the run at once before) lets the
+/// run pass, as a Harness pod would start: the driver waits a short grace, with a progress line.
+#[test]
+fn a_secret_created_after_the_pod_lets_the_check_pass() {
+    let _g = shared();
+    let ns = namespace("rc-latesecret", &[]);
+    let path = write_plan(&plan(
+        &ns,
+        &[(
+            "sandbox",
+            with_secret_env("jr2-late", "sentry-dsn"),
+            &["ok"],
+        )],
+    ));
+    let started = std::time::Instant::now();
+    let child = spawn_driver(
+        As::User,
+        &[
+            "run",
+            "--plan",
+            path.to_str().unwrap(),
+            "-o",
+            "json",
+            "--timeout",
+            "120s",
+        ],
+    );
+    let cluster = &env().cluster;
+    cluster.wait_for(
+        "the kubelet to refuse the probe container for the missing Secret",
+        std::time::Duration::from_secs(90),
+        || {
+            cluster.pods(&ns, MANAGED).iter().any(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["state"]["waiting"]["reason"] == "CreateContainerConfigError")
+            })
+        },
+    );
+    cluster.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "secret",
+        "generic",
+        "jr2-late",
+        "--from-literal=sentry-dsn=https://errors.example.invalid/1",
+    ]);
+    let run = finish(child, started, std::time::Duration::from_secs(180));
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_passes(&run, &["ok"]);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with(PENDING)
+            && l.contains("Secret \"jr2-late\" not found; waiting up to 20 s")),
+        "the grace has its progress line: {}",
+        run.stderr
+    );
+    assert_no_pod_left(&ns);
 }
 
 #[test]

@@ -364,6 +364,8 @@ pub enum PodCode {
     NotStarted,
     #[serde(rename = "PROVIDER_CLUSTER_UNREACHABLE")]
     ClusterUnreachable,
+    #[serde(rename = "PROVIDER_CLUSTER_AUTH")]
+    ClusterAuth,
     #[serde(rename = "PROVIDER_INTERRUPTED")]
     Interrupted,
     #[serde(rename = "PROVIDER_PERMISSION_MISSING")]
@@ -376,7 +378,7 @@ pub enum PodCode {
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 16] = [
+    pub const ALL: [PodCode; 17] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -389,6 +391,7 @@ impl PodCode {
         PodCode::ProbeError,
         PodCode::NotStarted,
         PodCode::ClusterUnreachable,
+        PodCode::ClusterAuth,
         PodCode::Interrupted,
         PodCode::PermissionMissing,
         PodCode::PodSecurity,
@@ -410,6 +413,7 @@ impl PodCode {
             PodCode::ProbeError => "PROVIDER_POD_PROBE_ERROR",
             PodCode::NotStarted => "PROVIDER_POD_NOT_STARTED",
             PodCode::ClusterUnreachable => "PROVIDER_CLUSTER_UNREACHABLE",
+            PodCode::ClusterAuth => "PROVIDER_CLUSTER_AUTH",
             PodCode::Interrupted => "PROVIDER_INTERRUPTED",
             PodCode::PermissionMissing => "PROVIDER_PERMISSION_MISSING",
             PodCode::PodSecurity => "PROVIDER_POD_SECURITY",
@@ -473,6 +477,11 @@ impl PodCode {
             PodCode::ClusterUnreachable => {
                 "check that the cluster runs and its API server answers (kubectl config current-context; jr2 up \
                  --context), then run jr2 up again"
+            }
+            PodCode::ClusterAuth => {
+                "the kubeconfig's credentials could not be used (the error says how; what an exec credential plugin \
+                 printed is not shown): log in again as the kubeconfig's user does (kubectl get pods runs the same \
+                 plugin and shows what it says), then run jr2 up again"
             }
             PodCode::Interrupted => {
                 "the run was interrupted before the check ended: run jr2 up again"

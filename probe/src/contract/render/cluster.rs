@@ -180,6 +180,38 @@ pub fn cannot_reach_cluster(why: &str) -> String {
     format!("error: provider preflight: cannot reach the cluster: {why}")
 }
 
+/// Beyond the contract: the kubeconfig's credentials could not be used (issue 40, item 5): `error: provider
+/// preflight: cannot authenticate to the cluster: <why>`, `why` in the driver's words (never what an exec credential
+/// plugin printed), and the next action on its own line ([`cannot_authenticate_next_action`]).
+pub fn cannot_authenticate(why: &str) -> String {
+    format!("error: provider preflight: cannot authenticate to the cluster: {why}")
+}
+
+/// After [`cannot_authenticate`]: what to do.
+pub fn cannot_authenticate_next_action() -> String {
+    "  - log in again as the kubeconfig's user does (kubectl get pods runs the same credential plugin and shows what it says), then run again"
+        .to_owned()
+}
+
+/// Beyond the contract, under a check pod's failure: the Warning Events that do not say why it waits (a policy
+/// engine's audit), counted by reason and source (issue 40, item 9).
+pub fn audit_events(reason: &str, source: &str, count: u64) -> String {
+    format!("  - {count} Warning Events {reason} from {source} (not why the check pod waits)")
+}
+
+/// After the [`audit_events`] lines: the count of the others.
+pub fn audit_events_more(count: u64) -> String {
+    format!("  - {count} more Warning Events of other reasons (not why the check pod waits)")
+}
+
+/// Beyond the contract, the message of a pending line: a Secret (or key) the pod needs is missing, and the driver
+/// waits a short grace for it, as the kubelet would start a Harness pod once it appears (issue 40, item 15).
+pub fn secret_wait(what: &str, seconds: &str) -> String {
+    format!(
+        "{what} not found; waiting up to {seconds} s for it to be created (a secrets operator may create it after the pod)"
+    )
+}
+
 /// Beyond the contract: a permission every check needs, denied (a SelfSubjectAccessReview said no before anything was
 /// created). `resource` as `kubectl auth can-i` takes it (`pods`, `pods/log`, `deployments.apps`).
 pub fn permission_missing(verb: &str, resource: &str, namespace: &str) -> String {
@@ -251,4 +283,23 @@ pub fn pod_kept(namespace: &str, pod: &str) -> String {
 /// `--evidence DIR` that cannot be written: a warning, the verdict stands.
 pub fn evidence_not_written(dir: &str, why: &str) -> String {
     format!("warning: provider: cannot write the evidence to {dir}: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 40, item 5: an authentication failure is named as one, with its next action.
+    #[test]
+    fn cannot_authenticate_lines() {
+        insta::assert_snapshot!(
+            [
+                cannot_authenticate(
+                    "the kubeconfig's exec credential plugin failed (exit status 3); what it printed is not shown, as it can hold a token"
+                ),
+                cannot_authenticate_next_action(),
+            ]
+            .join("\n")
+        );
+    }
 }

@@ -620,6 +620,24 @@ pub fn seconds(d: std::time::Duration) -> String {
     }
 }
 
+/// `<host>[:port]` (a result's `host`) names this machine: `localhost` (or a name under it), 127.0.0.0/8, `[::1]`.
+pub fn is_local_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        match host.rsplit_once(':') {
+            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => host,
+        }
+    };
+    let lower = name.to_ascii_lowercase();
+    lower == "localhost"
+        || lower.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     let from = origin_phrase(origin);
     let error = r.error.as_deref().unwrap_or("no detail");
@@ -646,15 +664,12 @@ fn failure_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
                 );
                 lines.push(hint::MODEL_ID.to_owned());
             } else {
-                lines.extend(
-                    [
-                        hint::LOCALHOST,
-                        hint::MODEL_ID,
-                        hint::VLLM_TOOLS,
-                        hint::LENGTH,
-                    ]
-                    .map(str::to_owned),
-                );
+                // The localhost hint only where the base URL is local (issue 40, item 13): after a timeout against
+                // a LAN address it names a cause that is not there.
+                if is_local_host(&r.host) {
+                    lines.push(hint::LOCALHOST.to_owned());
+                }
+                lines.extend([hint::MODEL_ID, hint::VLLM_TOOLS, hint::LENGTH].map(str::to_owned));
                 if *api_key_set {
                     lines.push(hint::CUSTOM_KEY_HELD.to_owned());
                 }
@@ -797,6 +812,52 @@ mod tests {
             .map(|(name, lines)| format!("# {name}\n{}\n", lines.join("\n")))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// Issue 40, item 13: the localhost hint only for a local base URL.
+    #[test]
+    fn local_hosts() {
+        for host in [
+            "localhost",
+            "localhost:8000",
+            "api.localhost:80",
+            "127.0.0.1:8000",
+            "127.1.2.3",
+            "[::1]:8000",
+            "[::1]",
+        ] {
+            assert!(is_local_host(host), "{host}");
+        }
+        for host in [
+            "10.0.0.5:8000",
+            "192.168.1.20",
+            "vllm.internal:8000",
+            "[fd00::1]:8000",
+            "localhost.example.com",
+        ] {
+            assert!(!is_local_host(host), "{host}");
+        }
+        // The hint where the base URL is local, none after a timeout against a LAN address.
+        let q = "vllm/Qwen/Qwen3-32B";
+        let mut local = result(
+            q,
+            custom(false),
+            Outcome::Unreachable,
+            "connection refused",
+            None,
+        );
+        local.host = "127.0.0.1:8000".to_owned();
+        let lan = result(
+            q,
+            custom(false),
+            Outcome::Timeout,
+            "no answer in 120 s",
+            None,
+        );
+        insta::assert_snapshot!(block(&[
+            ("a local base URL", model_lines(&local, &pod())),
+            ("a LAN address", model_lines(&lan, &pod())),
+        ]));
     }
 
     #[test]
