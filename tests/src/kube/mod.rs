@@ -92,6 +92,7 @@ pub use store::{PodTimes, rfc3339};
 use crate::http::accept_until_stopped;
 use routes::Api;
 use selector::Selector;
+pub use shared::Clocks;
 use shared::Inner;
 use store::{Kind, State, next_uid};
 
@@ -120,6 +121,7 @@ impl FakeKube {
             probe_bin: probe_bin.into(),
             bookmark_every: Mutex::new(Duration::from_secs(5)),
             uid_base: u64::from(addr.port()),
+            clocks: Mutex::new(Clocks::default()),
         });
         let api = Arc::new(Api {
             inner: inner.clone(),
@@ -132,8 +134,18 @@ impl FakeKube {
             let _ = stream.set_nodelay(true);
             let api = served.clone();
             async move {
-                let service =
-                    hyper::service::service_fn(move |req| routes::handle(req, api.clone()));
+                let service = hyper::service::service_fn(move |req| {
+                    let api = api.clone();
+                    async move {
+                        let date = httpdate::fmt_http_date(api.inner.api_now());
+                        let mut answer = routes::handle(req, api).await?;
+                        // The API server's clock, as every answer of its says it.
+                        if let Ok(date) = hyper::header::HeaderValue::from_str(&date) {
+                            answer.headers_mut().insert(hyper::header::DATE, date);
+                        }
+                        Ok::<_, faults::Dropped>(answer)
+                    }
+                });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -145,6 +157,26 @@ impl FakeKube {
             inner,
             stop: Some(stop_tx),
         }
+    }
+
+    /// The API server is lost (a process killed, a network cut): the open watches end, and from now on every
+    /// request's connection is closed with no answer.
+    pub fn lose(&self) {
+        self.api
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .api_lost = true;
+        self.inner.mutate(|st| st.closed = true);
+    }
+
+    /// Sets how far the API server's and the node's clocks are from this machine's.
+    pub fn set_clocks(&self, clocks: Clocks) {
+        *self
+            .inner
+            .clocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = clocks;
     }
 
     /// The bound address.
