@@ -29,14 +29,18 @@ impl ServerClock {
     }
 
     /// From a `Date` header read at `local` on this machine (the middle of the request); `None` when it is no
-    /// HTTP date.
+    /// HTTP date. The header has whole seconds: a `local` within its second is a clock in agreement (no
+    /// correction, so that clocks that agree change nothing), any other is taken to the middle of its second.
     pub fn from_date(date: &str, local: SystemTime) -> Option<Self> {
         let server = DateTimeParser::new().parse_timestamp(date.trim()).ok()?;
         let local = Timestamp::try_from(local).ok()?;
-        let ahead = server.duration_since(local);
-        Some(Self {
-            ahead_ms: i64::try_from(ahead.as_millis()).ok()?,
-        })
+        let ahead_ms = i64::try_from(server.duration_since(local).as_millis()).ok()?;
+        let ahead_ms = if (-1000..=0).contains(&ahead_ms) {
+            0
+        } else {
+            ahead_ms + 500
+        };
+        Some(Self { ahead_ms })
     }
 
     /// The API server's time when this machine's clock says `local`.
@@ -90,17 +94,19 @@ pub async fn read(client: &kube::Client) -> Option<ServerClock> {
 mod tests {
     use super::*;
 
-    /// A `Date` 90 s ahead of this machine's clock is read as 90 s ahead; times are moved by it both ways.
+    /// A `Date` 90 s ahead of this machine's clock is read as 90 s ahead (to the middle of its second); times are
+    /// moved by it both ways; a `Date` of this machine's own second is no correction.
     #[test]
     fn a_date_ahead_and_behind() {
-        let local = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_409_407);
-        // 2026-12-04T18:36:47Z + 90 s.
+        // 2026-12-04T18:36:47.700Z.
+        let local = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_409_407_700);
         let c = ServerClock::from_date("Fri, 04 Dec 2026 18:38:17 GMT", local).unwrap();
-        assert_eq!(c.ahead_secs(), 90);
-        assert_eq!(c.at(local), local + Duration::from_secs(90));
+        assert_eq!(c.ahead_secs(), 89);
+        assert_eq!(c.at(local), local + Duration::from_millis(89_800));
         let c = ServerClock::from_date("Fri, 04 Dec 2026 18:35:17 GMT", local).unwrap();
-        assert_eq!(c.ahead_secs(), -90);
-        assert_eq!(c.at(local), local - Duration::from_secs(90));
+        assert_eq!(c.at(local), local - Duration::from_millis(90_200));
+        let c = ServerClock::from_date("Fri, 04 Dec 2026 18:36:47 GMT", local).unwrap();
+        assert_eq!(c.at(local), local);
         assert_eq!(ServerClock::from_date("yesterday", local), None);
     }
 }

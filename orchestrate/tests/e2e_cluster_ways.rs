@@ -128,6 +128,51 @@ async fn a_terminating_namespace_is_named() {
     assert!(s.kube.pods_matching(MANAGED).is_empty());
 }
 
+/// Item 12: a namespace deleted while its check pod waits (the namespace controller removes the pod) is named as
+/// such, with its own code and next action, which the models take. Before: `the check pod stopped (the pod was
+/// deleted) before any model was checked` (`PROVIDER_POD_STOPPED`: "an eviction, a preemption or a deletion can
+/// pass, so run jr2 up once more").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_deleted_during_the_run_is_named() {
+    let s = Setup::new(Scenario::Nothing).await;
+    let plan = s.plan(&[("sandbox", &["ok"])]);
+    let args = s.args(&plan, &["--timeout", "30"]);
+    let driver =
+        tokio::task::spawn_blocking(move || run_driver_blocking(args, Vec::new(), None, false));
+    assert!(
+        s.kube
+            .wait_for(Duration::from_secs(10), |k| k.requests().iter().any(|r| r
+                .method
+                == "GET"
+                && r.is_watch()
+                && r.path.ends_with("/pods")))
+            .await
+    );
+    s.kube.delete_namespace(NS);
+    let run = driver.await.unwrap();
+    eprintln!("{}", run.stderr);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    insta::assert_snapshot!(run.lines().join("\n"), @r#"
+    error: provider preflight: the check pod stopped (its namespace "e2e" was deleted) before any model was checked
+      not checked: vllm/ok
+    "#);
+    let v = run.verdict();
+    assert_eq!(
+        v["pods"][0]["code"], "PROVIDER_NAMESPACE_TERMINATING",
+        "{v}"
+    );
+    assert_eq!(
+        v["models"][0]["nextAction"], v["pods"][0]["nextAction"],
+        "{v}"
+    );
+    // Said when it happened, not at the deadline.
+    assert!(
+        run.ended - run.started < Duration::from_secs(20),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Items 3 and 6 run on the fake's clocks (`FakeKube::set_clocks`): its API server's `Date` headers and the
 /// `creationTimestamp` it writes, and the deadline its node's probe finds, are moved as a cluster on another machine's
 /// clock moves them; the driver's own clock is this machine's.

@@ -265,6 +265,26 @@ impl FakeKube {
             .insert(namespace.to_owned(), labels);
     }
 
+    /// Deletes `namespace`, as `kubectl delete namespace` and the namespace controller do: it is terminating (its
+    /// object has a `deletionTimestamp`), and its pods are removed, each a `DELETED` event.
+    pub fn delete_namespace(&self, namespace: &str) {
+        self.inner.mutate(|st| {
+            st.terminating.insert(namespace.to_owned());
+            let pods: Vec<String> = st
+                .objects
+                .keys()
+                .filter(|(kind, ns, _)| *kind == Kind::Pod && ns == namespace)
+                .map(|(_, _, name)| name.clone())
+                .collect();
+            for name in pods {
+                if let Some(k) = st.kubelets.remove(&(namespace.to_owned(), name.clone())) {
+                    k.abort();
+                }
+                st.remove(Kind::Pod, namespace, &name);
+            }
+        });
+    }
+
     /// Adds a NetworkPolicy to `namespace`.
     pub fn add_network_policy(&self, namespace: &str, policy: Value) {
         self.add_object(Kind::NetworkPolicy, namespace, policy);

@@ -211,13 +211,15 @@ async fn route(api: &Api, method: &Method, req: &ApiRequest) -> Response<Body> {
                 .unwrap_or_default();
             let mut labels = serde_json::to_value(labels).unwrap_or_default();
             labels["kubernetes.io/metadata.name"] = json!(ns);
-            json(
-                StatusCode::OK,
-                &json!({"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": ns, "labels": labels, "uid": "6a723200-0000-4000-8000-000000000005",
-                                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
-            )
+            let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": labels, "uid": "6a723200-0000-4000-8000-000000000005",
+                                 "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            if inner.lock().terminating.contains(*ns) {
+                namespace["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:01Z");
+                namespace["status"]["phase"] = json!("Terminating");
+            }
+            json(StatusCode::OK, &namespace)
         }
         ("GET", ["api", "v1", "pods"]) => collection(inner, Kind::Pod, None, req),
         ("GET", ["api", "v1", "events"]) => collection(inner, Kind::Event, None, req),
