@@ -364,6 +364,7 @@ mod tests {
             }),
             evidence: crate::run::Evidence::default(),
             kept: false,
+            node_ahead: None,
         };
         pod.evidence.custodian_log = vec![
             "debug: upstream key sk-ant-api03-PW4242abcdefghijkl and AIzaSyPW4242abcdefghijklmnopqrstuvwxyz1".to_owned(),

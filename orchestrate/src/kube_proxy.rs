@@ -18,6 +18,7 @@
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -302,9 +303,47 @@ pub enum Hop {
     /// Straight to the server.
     Direct(HttpConnector),
     /// A `CONNECT` tunnel through the proxy (an `https` server).
-    Tunnel(Tunnel<HttpConnector>),
+    Tunnel(Tunnel<HttpConnector>, Arc<Named>),
     /// To the proxy, which forwards each request (an `http` server).
-    Forward(HttpConnector, http::Uri),
+    Forward(HttpConnector, http::Uri, Arc<Named>),
+}
+
+/// A proxy as the lines name it: `host:port` (never its credentials) and where it came from.
+#[derive(Debug)]
+pub struct Named {
+    proxy: String,
+    from: String,
+}
+
+/// The proxy could not be reached, or would not open the tunnel: what failed was the proxy, not the API server
+/// (issue 40, item 14). Its `source` is the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reach the proxy {} ({})", .named.proxy, .named.from)]
+pub struct ProxyUnreachable {
+    named: Arc<Named>,
+    #[source]
+    source: BoxError,
+}
+
+impl ProxyUnreachable {
+    /// The line's words: the proxy, where it came from, and `why` (the innermost cause).
+    pub fn words(&self, why: &str) -> String {
+        jr2_probe::contract::render::proxy_unreachable(&self.named.proxy, &self.named.from, why)
+    }
+}
+
+impl Named {
+    fn of(p: &Proxy) -> Arc<Self> {
+        let host = p.url.host().unwrap_or_default();
+        let proxy = match p.url.port_u16() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        Arc::new(Named {
+            proxy,
+            from: p.source.clone(),
+        })
+    }
 }
 
 impl Hop {
@@ -314,12 +353,13 @@ impl Hop {
             None => Hop::Direct(http),
             Some(p) if https => {
                 let tunnel = Tunnel::new(p.url.clone(), http);
-                Hop::Tunnel(match basic_auth(&p.url) {
+                let tunnel = match basic_auth(&p.url) {
                     Some(auth) => tunnel.with_auth(auth),
                     None => tunnel,
-                })
+                };
+                Hop::Tunnel(tunnel, Named::of(p))
             }
-            Some(p) => Hop::Forward(http, p.url.clone()),
+            Some(p) => Hop::Forward(http, p.url.clone(), Named::of(p)),
         }
     }
 }
@@ -343,12 +383,18 @@ impl tower::Service<http::Uri> for Hop {
                 let io = http.oneshot(dst).await.map_err(BoxError::from)?;
                 Ok(Stream { io, proxied: false })
             }),
-            Hop::Tunnel(tunnel) => Box::pin(async move {
-                let io = tunnel.oneshot(dst).await.map_err(BoxError::from)?;
+            Hop::Tunnel(tunnel, named) => Box::pin(async move {
+                let io = tunnel.oneshot(dst).await.map_err(|e| ProxyUnreachable {
+                    named,
+                    source: BoxError::from(e),
+                })?;
                 Ok(Stream { io, proxied: false })
             }),
-            Hop::Forward(http, proxy) => Box::pin(async move {
-                let io = http.oneshot(proxy).await.map_err(BoxError::from)?;
+            Hop::Forward(http, proxy, named) => Box::pin(async move {
+                let io = http.oneshot(proxy).await.map_err(|e| ProxyUnreachable {
+                    named,
+                    source: BoxError::from(e),
+                })?;
                 Ok(Stream { io, proxied: true })
             }),
         }

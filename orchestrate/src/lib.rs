@@ -20,6 +20,7 @@ pub mod pod_security;
 pub mod pull_secrets;
 pub mod redact;
 pub mod run;
+pub mod server_clock;
 pub mod session;
 pub mod signals;
 pub mod verdict;

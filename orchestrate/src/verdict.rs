@@ -239,6 +239,8 @@ pub fn assemble(
     // Models a finished probe did not check (its deadline came first): one `error:` line per reason after the
     // others, each followed by its models, as the probe itself writes them, not one header per model.
     let mut unchecked: Vec<ModelResult> = Vec::new();
+    // The pods whose models went unchecked on a node whose clock is ahead.
+    let mut skewed: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     let several = run.pods.len() > 1;
     let failures: Vec<Vec<String>> = run
         .pods
@@ -264,7 +266,16 @@ pub fn assemble(
                 .unwrap_or_else(|| "an unscheduled node".to_owned()),
         };
         let facts = plan.resolved(plan_index);
-        let result = result_of(pod_run, index, plan_model, facts);
+        let mut result = result_of(pod_run, index, plan_model, facts);
+        // Not checked on a node whose clock is ahead: the clocks are to be fixed, not the run repeated (issue 40,
+        // item 3).
+        if let (PodOutcome::Finished(_), Some(_), Some(r)) =
+            (&pod_run.outcome, pod_run.node_ahead, result.as_mut())
+            && r.outcome == Outcome::NotChecked
+        {
+            r.next_action = PodCode::ClockSkew.next_action().to_owned();
+            skewed.insert(pod_index);
+        }
         match &pod_run.outcome {
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
@@ -301,6 +312,10 @@ pub fn assemble(
     final_lines.extend(render::not_checked_lines(
         &unchecked.iter().collect::<Vec<_>>(),
     ));
+    for &p in &skewed {
+        let ahead = run.pods[p].node_ahead.unwrap_or_default();
+        final_lines.push(render::clock_skew(&ahead.to_string()));
+    }
     lines.extend(final_lines.iter().cloned());
     for pod_run in run.pods.iter().filter(|p| p.kept) {
         lines.push(render::pod_kept(&plan.namespace, &pod_run.name));
@@ -321,9 +336,11 @@ pub fn assemble(
             .iter()
             .zip(checks)
             .zip(failures)
-            .map(|((r, c), failure)| {
+            .enumerate()
+            .map(|(p, ((r, c), failure))| {
                 let code = match &r.outcome {
                     PodOutcome::Failed(f) => Some(f.kind.code()),
+                    PodOutcome::Finished(_) if skewed.contains(&p) => Some(PodCode::ClockSkew),
                     PodOutcome::Finished(_) => None,
                 };
                 PodVerdict {
@@ -371,6 +388,7 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
             f.kind,
             FailureKind::Unreachable { .. }
                 | FailureKind::Unauthenticated { .. }
+                | FailureKind::ApiServerLost { .. }
                 | FailureKind::Interrupted
                 | FailureKind::NotAllowed { .. }
         )
@@ -382,7 +400,10 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
         render::placement_detail(&check.placement, pod.node.as_deref()),
     );
     // A stopped pod's lines name the models it did not reach already.
-    if !matches!(f.kind, FailureKind::Stopped { .. }) {
+    if !matches!(
+        f.kind,
+        FailureKind::Stopped { .. } | FailureKind::NamespaceTerminating { message: None, .. }
+    ) {
         lines.extend(
             pod.models
                 .iter()
@@ -544,6 +565,7 @@ mod tests {
                     outcome: PodOutcome::Finished(ProbeReport::default()),
                     evidence: Evidence::default(),
                     kept: false,
+                    node_ahead: None,
                 }
             })
             .collect();

@@ -167,3 +167,37 @@ async fn an_unusable_proxy_is_named() {
     );
     assert!(s.kube.requests().is_empty());
 }
+
+/// A kubeconfig `proxy-url` that refuses is named as the proxy, not as the API server refusing (issue 40, item 14).
+/// Before: `cannot reach the cluster: Connection refused (os error 111)`, as if the API server were down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusing_proxy_is_named_as_the_proxy() {
+    let s = Setup::new(Scenario::AllOk).await;
+    // A loopback port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        s.dir.join("kubeconfig"),
+        kubeconfig(
+            &s.kube.server_url(),
+            &format!("    proxy-url: http://jr2:secret@127.0.0.1:{port}\n"),
+        ),
+    )
+    .unwrap();
+    let plan = s.plan(&[("sandbox", &["ok"])]);
+    let run = s.run_with(s.args(&plan, &[]), env(&[]), None).await;
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    let line = format!(
+        "error: provider preflight: cannot reach the cluster: its proxy 127.0.0.1:{port} (kubeconfig proxy-url) cannot be reached: Connection refused (os error 111)"
+    );
+    assert!(
+        run.stderr.lines().any(|l| l == line),
+        "{line}\n{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+    assert!(s.kube.requests().is_empty());
+}

@@ -48,6 +48,10 @@ pub struct RunConfig {
     /// The caller already warned that the Events cannot be read (a SelfSubjectAccessReview said so): the run does
     /// not say it again when their watch is refused.
     pub events_forbidden_said: bool,
+    /// When the check pods' own deadline comes (`JR2_PROBE_DEADLINE`, written on the API server's clock): the
+    /// probe's budget is compared with the time left to it, and one much shorter names a node whose clock is ahead
+    /// (`clock.rs`). `None`: not compared.
+    pub pod_deadline: Option<tokio::time::Instant>,
 }
 
 impl Default for RunConfig {
@@ -65,6 +69,7 @@ impl Default for RunConfig {
             cleanup: None,
             cancel: None,
             events_forbidden_said: false,
+            pod_deadline: None,
         }
     }
 }
@@ -118,6 +123,8 @@ pub(super) struct Rules {
     pub(super) keep_failed: bool,
     /// Cleans the cluster's text on its way to a line.
     pub(super) redactor: Redactor,
+    /// [`RunConfig::pod_deadline`].
+    pub(super) deadline: Option<tokio::time::Instant>,
 }
 
 impl Rules {
@@ -131,6 +138,7 @@ impl Rules {
             log_retry: opts.log_retry,
             keep_failed: opts.keep_failed,
             redactor: opts.redactor.clone(),
+            deadline: opts.pod_deadline,
         }
     }
 }

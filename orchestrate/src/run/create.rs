@@ -7,61 +7,218 @@
 //! pod's name, ours and unique to the run, is deleted as a created pod's is (issue 25, item 4). A `409
 //! AlreadyExists` after an earlier try of ours is our own pod.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
+use jr2_probe::contract::render;
+
 use super::cleanup::Cleanup;
+use super::report::RunUpdate;
 
-/// The deadline the API server is given for each create (its `timeout` query parameter, as kubectl's
-/// `--request-timeout` sets it; the API server's own bound is 34 s): after it, plus a margin for the clock, a create
-/// that got no answer can no longer be written, and a by-name 404 confirms the pod is not there. Admission webhooks
-/// take 10 s at most by default.
-pub(super) const CREATE_SERVER_TIMEOUT: Duration = Duration::from_secs(15);
-const CREATE_SETTLED_AFTER: Duration = Duration::from_secs(16);
+/// The longest deadline the API server is given for a create (its `timeout` query parameter, as kubectl's
+/// `--request-timeout` sets it), within the run's: its admission may call webhooks that take up to 30 s each (the
+/// most `timeoutSeconds` allows), as image-verification webhooks do, and a Harness pod's create waits for them as
+/// long (issue 40, item 1). After it, plus a margin for the clock, a create that got no answer can no longer be
+/// written, and a by-name 404 confirms the pod is not there.
+pub(super) const CREATE_SERVER_TIMEOUT: Duration = Duration::from_secs(40);
+/// A create not answered after this long says that it waits, and why it may.
+const CREATE_SLOW_NOTE: Duration = Duration::from_secs(10);
 
-/// POSTs `pod` with [`CREATE_SERVER_TIMEOUT`] as its server-side deadline.
-async fn post(api: &Api<Pod>, pod: &Pod) -> Result<Pod, kube::Error> {
+/// The create's server-side deadline for a try that starts `left` before the run's deadline: [`CREATE_SERVER_TIMEOUT`],
+/// or less when the run ends sooner (a second before it, in whole seconds; at least one).
+fn server_timeout(left: Duration) -> Duration {
+    Duration::from_secs(
+        left.as_secs()
+            .saturating_sub(1)
+            .clamp(1, CREATE_SERVER_TIMEOUT.as_secs()),
+    )
+}
+
+/// The API server's answer to one create: the pod or why not, and the `Warning:` headers it carried.
+struct Answer {
+    result: Result<Pod, kube::Error>,
+    warnings: Vec<String>,
+}
+
+/// POSTs `pod` with `timeout` as its server-side deadline, and reads its answer as kube's client does, keeping the
+/// `Warning:` headers (a ValidatingAdmissionPolicy in `Warn` mode, Pod Security's `warn` level: issue 40, item 11).
+async fn post(api: &Api<Pod>, pod: &Pod, timeout: Duration) -> Answer {
+    let request = match create_request(api, pod, timeout) {
+        Ok(r) => r,
+        Err(e) => {
+            return Answer {
+                result: Err(e),
+                warnings: Vec::new(),
+            };
+        }
+    };
+    let response = match api.clone().into_client().send(request).await {
+        Ok(r) => r,
+        Err(e) => {
+            return Answer {
+                result: Err(e),
+                warnings: Vec::new(),
+            };
+        }
+    };
+    let warnings = response
+        .headers()
+        .get_all(http::header::WARNING)
+        .iter()
+        .filter_map(|v| warning_text(&String::from_utf8_lossy(v.as_bytes())))
+        .collect();
+    let status = response.status();
+    let result = match response.into_body().collect().await {
+        Ok(body) => read_answer(status, &body.to_bytes()),
+        Err(e) => Err(e),
+    };
+    Answer { result, warnings }
+}
+
+fn create_request(
+    api: &Api<Pod>,
+    pod: &Pod,
+    timeout: Duration,
+) -> Result<http::Request<kube::client::Body>, kube::Error> {
     let body = serde_json::to_vec(pod).map_err(kube::Error::SerdeError)?;
     let request = kube::core::Request::new(api.resource_url())
         .create(&PostParams::default(), body)
         .map_err(kube::Error::BuildRequest)?;
     let (mut parts, body) = request.into_parts();
-    let uri = format!("{}&timeout={}s", parts.uri, CREATE_SERVER_TIMEOUT.as_secs());
+    let uri = format!("{}&timeout={}s", parts.uri, timeout.as_secs());
     parts.uri = uri.parse().map_err(|e: http::uri::InvalidUri| {
         kube::Error::BuildRequest(kube::core::request::Error::BuildRequest(e.into()))
     })?;
-    api.clone()
-        .into_client()
-        .request::<Pod>(http::Request::from_parts(parts, body))
-        .await
+    Ok(http::Request::from_parts(
+        parts,
+        kube::client::Body::from(body),
+    ))
+}
+
+/// The pod, or the API server's `Status` as kube's client reads an error (a body that is no `Status` becomes one,
+/// with the HTTP status).
+fn read_answer(status: http::StatusCode, body: &[u8]) -> Result<Pod, kube::Error> {
+    if status.is_client_error() || status.is_server_error() {
+        let text = String::from_utf8_lossy(body);
+        let s = serde_json::from_str::<kube::core::Status>(&text).unwrap_or_else(|_| {
+            kube::core::Status::failure(text.trim(), "Failed to parse error data")
+                .with_code(status.as_u16())
+        });
+        return Err(kube::Error::Api(s.boxed()));
+    }
+    serde_json::from_slice(body).map_err(kube::Error::SerdeError)
+}
+
+/// The text of a `Warning:` header (`299 - "text"`, RFC 7234's form, which the API server sends), unquoted; the
+/// header as it is when it has another form. Cleaned and cut where it is said.
+fn warning_text(header: &str) -> Option<String> {
+    let h = header.trim();
+    let quoted = h
+        .strip_prefix("299")
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix('-'))
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix('"'));
+    let text = match quoted {
+        Some(rest) => {
+            let mut out = String::new();
+            let mut chars = rest.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => out.extend(chars.next()),
+                    '"' => break,
+                    c => out.push(c),
+                }
+            }
+            out
+        }
+        None => h.to_owned(),
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// What the creates of a run share: where the slow create's progress line goes, said once for the run.
+#[derive(Clone, Default)]
+pub(super) struct CreateNotes {
+    progress: Option<UnboundedSender<RunUpdate>>,
+    slow_said: Arc<AtomicBool>,
+}
+
+impl CreateNotes {
+    /// Notes sent to `progress`.
+    pub(super) fn new(progress: Option<UnboundedSender<RunUpdate>>) -> Self {
+        Self {
+            progress,
+            slow_said: Arc::default(),
+        }
+    }
+
+    fn slow(&self, waited: Duration, limit: Duration) {
+        if self.slow_said.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(tx) = &self.progress {
+            let line = render::create_slow(&render::seconds(waited), &render::seconds(limit));
+            let _ = tx.send(RunUpdate::Note { line });
+        }
+    }
+}
+
+/// A create and the `Warning:` headers of its answers.
+pub(super) struct CreateOutcome {
+    /// How it ended.
+    pub(super) created: Created,
+    /// The warnings of the API server, raw (each said once for the run, cleaned and cut).
+    pub(super) warnings: Vec<String>,
 }
 
 /// How a create ended.
 pub(super) enum Created {
     /// Created: the pod as the API server answered.
     Ok(Box<Pod>),
-    /// Refused (or not answered in time): the HTTP status when one came, and the message.
+    /// Refused: the HTTP status when one came, and the message.
     Refused(Option<u16>, String),
+    /// Not finished in time: the API server's own timeout (`504 Timeout`: its admission outlasted the create's
+    /// `timeout`), or no answer before the run's deadline. The longest a try waited, and the message.
+    TimedOut(Duration, String),
+    /// Refused because the namespace is being deleted (`NamespaceTerminating`): the API server's message.
+    NamespaceTerminating(String),
     /// The API server could not be reached at all: why, in plain words.
     Unreachable(String),
 }
 
 /// Why a request got no answer, in plain words: the innermost cause (`Connection refused (os error 111)`), which
-/// is what a person acts on, rather than the layers above it (`ServiceError: client error (Connect)`).
+/// is what a person acts on, rather than the layers above it (`ServiceError: client error (Connect)`); named as the
+/// proxy's when it was the proxy that could not be reached (issue 40, item 14).
 pub(super) fn plain_cause(e: &kube::Error) -> String {
     // Credentials that could not be refreshed: words of ours, never what a plugin printed (issue 40, item 5).
     if let Some(auth) = crate::credentials::auth_error(e) {
         return crate::credentials::words(auth);
     }
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
+    let mut cause: &(dyn std::error::Error + 'static) = e;
+    let mut proxy = None;
+    loop {
+        if let Some(p) = cause.downcast_ref::<crate::kube_proxy::ProxyUnreachable>() {
+            proxy = Some(p);
+        }
+        match cause.source() {
+            Some(next) => cause = next,
+            None => break,
+        }
     }
-    cause.to_string()
+    let why = cause.to_string();
+    match proxy {
+        Some(p) => p.words(&why),
+        None => why,
+    }
 }
 
 /// The request never reached the API server: the connection could not be opened (refused, no route, a TLS
@@ -77,18 +234,37 @@ fn not_sent(e: &kube::Error) -> bool {
     false
 }
 
-/// Creates one pod; retries what may pass on a second try (429, 5xx but 501, no answer).
+/// Creates one pod; retries what may pass on a second try (429, 5xx but 501, no answer). A try not answered after
+/// [`CREATE_SLOW_NOTE`] says so (once for the run, in `notes`).
 pub(super) async fn create_pod(
     api: Api<Pod>,
     cleanup: Cleanup,
     pod: Pod,
     tries: u32,
     deadline: Instant,
+    notes: CreateNotes,
+) -> CreateOutcome {
+    let mut warnings: Vec<String> = Vec::new();
+    let created = create_tries(&api, &cleanup, pod, tries, deadline, &notes, &mut warnings).await;
+    CreateOutcome { created, warnings }
+}
+
+async fn create_tries(
+    api: &Api<Pod>,
+    cleanup: &Cleanup,
+    pod: Pod,
+    tries: u32,
+    deadline: Instant,
+    notes: &CreateNotes,
+    warnings: &mut Vec<String>,
 ) -> Created {
     let name = pod.name_any();
     let mut wait = Duration::from_millis(500);
     let mut last: (Option<u16>, String) = (None, String::new());
     let mut unreachable = None;
+    // The last try timed out; the longest a try waited.
+    let mut timed_out = false;
+    let mut longest = Duration::ZERO;
     // A try may have written the pod: its outcome is unknown.
     let mut maybe_written = false;
     for attempt in 0..tries.max(1) {
@@ -99,12 +275,29 @@ pub(super) async fn create_pod(
             tokio::time::sleep(wait).await;
             wait *= 2;
         }
-        let settled_by = Instant::now() + CREATE_SETTLED_AFTER;
+        let started = Instant::now();
+        let timeout = server_timeout(deadline.saturating_duration_since(started));
+        let settled_by = started + timeout + Duration::from_secs(1);
         cleanup.creating(&name, settled_by);
-        let r = tokio::time::timeout_at(deadline, post(&api, &pod)).await;
+        let answer = {
+            let post = tokio::time::timeout_at(deadline, post(api, &pod, timeout));
+            tokio::pin!(post);
+            tokio::select! {
+                r = &mut post => r,
+                () = tokio::time::sleep(CREATE_SLOW_NOTE) => {
+                    notes.slow(CREATE_SLOW_NOTE, timeout);
+                    post.await
+                }
+            }
+        };
+        let r = answer.map(|a| {
+            warnings.extend(a.warnings);
+            a.result
+        });
         if let Ok(Ok(_) | Err(kube::Error::Api(_))) = &r {
             cleanup.answered(&name, settled_by);
         }
+        timed_out = false;
         match r {
             Ok(Ok(p)) => {
                 cleanup.created(&name, p.metadata.uid.clone());
@@ -113,12 +306,24 @@ pub(super) async fn create_pod(
             // An earlier try did create it (the 5xx, or the broken connection, came after the write): our pod, if
             // it carries this run's label; read back for its uid, so that its delete is as careful as any.
             Ok(Err(kube::Error::Api(s))) if s.code == 409 && attempt > 0 => {
-                return ours_after_conflict(&api, &cleanup, pod, deadline).await;
+                return ours_after_conflict(api, cleanup, pod, deadline).await;
+            }
+            Ok(Err(kube::Error::Api(s))) if terminating(&s) => {
+                if maybe_written {
+                    cleanup.maybe_created(&name);
+                } else {
+                    cleanup.not_created(&name);
+                }
+                return Created::NamespaceTerminating(s.message.clone());
             }
             Ok(Err(kube::Error::Api(s))) => {
                 last = (Some(s.code), s.message.clone());
                 unreachable = None;
                 maybe_written |= s.code >= 500;
+                if s.code == 504 {
+                    timed_out = true;
+                    longest = longest.max(started.elapsed());
+                }
                 if !matches!(s.code, 429 | 500 | 502 | 503 | 504) {
                     break;
                 }
@@ -144,6 +349,8 @@ pub(super) async fn create_pod(
                      name is deleted"
                         .to_owned(),
                 );
+                timed_out = true;
+                longest = longest.max(started.elapsed());
                 maybe_written = true;
                 break;
             }
@@ -155,11 +362,21 @@ pub(super) async fn create_pod(
     } else {
         cleanup.not_created(&name);
     }
-    match unreachable {
+    match (unreachable, timed_out) {
         // The last try got no answer at all.
-        Some(why) if last.0.is_none() => Created::Unreachable(why),
+        (Some(why), _) if last.0.is_none() => Created::Unreachable(why),
+        (_, true) => Created::TimedOut(longest, last.1),
         _ => Created::Refused(last.0, last.1),
     }
+}
+
+/// A refusal because the namespace is being deleted: the cause `NamespaceTerminating` the API server's admission
+/// gives it (issue 40, item 12).
+fn terminating(s: &kube::core::Status) -> bool {
+    s.code == 403
+        && s.details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
 }
 
 /// A `409 AlreadyExists` after a try of ours that may have written the pod: the pod of that name, read back, is
@@ -218,8 +435,10 @@ mod tests {
             pod,
             1,
             Instant::now() + Duration::from_secs(10),
+            CreateNotes::default(),
         )
-        .await;
+        .await
+        .created;
         let Created::Unreachable(why) = created else {
             panic!("unreachable");
         };

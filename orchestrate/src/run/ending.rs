@@ -89,6 +89,29 @@ impl PodState {
         let lines = match &kind {
             FailureKind::Refused { message, .. } => vec![render::cluster_refused(&c(message))],
             FailureKind::Unreachable { why } => vec![render::cannot_reach_cluster(&c(why))],
+            FailureKind::CreateTimedOut { seconds, message } => {
+                vec![render::create_timed_out(&seconds.to_string(), &c(message))]
+            }
+            FailureKind::NamespaceTerminating {
+                namespace,
+                message: Some(message),
+            } => vec![render::namespace_terminating(namespace, &c(message))],
+            // The pod went with its namespace during the run: every model without a result is unchecked.
+            FailureKind::NamespaceTerminating {
+                namespace,
+                message: None,
+            } => {
+                let mut lines = vec![render::pod_stopped_before_any_model(
+                    &render::namespace_deleted_reason(namespace),
+                )];
+                lines.extend(
+                    (0..self.models.len())
+                        .filter(|m| self.probe.results.get(*m).is_none_or(Option::is_none))
+                        .map(|m| render::not_checked(self.model(m))),
+                );
+                lines
+            }
+            FailureKind::ApiServerLost { why } => vec![render::api_server_lost(&c(why))],
             FailureKind::CannotStart(f) => vec![f.line(&rules.redactor)],
             FailureKind::Stopped {
                 reason,

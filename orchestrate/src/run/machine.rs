@@ -13,12 +13,15 @@ use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
+use jr2_probe::contract::render;
+
 use super::cancel;
 use super::cleanup::Cleanup;
 use super::config::{Rules, RunConfig};
 use super::log::{self, LogItem};
+use super::lost;
 use super::pod_state::PodState;
-use super::report::RunResult;
+use super::report::{FailureKind, RunResult};
 use super::said::{self, Said};
 use super::step::{self, Action, Input};
 use super::watch::{self, Watch, forbidden};
@@ -50,6 +53,8 @@ pub(super) struct Run {
     deadline: Instant,
     cleanup: Cleanup,
     one_watch: bool,
+    /// The API server stopped answering the pod watch, and why (`lost.rs`); `None` once it answers again.
+    lost: Option<String>,
 }
 
 impl Run {
@@ -81,6 +86,7 @@ impl Run {
             start,
             cleanup,
             one_watch: true,
+            lost: None,
         }
     }
 
@@ -103,6 +109,64 @@ impl Run {
     pub(super) fn unreachable(&mut self, i: usize, why: String) {
         let said = said::unreachable_said(&self.pods, &self.rules.redactor, &why);
         self.input(i, Input::Unreachable { why, said }, Instant::now());
+    }
+
+    /// The create of pod `i` failed otherwise: not finished in time, or its namespace is being deleted.
+    pub(super) fn not_created(&mut self, i: usize, kind: FailureKind) {
+        let said = false;
+        self.input(i, Input::Failed { kind, said }, Instant::now());
+    }
+
+    /// The watch of the pods got no answer (`lost.rs`): said at once, each cause once; the run ends on it if the
+    /// API server does not answer again before the deadline.
+    fn api_lost(&mut self, why: String) {
+        let line = render::api_server_lost_warning(&self.rules.redactor.clean(&why));
+        self.lost = Some(why);
+        if let (Some(update), Some(tx)) = (self.said.probe_warning(line), &self.opts.progress) {
+            let _ = tx.send(update);
+        }
+    }
+
+    /// The deadline passed while the API server was lost: every pod not done fails on it, said by the first.
+    fn lost_at_deadline(&mut self, why: &str, now: Instant) {
+        let mut said = false;
+        for i in 0..self.pods.len() {
+            if self.pods[i].done() {
+                continue;
+            }
+            let kind = FailureKind::ApiServerLost {
+                why: why.to_owned(),
+            };
+            self.input(i, Input::Failed { kind, said }, now);
+            said = true;
+        }
+    }
+
+    /// The `Warning:` headers of the API server's answers to the creates: each a `warning:` line, cleaned and cut,
+    /// said once for the run (issue 40, item 11).
+    pub(super) fn api_warnings(&mut self, warnings: &[String]) {
+        for w in warnings {
+            let line = render::api_warning(&self.rules.redactor.clean(w));
+            if let (Some(update), Some(tx)) = (self.said.probe_warning(line), &self.opts.progress) {
+                let _ = tx.send(update);
+            }
+        }
+    }
+
+    /// A pod stopped as deleted (the only word the watch has for a pod its namespace took with it).
+    pub(super) fn stopped_as_deleted(&self) -> bool {
+        self.pods.iter().any(PodState::stopped_as_deleted)
+    }
+
+    /// The namespace is gone or being deleted: every pod that stopped as deleted stopped with it.
+    pub(super) fn namespace_deleted(&mut self) {
+        let namespace = self.namespace.clone();
+        self.every_pod(
+            || Input::NamespaceDeleted {
+                namespace: namespace.clone(),
+            },
+            Instant::now(),
+        );
     }
 
     /// The run was cancelled: every pod not finished is interrupted.
@@ -229,10 +293,15 @@ impl Run {
     fn handle(&mut self, arrived: Arrived, now: Instant) {
         match arrived {
             Arrived::Pod(r) => match *r {
-                Ok(ev) => self.on_pod_event(ev, now),
+                Ok(ev) => {
+                    self.lost = None;
+                    self.on_pod_event(ev, now);
+                }
                 Err(e) => {
                     if let Some(message) = forbidden(&e) {
                         self.every_pod(|| Input::WatchForbidden(message.clone()), now);
+                    } else if let Some(why) = lost::cause(&e) {
+                        self.api_lost(why);
                     } else {
                         tracing::debug!(error = %e, "the watch of the check pods failed; it is re-established");
                     }
@@ -305,6 +374,9 @@ impl Run {
                 () = tokio::time::sleep_until(wake) => {
                     let now = Instant::now();
                     if now >= self.deadline {
+                        if let Some(why) = self.lost.clone() {
+                            self.lost_at_deadline(&why, now);
+                        }
                         self.every_pod(|| Input::Deadline, now);
                         return;
                     }

@@ -18,16 +18,20 @@
 //! phase on what arrived, and says what to do), `ending` (the outcome and lines of a pod's run that ends), `said`
 //! (what the run says once for all its pods), `machine` (the loop that turns its streams into inputs and carries out
 //! the actions), `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read),
-//! `cleanup`, `cancel`, `sweep`, and `report` (what the run says, as it happens and at the end).
+//! `cleanup`, `cancel`, `sweep`, `lost` (the API server lost during the run), and `report` (what the run says, as it
+//! happens and at the end).
 
 mod cancel;
 mod cleanup;
+mod clock;
 mod config;
 mod create;
 mod ending;
 mod events;
 mod log;
+mod lost;
 mod machine;
+mod namespace;
 mod pod_state;
 mod protocol;
 mod report;
@@ -55,7 +59,7 @@ pub use report::{
 pub use sweep::{Sweep, SweepError, sweep_stale};
 
 use cleanup::DeleteOnDrop;
-use create::{Created, create_pod};
+use create::{CreateNotes, Created, create_pod};
 use machine::Run;
 use pod_state::PodState;
 
@@ -92,6 +96,7 @@ pub async fn run_pods(
         .unwrap_or_else(|| Cleanup::new(client.clone(), namespace));
     let _guard = DeleteOnDrop(cleanup.clone());
     let (tries, cancel) = (opts.create_tries, opts.cancel.clone());
+    let notes = CreateNotes::new(opts.progress.clone());
     let states = to_run.iter().map(PodState::new).collect();
     let mut run = Run::new(
         client.clone(),
@@ -104,8 +109,8 @@ pub async fn run_pods(
     let pods: Vec<Pod> = to_run.into_iter().map(|p| p.pod).collect();
 
     // All at once; each create is its own task, so that one still on its way when the run stops deletes its pod.
-    let api: Api<Pod> = Api::namespaced(client, namespace);
-    let creates: Vec<tokio::sync::oneshot::Receiver<Created>> = pods
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let creates: Vec<tokio::sync::oneshot::Receiver<create::CreateOutcome>> = pods
         .iter()
         .map(|p| {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -115,6 +120,7 @@ pub async fn run_pods(
                 p.clone(),
                 tries,
                 run.deadline(),
+                notes.clone(),
             );
             cleanup.track(tokio::spawn(async move {
                 let _ = tx.send(create.await);
@@ -132,13 +138,33 @@ pub async fn run_pods(
         return run.finish();
     };
     for (i, c) in created.into_iter().enumerate() {
+        let c = match c {
+            Ok(c) => {
+                run.api_warnings(&c.warnings);
+                Ok(c.created)
+            }
+            Err(e) => Err(e),
+        };
         match c {
             Ok(Created::Ok(p)) => run.created(i, *p),
             Ok(Created::Refused(code, message)) => run.refused(i, code, message),
             Ok(Created::Unreachable(why)) => run.unreachable(i, why),
+            Ok(Created::TimedOut(waited, message)) => {
+                let seconds = waited.as_secs_f64().round() as u64;
+                run.not_created(i, FailureKind::CreateTimedOut { seconds, message });
+            }
+            Ok(Created::NamespaceTerminating(message)) => {
+                let namespace = namespace.to_owned();
+                let message = Some(message);
+                run.not_created(i, FailureKind::NamespaceTerminating { namespace, message });
+            }
             Err(e) => run.refused(i, None, format!("the create request was dropped: {e}")),
         }
     }
     run.watch_and_drive(&pods).await;
+    // A pod that stopped as deleted: its namespace may have gone with it (`namespace.rs`).
+    if run.stopped_as_deleted() && namespace::deleted(client.clone(), namespace).await {
+        run.namespace_deleted();
+    }
     run.finish()
 }

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use tokio::time::Instant;
 
+use jr2_probe::contract::outcome::PodCode;
 use jr2_probe::contract::verdict::ModelResult;
 
 use super::config::PodToRun;
@@ -124,6 +125,9 @@ pub(super) struct ProbeSaid {
     pub(super) started: BTreeSet<usize>,
     /// Each model's result, as its `result` line (or the verdict) gave it.
     pub(super) results: Vec<Option<ModelResult>>,
+    /// Its first line gave it a budget shorter than the run's time left: the node's clock is this many seconds
+    /// ahead of the API server's, at least (`clock.rs`).
+    pub(super) node_ahead: Option<u64>,
 }
 
 /// The Custodian's log, read when it exits at start.
@@ -202,6 +206,7 @@ impl PodState {
                 dropped: 0,
                 started: BTreeSet::new(),
                 results: vec![None; to_run.models.len()],
+                node_ahead: None,
             },
             custodian: CustodianLog::default(),
             pending: Pending::default(),
@@ -272,6 +277,21 @@ impl PodState {
         self.probe.results.get_mut(index).filter(|r| r.is_none())
     }
 
+    /// It failed as a pod deleted under the run (a plain stop, its pod seen deleted).
+    pub(super) fn stopped_as_deleted(&self) -> bool {
+        self.seen.deleted
+            && matches!(
+                &self.phase,
+                Phase::Done(PodOutcome::Failed(PodFailure {
+                    kind: FailureKind::Stopped {
+                        code: PodCode::Stopped,
+                        ..
+                    },
+                    ..
+                }))
+            )
+    }
+
     /// What the run found of this pod.
     pub(super) fn into_run(self, kept: bool) -> PodRun {
         PodRun {
@@ -303,6 +323,7 @@ impl PodState {
             uid: self.uid,
             models: self.models,
             results: self.probe.results,
+            node_ahead: self.probe.node_ahead,
             outcome: match self.phase {
                 Phase::Done(outcome) => outcome,
                 _ => PodOutcome::Failed(PodFailure {

@@ -63,6 +63,11 @@ pub enum RunUpdate {
         /// The line.
         line: String,
     },
+    /// A progress line about the run itself (a create the API server has not answered yet).
+    Note {
+        /// The line.
+        line: String,
+    },
 }
 
 impl RunUpdate {
@@ -72,7 +77,7 @@ impl RunUpdate {
             RunUpdate::Pending {
                 reason, message, ..
             } => Some(render::pending(reason, message)),
-            RunUpdate::Warning { line } => Some(line.clone()),
+            RunUpdate::Warning { line } | RunUpdate::Note { line } => Some(line.clone()),
             RunUpdate::Waiting {
                 model,
                 waited_ms,
@@ -126,6 +131,9 @@ pub struct PodRun {
     pub evidence: Evidence,
     /// The pod was kept (`keep_failed`); it must be deleted by hand.
     pub kept: bool,
+    /// The node's clock was found this many seconds ahead of the API server's, at least (the probe's budget was
+    /// that much short of the run's time left): the verdict names it (`PROVIDER_CLOCK_SKEW`).
+    pub node_ahead: Option<u64>,
 }
 
 impl PodRun {
@@ -214,6 +222,28 @@ pub enum FailureKind {
         /// Why, never what a plugin printed.
         why: String,
     },
+    /// The create did not finish in time (issue 40, item 1): the API server's `504 Timeout` (its admission outlasted
+    /// the create's `timeout`), or no answer before the run's deadline. No refusal.
+    CreateTimedOut {
+        /// How long the last try waited, in seconds.
+        seconds: u64,
+        /// The API server's message, raw.
+        message: String,
+    },
+    /// The namespace is being deleted: the create was refused for it (`NamespaceTerminating`), or the pod went with
+    /// it during the run (issue 40, item 12).
+    NamespaceTerminating {
+        /// The namespace.
+        namespace: String,
+        /// The API server's message, raw; `None` when the pod went with its namespace during the run.
+        message: Option<String>,
+    },
+    /// The API server stopped answering during the run (a lost connection, a TLS failure), and the run ended before
+    /// it answered again (issue 40, item 8).
+    ApiServerLost {
+        /// Why, in plain words (the innermost cause).
+        why: String,
+    },
     /// One of the contract's start failures.
     CannotStart(StartFailure),
     /// The pod stopped before the probe finished.
@@ -259,8 +289,12 @@ impl FailureKind {
     pub fn code(&self) -> PodCode {
         match self {
             FailureKind::Refused { .. } => PodCode::ClusterRefused,
-            FailureKind::Unreachable { .. } => PodCode::ClusterUnreachable,
+            FailureKind::Unreachable { .. } | FailureKind::ApiServerLost { .. } => {
+                PodCode::ClusterUnreachable
+            }
             FailureKind::Unauthenticated { .. } => PodCode::ClusterAuth,
+            FailureKind::CreateTimedOut { .. } => PodCode::CreateTimeout,
+            FailureKind::NamespaceTerminating { .. } => PodCode::NamespaceTerminating,
             FailureKind::CannotStart(f) => f.code(),
             FailureKind::Stopped { code, .. } => *code,
             FailureKind::DidNotStart { .. } => PodCode::NotStarted,
@@ -338,6 +372,26 @@ mod tests {
                 PodCode::NotStarted,
             ),
             (FailureKind::Interrupted, PodCode::Interrupted),
+            (
+                FailureKind::CreateTimedOut {
+                    seconds: 40,
+                    message: "Timeout: request did not complete within the allotted timeout".into(),
+                },
+                PodCode::CreateTimeout,
+            ),
+            (
+                FailureKind::NamespaceTerminating {
+                    namespace: "demo".into(),
+                    message: None,
+                },
+                PodCode::NamespaceTerminating,
+            ),
+            (
+                FailureKind::ApiServerLost {
+                    why: "Connection refused".into(),
+                },
+                PodCode::ClusterUnreachable,
+            ),
             (
                 FailureKind::NotAllowed {
                     missing: vec!["create pods".into()],

@@ -15,6 +15,7 @@ use jr2_probe::contract::render;
 use jr2_probe::contract::verdict::Verdict;
 use jr2_probe::contract::{Exit, ProbeEvent};
 
+use super::clock;
 use super::config::Rules;
 use super::pod_state::{LogState, MAX_LOG_OPENS, Phase, PodState};
 use super::protocol::{self, Termination};
@@ -40,6 +41,19 @@ pub(super) enum Input {
         why: String,
         /// Another pod's line says it.
         said: bool,
+    },
+    /// Its run failed for a cause the run found (issue 40): its create did not finish in time, its namespace is being
+    /// deleted, the API server stopped answering; `said` when another pod's failure says it already.
+    Failed {
+        /// The failure.
+        kind: FailureKind,
+        /// Another pod's line says it.
+        said: bool,
+    },
+    /// The run is over and its namespace is gone or being deleted: a pod that stopped as deleted went with it.
+    NamespaceDeleted {
+        /// The namespace.
+        namespace: String,
     },
     /// The watches are open: its Events are to be watched, and the pod judged.
     Watched,
@@ -181,6 +195,24 @@ impl Step<'_> {
                     self.fail(kind);
                 }
             }
+            Input::Failed { kind, said } if !st.done() => {
+                if said {
+                    let lines = Vec::new();
+                    st.phase = Phase::Done(PodOutcome::Failed(PodFailure { kind, lines }));
+                } else {
+                    self.fail(kind);
+                }
+            }
+            Input::Failed { .. } => {}
+            Input::NamespaceDeleted { namespace } => {
+                if st.stopped_as_deleted() {
+                    let message = None;
+                    st.fail(
+                        FailureKind::NamespaceTerminating { namespace, message },
+                        self.rules,
+                    );
+                }
+            }
             Input::Watched => {
                 if !st.done() {
                     self.actions.push(Action::WatchEvents);
@@ -281,7 +313,10 @@ impl Step<'_> {
             outcome,
             PodOutcome::Failed(f) if !matches!(
                 f.kind,
-                FailureKind::Refused { .. } | FailureKind::Unreachable { .. } | FailureKind::Interrupted
+                FailureKind::Refused { .. }
+                    | FailureKind::Unreachable { .. }
+                    | FailureKind::Interrupted
+                    | FailureKind::CreateTimedOut { .. }
             )
         );
         let keep = self.rules.keep_failed && failed && st.uid.is_some();
@@ -347,6 +382,17 @@ impl Step<'_> {
                         waited_ms,
                         timeout_ms,
                     }));
+                }
+            }
+            // How long it gives itself, against the run's time left: a node whose clock is ahead (`clock.rs`).
+            Some(ProbeEvent::Start {
+                budget_ms: Some(budget),
+                ..
+            }) => {
+                if let Some(deadline) = self.rules.deadline {
+                    let left = deadline.saturating_duration_since(self.now);
+                    let budget = std::time::Duration::from_millis(budget);
+                    st.probe.node_ahead = clock::node_ahead(left, budget);
                 }
             }
             Some(ProbeEvent::Start { .. } | ProbeEvent::Try { .. }) | None => {}
@@ -764,6 +810,7 @@ mod tests {
             log_retry: Duration::from_secs(1),
             keep_failed: false,
             redactor: Redactor::default(),
+            deadline: None,
         }
     }
 
@@ -1855,5 +1902,28 @@ mod tests {
         );
         // It is gone already: the driver's DELETE (a 404, which is fine) comes once.
         assert_eq!(one.releases(), [false]);
+    }
+
+    /// Issue 40, item 3: the probe's first line gives it a budget much shorter than the time left to the pod's
+    /// deadline: the node's clock is ahead, by at least the difference; a budget that agrees names nothing.
+    #[test]
+    fn a_short_budget_names_a_node_clock_ahead() {
+        let start = |budget_ms| {
+            ProbeEvent::start(
+                jr2_probe::contract::verdict::Origin::Node {
+                    name: "worker-2".to_owned(),
+                },
+                3,
+                Some(budget_ms),
+            )
+        };
+        for (budget_ms, ahead) in [(0, Some(57)), (56_000, None)] {
+            let mut one = One::new(rules());
+            one.rules.deadline = Some(one.now + Duration::from_secs(60));
+            one.begin();
+            one.seen(&running());
+            one.lines(&[start(budget_ms)]);
+            assert_eq!(one.st.probe.node_ahead, ahead, "{budget_ms}");
+        }
     }
 }

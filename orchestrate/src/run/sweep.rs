@@ -30,9 +30,12 @@ pub enum SweepError {
     Timeout(u64),
 }
 
-/// Deletes the check pods of `instance` that outlived their deadline (the `jr2.dev/preflight-deadline`
-/// annotation; without it, creation plus `activeDeadlineSeconds`): what a driver killed hard left behind. A pod
-/// being deleted already, or without a deadline, is left alone. Bounded: 10 s for the list, 15 s per delete.
+/// Deletes the check pods of `instance` that outlived their deadline: what a driver killed hard left behind. The
+/// deadline is the pod's `creationTimestamp` plus its `activeDeadlineSeconds`, both of the API server's clock, and
+/// `now` is the API server's time (`server_clock.rs`): the `jr2.dev/preflight-deadline` annotation, written on the
+/// clock of the machine that ran that driver, counts only for a pod without them (issue 40, item 6: a run whose
+/// clock is 90 s ahead no longer sweeps another run's live pod). A pod being deleted already, or without a
+/// deadline, is left alone. Bounded: 10 s for the list, 15 s per delete.
 pub async fn sweep_stale(
     client: Client,
     namespace: &str,
@@ -73,10 +76,32 @@ pub async fn sweep_stale(
 }
 
 fn deadline(pod: &Pod) -> Option<SystemTime> {
-    crate::pod::deadline_of(pod).or_else(|| {
+    let on_the_server = || {
         let created = pod.metadata.creation_timestamp.as_ref()?.0;
         let active = pod.spec.as_ref()?.active_deadline_seconds?;
         let secs = u64::try_from(created.as_second()).ok()? + u64::try_from(active).ok()?;
         Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
-    })
+    };
+    on_the_server().or_else(|| crate::pod::deadline_of(pod))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The deadline is the API server's: creation plus `activeDeadlineSeconds`, whatever the annotation a driver
+    /// with a clock 90 s behind wrote; the annotation only without them.
+    #[test]
+    fn the_deadline_is_the_api_servers() {
+        let created = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_409_407);
+        let mut pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "creationTimestamp": "2026-12-04T18:36:47Z",
+                         "annotations": {crate::pod::ANNOTATION_DEADLINE: "2026-12-04T18:36:17Z"}},
+            "spec": {"containers": [], "activeDeadlineSeconds": 60}
+        }))
+        .unwrap();
+        assert_eq!(deadline(&pod), Some(created + Duration::from_secs(60)));
+        pod.spec.as_mut().unwrap().active_deadline_seconds = None;
+        assert_eq!(deadline(&pod), Some(created - Duration::from_secs(30)));
+    }
 }

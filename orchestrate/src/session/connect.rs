@@ -15,6 +15,8 @@ use super::settings::{Session, valid_plan};
 pub(super) struct Connected {
     pub(super) client: kube::Client,
     pub(super) access: Access,
+    /// When the check pods' deadline comes (set once their deadline is written): `RunConfig::pod_deadline`.
+    pub(super) pod_deadline: Option<tokio::time::Instant>,
 }
 
 /// Why no cluster was found to run in.
@@ -55,7 +57,11 @@ pub(super) async fn connect(
     };
     let access = access::review(client.clone(), &plan.namespace, &needs).await;
     if !access.missing.is_empty() {
-        return Ok(Connected { client, access });
+        return Ok(Connected {
+            client,
+            access,
+            pod_deadline: None,
+        });
     }
     if let Some(name) = session.from_deployment {
         let applied = match workload::read_deployment(client.clone(), &plan.namespace, name).await {
@@ -84,7 +90,11 @@ pub(super) async fn connect(
     if !access.denied(access::Use::ServiceAccounts) {
         pull_secrets::adopt(client.clone(), plan).await;
     }
-    Ok(Connected { client, access })
+    Ok(Connected {
+        client,
+        access,
+        pod_deadline: None,
+    })
 }
 
 /// `--from-deployment`: the Deployment's template in the plan (and for `check`, its containers and the keys they

@@ -56,6 +56,7 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
         };
     }
     let now = SystemTime::now();
+    let now_here = tokio::time::Instant::now();
     if session.dry_run {
         let checks = pod::check_pods(&plan, &run_id, now);
         let yaml = pod::to_yaml(checks.iter().map(|c| &c.pod));
@@ -113,7 +114,26 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
                     .map(|v| v.git_version)
             })
         });
+    // The API server's clock: the pods' deadline and the stale sweep are measured on it, not on this machine's
+    // (issue 40, items 3 and 6). Not read when the run lacks a permission it needs (then nothing but the reviews is
+    // sent), nor after a signal.
+    let now = match connected.as_ref().filter(|c| c.access.missing.is_empty()) {
+        Some(c) if stopped.is_none() => {
+            match signals.until(crate::server_clock::read(&c.client)).await {
+                Ok(clock) => clock.map_or(now, |c| c.at(now)),
+                Err(exit) => {
+                    stopped = Some(exit);
+                    now
+                }
+            }
+        }
+        _ => now,
+    };
     let checks = pod::check_pods(&plan, &run_id, now);
+    let mut connected = connected;
+    if let Some(c) = connected.as_mut() {
+        c.pod_deadline = Some(now_here + Duration::from_secs(plan.deadline_seconds));
+    }
     let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
     let start = Instant::now();
@@ -302,6 +322,7 @@ fn merge(to_run: &[PodToRun], not_created: Vec<Option<PodFailure>>, ran: RunResu
                 outcome: PodOutcome::Failed(failure),
                 evidence: Evidence::default(),
                 kept: false,
+                node_ahead: None,
             }),
         })
         .collect();
@@ -352,6 +373,7 @@ async fn run_checks(
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         events_forbidden_said: connected.access.denied(access::Use::Events),
+        pod_deadline: connected.pod_deadline,
         ..RunConfig::default()
     };
     let running = run_pods(client, &plan.namespace, to_run.to_vec(), options);

@@ -374,11 +374,17 @@ pub enum PodCode {
     PodSecurity,
     #[serde(rename = "PROVIDER_POD_LEFT")]
     Left,
+    #[serde(rename = "PROVIDER_POD_CREATE_TIMEOUT")]
+    CreateTimeout,
+    #[serde(rename = "PROVIDER_NAMESPACE_TERMINATING")]
+    NamespaceTerminating,
+    #[serde(rename = "PROVIDER_CLOCK_SKEW")]
+    ClockSkew,
 }
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 17] = [
+    pub const ALL: [PodCode; 20] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -396,6 +402,9 @@ impl PodCode {
         PodCode::PermissionMissing,
         PodCode::PodSecurity,
         PodCode::Left,
+        PodCode::CreateTimeout,
+        PodCode::NamespaceTerminating,
+        PodCode::ClockSkew,
     ];
 
     /// The code as it appears in the JSON.
@@ -418,6 +427,9 @@ impl PodCode {
             PodCode::PermissionMissing => "PROVIDER_PERMISSION_MISSING",
             PodCode::PodSecurity => "PROVIDER_POD_SECURITY",
             PodCode::Left => "PROVIDER_POD_LEFT",
+            PodCode::CreateTimeout => "PROVIDER_POD_CREATE_TIMEOUT",
+            PodCode::NamespaceTerminating => "PROVIDER_NAMESPACE_TERMINATING",
+            PodCode::ClockSkew => "PROVIDER_CLOCK_SKEW",
         }
     }
 
@@ -499,6 +511,20 @@ impl PodCode {
             PodCode::Left => {
                 "the cluster did not confirm the delete of the check pod (the error says why): delete it with the \
                  kubectl line in the error, then run jr2 up again"
+            }
+            PodCode::CreateTimeout => {
+                "the API server did not finish the create of the check pod in time: its admission (a webhook) was \
+                 slower than the create waits (the error says how long it waited); have the webhook's owner make it \
+                 answer within its timeoutSeconds, then run jr2 up again (a Harness pod's create waits the same way)"
+            }
+            PodCode::NamespaceTerminating => {
+                "the Instance's namespace is being deleted (or was deleted during the run): nothing can run in it; \
+                 create the namespace again once its deletion is over (kubectl get namespace <namespace>), or point \
+                 jr2 up at another, then run jr2 up again"
+            }
+            PodCode::ClockSkew => {
+                "the clocks disagree (the error says which and by how much): sync the node's clock and the clock \
+                 of the machine that runs jr2 up with the API server's (NTP), then run jr2 up again"
             }
         }
     }

@@ -36,6 +36,18 @@ pub struct Faults {
     pub create_dropped_before_write: u32,
     /// How long after its connection was closed a create of [`Faults::create_dropped_before_write`] is stored.
     pub dropped_create_stored_after: Duration,
+    /// Pod creates go through an admission that takes this long (a slow webhook, as an image-verification one is):
+    /// a create whose `timeout` is shorter is answered `504 Timeout` when it is over, and not stored (the API
+    /// server's own words); another is stored after it (issue 40, item 1).
+    pub create_admission: Option<Duration>,
+    /// Pod creates are answered with these `Warning:` headers (`299 - "<text>"`), as a ValidatingAdmissionPolicy in
+    /// `Warn` mode or Pod Security's `warn` level sends them (issue 40, item 11).
+    pub create_warnings: Vec<String>,
+    /// Pod creates are refused as in a namespace being deleted (`403`, cause `NamespaceTerminating`).
+    pub namespace_terminating: bool,
+    /// The API server is lost: every request's connection is closed with no answer ([`FakeKube::lose`](super::FakeKube::lose)
+    /// also ends the open watches).
+    pub api_lost: bool,
     /// Pod deletes answered `500` and not done.
     pub delete_500: u32,
     /// Pod deletes: the connection closed with no answer, and not done.
@@ -73,6 +85,11 @@ fn lock(faults: &Mutex<Faults>) -> MutexGuard<'_, Faults> {
     faults
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The API server is lost: no request is answered.
+pub(super) fn lost(faults: &Mutex<Faults>) -> bool {
+    lock(faults).api_lost
 }
 
 /// A pod create was stored: how it is answered instead of its 201, if it is spoiled; and how long to wait first.
@@ -155,4 +172,59 @@ pub(super) fn pod_collection(faults: &Mutex<Faults>, watch: bool) -> Option<Resp
         while tx.send(Ok(Frame::data(chunk.clone()))).await.is_ok() {}
     });
     Some(response)
+}
+
+/// A pod create before anything else: the refusal of a namespace being deleted, or the admission's time (and the
+/// `504` of a create whose `timeout` is shorter, answered when that is over).
+pub(super) async fn admission(
+    faults: &Mutex<Faults>,
+    ns: &str,
+    timeout: Option<Duration>,
+) -> Option<Response<Body>> {
+    let (terminating, took) = {
+        let f = lock(faults);
+        (f.namespace_terminating, f.create_admission)
+    };
+    if terminating {
+        return Some(status(
+            403,
+            "Forbidden",
+            &format!(
+                "pods is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+            ),
+            Some(
+                serde_json::json!({"kind": "pods", "causes": [{"reason": "NamespaceTerminating",
+                "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}),
+            ),
+        ));
+    }
+    let took = took?;
+    match timeout {
+        Some(t) if t < took => {
+            tokio::time::sleep(t).await;
+            Some(status(
+                504,
+                "Timeout",
+                "Timeout: request did not complete within the allotted timeout",
+                None,
+            ))
+        }
+        _ => {
+            tokio::time::sleep(took).await;
+            None
+        }
+    }
+}
+
+/// The `Warning:` headers every pod create is answered with, as the API server writes them.
+pub(super) fn create_warnings(faults: &Mutex<Faults>) -> Vec<hyper::header::HeaderValue> {
+    lock(faults)
+        .create_warnings
+        .iter()
+        .filter_map(|w| {
+            let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+            // As bytes: a header may carry UTF-8 (obs-text), as the API server's do.
+            hyper::header::HeaderValue::from_bytes(format!("299 - \"{quoted}\"").as_bytes()).ok()
+        })
+        .collect()
 }

@@ -92,6 +92,7 @@ pub use store::{PodTimes, rfc3339};
 use crate::http::accept_until_stopped;
 use routes::Api;
 use selector::Selector;
+pub use shared::Clocks;
 use shared::Inner;
 use store::{Kind, State, next_uid};
 
@@ -120,6 +121,7 @@ impl FakeKube {
             probe_bin: probe_bin.into(),
             bookmark_every: Mutex::new(Duration::from_secs(5)),
             uid_base: u64::from(addr.port()),
+            clocks: Mutex::new(Clocks::default()),
         });
         let api = Arc::new(Api {
             inner: inner.clone(),
@@ -132,8 +134,18 @@ impl FakeKube {
             let _ = stream.set_nodelay(true);
             let api = served.clone();
             async move {
-                let service =
-                    hyper::service::service_fn(move |req| routes::handle(req, api.clone()));
+                let service = hyper::service::service_fn(move |req| {
+                    let api = api.clone();
+                    async move {
+                        let date = httpdate::fmt_http_date(api.inner.api_now());
+                        let mut answer = routes::handle(req, api).await?;
+                        // The API server's clock, as every answer of its says it.
+                        if let Ok(date) = hyper::header::HeaderValue::from_str(&date) {
+                            answer.headers_mut().insert(hyper::header::DATE, date);
+                        }
+                        Ok::<_, faults::Dropped>(answer)
+                    }
+                });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -145,6 +157,26 @@ impl FakeKube {
             inner,
             stop: Some(stop_tx),
         }
+    }
+
+    /// The API server is lost (a process killed, a network cut): the open watches end, and from now on every
+    /// request's connection is closed with no answer.
+    pub fn lose(&self) {
+        self.api
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .api_lost = true;
+        self.inner.mutate(|st| st.closed = true);
+    }
+
+    /// Sets how far the API server's and the node's clocks are from this machine's.
+    pub fn set_clocks(&self, clocks: Clocks) {
+        *self
+            .inner
+            .clocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = clocks;
     }
 
     /// The bound address.
@@ -231,6 +263,26 @@ impl FakeKube {
             .lock()
             .namespace_labels
             .insert(namespace.to_owned(), labels);
+    }
+
+    /// Deletes `namespace`, as `kubectl delete namespace` and the namespace controller do: it is terminating (its
+    /// object has a `deletionTimestamp`), and its pods are removed, each a `DELETED` event.
+    pub fn delete_namespace(&self, namespace: &str) {
+        self.inner.mutate(|st| {
+            st.terminating.insert(namespace.to_owned());
+            let pods: Vec<String> = st
+                .objects
+                .keys()
+                .filter(|(kind, ns, _)| *kind == Kind::Pod && ns == namespace)
+                .map(|(_, _, name)| name.clone())
+                .collect();
+            for name in pods {
+                if let Some(k) = st.kubelets.remove(&(namespace.to_owned(), name.clone())) {
+                    k.abort();
+                }
+                st.remove(Kind::Pod, namespace, &name);
+            }
+        });
     }
 
     /// Adds a NetworkPolicy to `namespace`.

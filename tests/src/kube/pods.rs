@@ -79,7 +79,7 @@ pub(super) fn create_pod(
         let meta = &mut pod["metadata"];
         meta["namespace"] = json!(ns);
         meta["uid"] = json!(uid);
-        meta["creationTimestamp"] = json!(rfc3339(SystemTime::now()));
+        meta["creationTimestamp"] = json!(rfc3339(inner.api_now()));
         meta["generation"] = json!(1);
         pod["status"] = json!({"phase": "Pending", "qosClass": "Burstable"});
         let stored = st.put(Kind::Pod, pod, "ADDED");

@@ -34,6 +34,9 @@ pub(super) async fn handle(
     req: Request<Incoming>,
     api: Arc<Api>,
 ) -> Result<Response<Body>, Dropped> {
+    if faults::lost(&api.faults) {
+        return Err(Dropped);
+    }
     let inner = &api.inner;
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
@@ -89,7 +92,21 @@ pub(super) async fn handle(
                 return Ok(endless);
             }
         }
-        ("POST", ["api", "v1", "namespaces", _, "pods"]) => {
+        ("POST", ["api", "v1", "namespaces", ns, "pods"]) => {
+            let warnings = faults::create_warnings(&api.faults);
+            let warn = |mut r: Response<Body>| {
+                for w in &warnings {
+                    r.headers_mut().append(hyper::header::WARNING, w.clone());
+                }
+                r
+            };
+            let timeout = recorded
+                .q("timeout")
+                .and_then(|t| t.strip_suffix('s')?.parse().ok())
+                .map(Duration::from_secs);
+            if let Some(answer) = faults::admission(&api.faults, ns, timeout).await {
+                return Ok(warn(answer));
+            }
             // Stored by a task of its own, which a client that goes away does not stop.
             let store_after = |delay: Duration| {
                 let (api, method, recorded) = (api.clone(), method.clone(), recorded.clone());
@@ -109,13 +126,13 @@ pub(super) async fn handle(
                 None => route(&api, &method, &recorded).await,
             };
             if answer.status() != StatusCode::CREATED {
-                return Ok(answer);
+                return Ok(warn(answer));
             }
             let (spoiled, delay) = faults::after_create(&api.faults);
             if let Some(delay) = delay {
                 tokio::time::sleep(delay).await;
             }
-            return spoiled.map_or(Ok(answer), spoil);
+            return spoiled.map_or(Ok(answer), spoil).map(warn);
         }
         ("DELETE", ["api", "v1", "namespaces", _, "pods", _]) => {
             if let Some(s) = faults::before_delete(&api.faults) {
@@ -194,13 +211,15 @@ async fn route(api: &Api, method: &Method, req: &ApiRequest) -> Response<Body> {
                 .unwrap_or_default();
             let mut labels = serde_json::to_value(labels).unwrap_or_default();
             labels["kubernetes.io/metadata.name"] = json!(ns);
-            json(
-                StatusCode::OK,
-                &json!({"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": ns, "labels": labels, "uid": "6a723200-0000-4000-8000-000000000005",
-                                     "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
-                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
-            )
+            let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": labels, "uid": "6a723200-0000-4000-8000-000000000005",
+                                 "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            if inner.lock().terminating.contains(*ns) {
+                namespace["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:01Z");
+                namespace["status"]["phase"] = json!("Terminating");
+            }
+            json(StatusCode::OK, &namespace)
         }
         ("GET", ["api", "v1", "pods"]) => collection(inner, Kind::Pod, None, req),
         ("GET", ["api", "v1", "events"]) => collection(inner, Kind::Event, None, req),

@@ -119,6 +119,8 @@ pub(super) struct State {
     pub(super) denied: Vec<Rule>,
     /// The labels of the namespaces a test labelled.
     pub(super) namespace_labels: HashMap<String, BTreeMap<String, String>>,
+    /// The namespaces being deleted ([`FakeKube::delete_namespace`](super::FakeKube::delete_namespace)).
+    pub(super) terminating: std::collections::BTreeSet<String>,
     pub(super) closed: bool,
 }
 

@@ -285,6 +285,71 @@ pub fn evidence_not_written(dir: &str, why: &str) -> String {
     format!("warning: provider: cannot write the evidence to {dir}: {why}")
 }
 
+// Beyond the contract: what a real cluster does to the check pod's create and run (issue 40).
+
+/// Progress: the create of a check pod has waited `waited` s for the API server, whose admission (a webhook) may
+/// take up to its `timeoutSeconds`; the create waits up to `limit` s.
+pub fn create_slow(waited: &str, limit: &str) -> String {
+    format!(
+        "provider: the API server has not answered the create of the check pod after {waited} s — an admission webhook may be slow; waiting up to {limit} s"
+    )
+}
+
+/// The create of the check pod timed out in the API server (its admission took longer than the create's `timeout`,
+/// `seconds`), or got no answer in that time: no refusal. `message`: the API server's words, cleaned.
+pub fn create_timed_out(seconds: &str, message: &str) -> String {
+    format!(
+        "error: provider preflight: the API server did not finish the create of the check pod in {seconds} s — its admission (a webhook) was too slow: {message}"
+    )
+}
+
+/// A `Warning:` header of the API server's answer to the create (a ValidatingAdmissionPolicy in `Warn` mode, Pod
+/// Security's `warn` level): `text` cleaned and cut.
+pub fn api_warning(text: &str) -> String {
+    format!("warning: provider: the API server warned about the check pod: {text}")
+}
+
+/// The create was refused because the namespace is being deleted (`NamespaceTerminating`).
+pub fn namespace_terminating(namespace: &str, message: &str) -> String {
+    format!(
+        "error: provider preflight: namespace \"{namespace}\" is being deleted, so the check pod cannot be created: {message}"
+    )
+}
+
+/// The reason of a check pod that stopped because its namespace was deleted during the run (in [`pod_stopped`]).
+pub fn namespace_deleted_reason(namespace: &str) -> String {
+    format!("its namespace \"{namespace}\" was deleted")
+}
+
+/// The API server stopped answering the run's watches (`why`: the innermost cause: `Connection refused`, a TLS
+/// failure such as `invalid peer certificate: UnknownIssuer`), said as it happens.
+pub fn api_server_lost_warning(why: &str) -> String {
+    format!(
+        "warning: provider: the API server stopped answering ({why}) — the check pod is not seen until it answers again"
+    )
+}
+
+/// The run ended with the API server still not answering: the pod's state is unknown.
+pub fn api_server_lost(why: &str) -> String {
+    format!(
+        "error: provider preflight: the API server stopped answering during the run ({why}), so the check pod's end is unknown"
+    )
+}
+
+/// The `why` of [`cannot_reach_cluster`] when the proxy the client goes through (`proxy`: `host:port`, from `from`:
+/// `kubeconfig proxy-url`, `HTTPS_PROXY`...) could not be reached or would not open the tunnel.
+pub fn proxy_unreachable(proxy: &str, from: &str, why: &str) -> String {
+    format!("its proxy {proxy} ({from}) cannot be reached: {why}")
+}
+
+/// The check pod's probe found its deadline (nearly) passed as it started, while the API server's clock gave it
+/// `seconds` more: the node's clock is ahead of the API server's by at least that much (issue 40, item 3).
+pub fn clock_skew(seconds: &str) -> String {
+    format!(
+        "error: provider preflight: the node's clock is at least {seconds} s ahead of the API server's, so the probe found the check pod's deadline passed as it started"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1448,6 +1448,57 @@ mod tests {
         ]));
     }
 
+    /// What a real cluster does to the check pod's create and run (issue 40): a slow admission, its warnings, a
+    /// namespace being deleted, an API server lost mid-run, a proxy that refuses, clocks that disagree.
+    #[test]
+    fn real_cluster_lines() {
+        insta::assert_snapshot!(block(&[
+            ("a slow create", vec![create_slow("10", "40")]),
+            (
+                "a create that timed out",
+                vec![create_timed_out(
+                    "40",
+                    "Timeout: request did not complete within the allotted timeout"
+                )]
+            ),
+            (
+                "a warning of the API server",
+                vec![api_warning(
+                    "Validation failed for ValidatingAdmissionPolicy 'no-pods-after' with binding 'no-pods-after': pods are refused from 2027-01-01"
+                )]
+            ),
+            (
+                "the namespace is being deleted",
+                vec![namespace_terminating(
+                    "demo",
+                    "pods \"jr2-preflight-demo-harness-abcd1234\" is forbidden: unable to create new content in namespace demo because it is being terminated"
+                )]
+            ),
+            (
+                "the namespace was deleted mid-run",
+                vec![pod_stopped_before_any_model(&namespace_deleted_reason(
+                    "demo"
+                ))]
+            ),
+            (
+                "the API server lost",
+                vec![
+                    api_server_lost_warning("TLS failed: invalid peer certificate: UnknownIssuer"),
+                    api_server_lost("Connection refused (os error 111)"),
+                ]
+            ),
+            (
+                "a proxy that refuses",
+                vec![cannot_reach_cluster(&proxy_unreachable(
+                    "127.0.0.1:9",
+                    "kubeconfig proxy-url",
+                    "Connection refused (os error 111)"
+                ))]
+            ),
+            ("clocks that disagree", vec![clock_skew("54")]),
+        ]));
+    }
+
     #[test]
     fn ca_file_lines() {
         insta::assert_snapshot!(block(&[(
