@@ -324,6 +324,7 @@ mod tests {
             }),
             evidence: crate::run::Evidence::default(),
             kept: false,
+            node_ahead: None,
         };
         pod.evidence.pod = Some(injected);
         pod.evidence.events = vec![event];
