@@ -34,21 +34,27 @@ use kube::api::{Api, ListParams};
 use crate::plan::ValidPlan;
 use crate::pod::CheckPod;
 
-/// The NetworkPolicies of the namespace that limit the egress of a placement's Harness pods and do not select that
-/// placement's check pod (matched on the labels it is created with). A policy list that cannot be read yields no
-/// warning.
-pub async fn warnings(client: Client, plan: &ValidPlan, checks: &[CheckPod]) -> Vec<String> {
-    if plan.network_policy_check.is_none() {
-        return Vec::new();
-    }
+/// The namespace's NetworkPolicies, when the plan asks for the check (`None`: not asked, or the list cannot be read).
+pub async fn list(client: Client, plan: &ValidPlan) -> Option<Vec<NetworkPolicy>> {
+    plan.network_policy_check.as_ref()?;
     let api: Api<NetworkPolicy> = Api::namespaced(client, &plan.namespace);
     let Ok(Ok(list)) =
         tokio::time::timeout(Duration::from_secs(10), api.list(&ListParams::default())).await
     else {
         tracing::info!("cannot list NetworkPolicies; no NetworkPolicy warning");
-        return Vec::new();
+        return None;
     };
-    differences(plan, checks, &list.items)
+    Some(list.items)
+}
+
+/// The NetworkPolicies of the namespace that make a placement's check pod's traffic differ from its Harness pods'
+/// (matched on the labels the check pod is created with), as warning lines. A policy list that could not be read
+/// ([`list`] gave `None`) yields no warning.
+pub fn judge(plan: &ValidPlan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> Vec<String> {
+    if plan.network_policy_check.is_none() {
+        return Vec::new();
+    }
+    differences(plan, checks, policies)
         .into_iter()
         .map(|(name, d)| match d {
             Difference::CheckFreer => render::network_policy_warning(&name),
@@ -59,6 +65,7 @@ pub async fn warnings(client: Client, plan: &ValidPlan, checks: &[CheckPod]) -> 
                 render::network_policy_ingress_held_warning(&name, &labels)
             }
             Difference::IngressFreer => render::network_policy_ingress_freer_warning(&name),
+            Difference::CheckOnly => render::network_policy_check_only_warning(&name),
         })
         .collect()
 }
@@ -83,6 +90,9 @@ enum Difference {
     /// It admits the check pod to the pods it selects, and its set admits the Harness pods nowhere: the check can pass
     /// where a Turn fails, if a provider runs there.
     IngressFreer,
+    /// It limits the egress of the check pod and does not select the Harness pods: the check can fail where a Turn
+    /// passes.
+    CheckOnly,
 }
 
 /// What the Egress policies that select a pod allow it: all egress, or the union of their rules.
@@ -159,6 +169,19 @@ fn differences(
         ));
         if for_harness == for_check {
             continue;
+        }
+        // A policy that limits the check pod's egress and does not select the Harness pods (a default-deny over the
+        // check pod's own labels): the check can fail where a Turn passes, and the policy is named (issue 35).
+        if !for_harness.less_than(&for_check) {
+            for p in policies.iter().filter(|p| {
+                p.spec.as_ref().is_some_and(|s| {
+                    limits_egress(s)
+                        && selects(&s.pod_selector, check_labels)
+                        && !selects(&s.pod_selector, harness)
+                })
+            }) {
+                names.insert((name(p), Difference::CheckOnly));
+            }
         }
         if for_check.less_than(&for_harness) {
             for p in only_harness {
@@ -441,6 +464,28 @@ mod tests {
             ),
             "warning: provider: NetworkPolicy \"allow-harness\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight)"
         );
+    }
+
+    /// A default-deny over the check pod's own labels alone (issue 35): the Harness pods reach everything, the check
+    /// pod nothing; the policy is named.
+    #[test]
+    fn a_policy_over_the_check_pod_alone_is_named() {
+        let (plan, checks) = example();
+        let deny_check = policy(
+            "deny-preflight",
+            serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-provider-preflight"}},
+                "policyTypes": ["Egress"]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, std::slice::from_ref(&deny_check)),
+            BTreeSet::from([("deny-preflight".to_owned(), Difference::CheckOnly)])
+        );
+        // Over every pod: the Harness pods are under it too, nothing to say.
+        let deny_all = policy(
+            "deny-all",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),
+        );
+        assert_eq!(differences(&plan, &checks, &[deny_all]), BTreeSet::new());
     }
 
     /// The ingress side (issue 27, item 2): a provider in the cluster behind a policy that admits the Harness pods by

@@ -25,8 +25,8 @@ use super::watch::{self, Watch, forbidden};
 
 /// What the loop's streams bring.
 enum Arrived {
-    /// The pod watch.
-    Pod(Box<Result<watcher::Event<Pod>, watcher::Error>>),
+    /// The watch of pod `usize` (by its name).
+    Pod(usize, Box<Result<watcher::Event<Pod>, watcher::Error>>),
     /// The Events watch of pod `usize`.
     Events(usize, Box<Result<watcher::Event<Event>, watcher::Error>>),
     /// The probe's log of pod `usize`, of that generation.
@@ -49,7 +49,6 @@ pub(super) struct Run {
     start: Instant,
     deadline: Instant,
     cleanup: Cleanup,
-    one_watch: bool,
 }
 
 impl Run {
@@ -80,7 +79,6 @@ impl Run {
             streams: SelectAll::new(),
             start,
             cleanup,
-            one_watch: true,
         }
     }
 
@@ -115,11 +113,12 @@ impl Run {
         if self.pods.iter().all(PodState::done) {
             return;
         }
-        let watches = watch::pods(&self.api, pods);
-        self.one_watch = watches.len() == 1;
-        for w in watches {
+        for (name, w) in watch::pods(&self.api, pods) {
+            let Some(&i) = self.by_name.get(&name) else {
+                continue;
+            };
             self.streams
-                .push(w.map(|r| Arrived::Pod(Box::new(r))).boxed());
+                .push(w.map(move |r| Arrived::Pod(i, Box::new(r))).boxed());
         }
         for i in 0..self.pods.len() {
             self.input(i, Input::Watched, Instant::now());
@@ -228,11 +227,11 @@ impl Run {
 
     fn handle(&mut self, arrived: Arrived, now: Instant) {
         match arrived {
-            Arrived::Pod(r) => match *r {
-                Ok(ev) => self.on_pod_event(ev, now),
+            Arrived::Pod(i, r) => match *r {
+                Ok(ev) => self.on_pod_event(i, ev, now),
                 Err(e) => {
                     if let Some(message) = forbidden(&e) {
-                        self.every_pod(|| Input::WatchForbidden(message.clone()), now);
+                        self.input(i, Input::WatchForbidden(message), now);
                     } else {
                         tracing::debug!(error = %e, "the watch of the check pods failed; it is re-established");
                     }
@@ -261,20 +260,21 @@ impl Run {
         }
     }
 
-    fn on_pod_event(&mut self, ev: watcher::Event<Pod>, now: Instant) {
+    /// An event of pod `i`'s watch, which lists that pod alone (by its name): a list that no longer shows it says
+    /// it is gone.
+    fn on_pod_event(&mut self, i: usize, ev: watcher::Event<Pod>, now: Instant) {
+        let name = self.pods[i].name.clone();
+        let ours = |p: &Pod| p.name_any() == name;
         match ev {
-            watcher::Event::Init => self.every_pod(|| Input::Relisting, now),
+            watcher::Event::Init => self.input(i, Input::Relisting, now),
             watcher::Event::InitApply(p) | watcher::Event::Apply(p) => {
-                if let Some(&i) = self.by_name.get(&p.name_any()) {
+                if ours(&p) {
                     self.input(i, Input::Seen(Box::new(p)), now);
                 }
             }
-            // One watcher lists every pod of the run: one it no longer lists is gone. (With one watcher per pod,
-            // a list says nothing about the others.)
-            watcher::Event::InitDone if self.one_watch => self.every_pod(|| Input::Relisted, now),
-            watcher::Event::InitDone => {}
+            watcher::Event::InitDone => self.input(i, Input::Relisted, now),
             watcher::Event::Delete(p) => {
-                if let Some(&i) = self.by_name.get(&p.name_any()) {
+                if ours(&p) {
                     self.input(i, Input::Gone(Box::new(p)), now);
                 }
             }
