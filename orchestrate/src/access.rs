@@ -11,7 +11,8 @@
 //!   `PROVIDER_PERMISSION_MISSING`, next action the Role to apply ([`role`], `jr2-preflight rbac`); nothing is created;
 //! - a missing **optional** one is a warning that says what the run will lack (Events: the verdict rests on the
 //!   pod's status alone; NetworkPolicies: no comparison with the Harness pods'; a ServiceAccount: its pull secrets;
-//!   the Namespace: its Pod Security level is not known before the create).
+//!   the Namespace: its Pod Security level is not known before the create, and the check pod does not carry the
+//!   Harness pods' labels; LimitRanges and ResourceQuotas: the probe's resources are not fitted to them).
 //!
 //! A review that cannot be made (no answer, an API server without the authorization API, a 403 on the review
 //! itself) proves nothing either way: the run goes on and the API server's own answers say the rest.
@@ -53,6 +54,10 @@ pub enum Use {
     Namespace,
     /// `--from-deployment`, required.
     Deployment,
+    /// Every run, optional: the namespace's LimitRanges, which the probe's requests and limits are fitted to.
+    LimitRanges,
+    /// Every run, optional: the namespace's ResourceQuotas, which say what every container must state.
+    ResourceQuotas,
 }
 
 /// One permission: an RBAC verb on a resource of the namespace.
@@ -121,8 +126,9 @@ const fn p(
 /// - networkpolicies list (`network_policy.rs`);
 /// - serviceaccounts get (`pull_secrets.rs`);
 /// - namespaces get (the Pod Security label; a Role grants it on its own namespace);
-/// - deployments get (`workload.rs`).
-pub const ALL: [Permission; 11] = [
+/// - deployments get (`workload.rs`);
+/// - limitranges and resourcequotas list (`admission/`).
+pub const ALL: [Permission; 13] = [
     p("create", "", "pods", None, Use::Pods, true),
     p("list", "", "pods", None, Use::Pods, true),
     p("watch", "", "pods", None, Use::Pods, true),
@@ -148,6 +154,15 @@ pub const ALL: [Permission; 11] = [
     ),
     p("get", "", "namespaces", None, Use::Namespace, false),
     p("get", "apps", "deployments", None, Use::Deployment, true),
+    p("list", "", "limitranges", None, Use::LimitRanges, false),
+    p(
+        "list",
+        "",
+        "resourcequotas",
+        None,
+        Use::ResourceQuotas,
+        false,
+    ),
 ];
 
 /// What a run will do, so what it needs.
@@ -166,7 +181,11 @@ impl Needs {
     pub fn permissions(&self) -> Vec<Permission> {
         ALL.iter()
             .filter(|p| match p.used_for {
-                Use::Pods | Use::Events | Use::Namespace => true,
+                Use::Pods
+                | Use::Events
+                | Use::Namespace
+                | Use::LimitRanges
+                | Use::ResourceQuotas => true,
                 Use::NetworkPolicies => self.network_policies,
                 Use::ServiceAccounts => self.service_accounts,
                 Use::Deployment => self.deployment,
@@ -270,6 +289,12 @@ pub fn lacking_lines(access: &Access, namespace: &str) -> Vec<String> {
             }
             Use::Namespace => {
                 "its Pod Security level is not checked before the create, so a refusal shows only as the API server's"
+            }
+            Use::LimitRanges => {
+                "the probe's requests and limits are not fitted to its LimitRanges: it asks cpu 100m and memory 128Mi, requests equal to limits"
+            }
+            Use::ResourceQuotas => {
+                "a quota on ephemeral storage is not known, so the probe does not state it"
             }
             // Required: never lacking.
             Use::Pods | Use::Deployment => continue,
@@ -418,7 +443,9 @@ mod tests {
                 "get pods/log",
                 "list events",
                 "watch events",
-                "get namespaces"
+                "get namespaces",
+                "list limitranges",
+                "list resourcequotas"
             ]
         );
         let all = Needs {

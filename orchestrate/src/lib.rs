@@ -5,6 +5,7 @@
 //! prints the contract's lines, and deletes the pods on every path.
 
 pub mod access;
+pub mod admission;
 pub mod bounded;
 pub mod cluster;
 pub mod credentials;

@@ -34,21 +34,27 @@ use kube::api::{Api, ListParams};
 use crate::plan::ValidPlan;
 use crate::pod::CheckPod;
 
-/// The NetworkPolicies of the namespace that limit the egress of a placement's Harness pods and do not select that
-/// placement's check pod (matched on the labels it is created with). A policy list that cannot be read yields no
-/// warning.
-pub async fn warnings(client: Client, plan: &ValidPlan, checks: &[CheckPod]) -> Vec<String> {
-    if plan.network_policy_check.is_none() {
-        return Vec::new();
-    }
+/// The namespace's NetworkPolicies, when the plan asks for the check (`None`: not asked, or the list cannot be read).
+pub async fn list(client: Client, plan: &ValidPlan) -> Option<Vec<NetworkPolicy>> {
+    plan.network_policy_check.as_ref()?;
     let api: Api<NetworkPolicy> = Api::namespaced(client, &plan.namespace);
     let Ok(Ok(list)) =
         tokio::time::timeout(Duration::from_secs(10), api.list(&ListParams::default())).await
     else {
         tracing::info!("cannot list NetworkPolicies; no NetworkPolicy warning");
-        return Vec::new();
+        return None;
     };
-    differences(plan, checks, &list.items)
+    Some(list.items)
+}
+
+/// The NetworkPolicies of the namespace that make a placement's check pod's traffic differ from its Harness pods'
+/// (matched on the labels the check pod is created with), as warning lines. A policy list that could not be read
+/// ([`list`] gave `None`) yields no warning.
+pub fn judge(plan: &ValidPlan, checks: &[CheckPod], policies: &[NetworkPolicy]) -> Vec<String> {
+    if plan.network_policy_check.is_none() {
+        return Vec::new();
+    }
+    differences(plan, checks, policies)
         .into_iter()
         .map(|(name, d)| match d {
             Difference::CheckFreer => render::network_policy_warning(&name),
@@ -59,6 +65,7 @@ pub async fn warnings(client: Client, plan: &ValidPlan, checks: &[CheckPod]) -> 
                 render::network_policy_ingress_held_warning(&name, &labels)
             }
             Difference::IngressFreer => render::network_policy_ingress_freer_warning(&name),
+            Difference::CheckOnly => render::network_policy_check_only_warning(&name),
         })
         .collect()
 }
@@ -83,6 +90,9 @@ enum Difference {
     /// It admits the check pod to the pods it selects, and its set admits the Harness pods nowhere: the check can pass
     /// where a Turn fails, if a provider runs there.
     IngressFreer,
+    /// It limits the egress of the check pod and does not select the Harness pods: the check can fail where a Turn
+    /// passes.
+    CheckOnly,
 }
 
 /// What the Egress policies that select a pod allow it: all egress, or the union of their rules.
@@ -160,6 +170,35 @@ fn differences(
         if for_harness == for_check {
             continue;
         }
+        // Judged by the provider's destinations (issue 35): where every destination of the placement's models is an
+        // address and both pods reach each alike, the difference in rules changes nothing the check sees.
+        let destinations = destinations(plan, &check.placement);
+        let reach = |labels: &BTreeMap<String, String>| -> Vec<Reach> {
+            let selecting: Vec<&NetworkPolicySpec> = specs()
+                .filter(|s| of_type_egress(s) && selects(&s.pod_selector, labels))
+                .collect();
+            destinations.iter().map(|d| reach(&selecting, d)).collect()
+        };
+        let (harness_reach, check_reach) = (reach(harness), reach(check_labels));
+        if !destinations.is_empty()
+            && !harness_reach.contains(&Reach::Unknown)
+            && harness_reach == check_reach
+        {
+            continue;
+        }
+        // A policy that limits the check pod's egress and does not select the Harness pods (a default-deny over the
+        // check pod's own labels): the check can fail where a Turn passes, and the policy is named (issue 35).
+        if !for_harness.less_than(&for_check) {
+            for p in policies.iter().filter(|p| {
+                p.spec.as_ref().is_some_and(|s| {
+                    limits_egress(s)
+                        && selects(&s.pod_selector, check_labels)
+                        && !selects(&s.pod_selector, harness)
+                })
+            }) {
+                names.insert((name(p), Difference::CheckOnly));
+            }
+        }
         if for_check.less_than(&for_harness) {
             for p in only_harness {
                 if p.spec
@@ -183,6 +222,133 @@ fn differences(
         }
     }
     names
+}
+
+/// Whether a pod reaches a destination under the Egress policies that select it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    Allowed,
+    Denied,
+    /// It depends on what cannot be known here: the address a host name resolves to, a named port, a pod or
+    /// namespace selector (whether the address is a pod's).
+    Unknown,
+}
+
+/// Where a placement's models send their requests: each base URL's host (an address when it is one) and port.
+fn destinations(plan: &ValidPlan, placement: &str) -> Vec<(Option<std::net::IpAddr>, String, u16)> {
+    let mut out = Vec::new();
+    for (i, m) in plan.models.iter().enumerate() {
+        if m.placement != placement {
+            continue;
+        }
+        let Ok(url) = plan.resolved(i).base_url.parse::<http::Uri>() else {
+            continue;
+        };
+        let Some(host) = url.host() else { continue };
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = url
+            .port_u16()
+            .unwrap_or(if url.scheme_str() == Some("http") {
+                80
+            } else {
+                443
+            });
+        let d = (host.parse().ok(), host, port);
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Whether the pod these Egress policies select reaches `(address, host, port)` over TCP: no policy, everything;
+/// else any rule of any of them.
+fn reach(
+    selecting: &[&NetworkPolicySpec],
+    dest: &(Option<std::net::IpAddr>, String, u16),
+) -> Reach {
+    if selecting.is_empty() {
+        return Reach::Allowed;
+    }
+    let mut unknown = false;
+    for rule in selecting.iter().flat_map(|s| s.egress.iter().flatten()) {
+        let port = match rule.ports.as_deref() {
+            None | Some([]) => Reach::Allowed,
+            Some(ports) => any(ports.iter().map(|p| port_allows(p, dest.2))),
+        };
+        let peer = match rule.to.as_deref() {
+            None | Some([]) => Reach::Allowed,
+            Some(peers) => any(peers.iter().map(|p| peer_allows(p, dest.0))),
+        };
+        match (port, peer) {
+            (Reach::Allowed, Reach::Allowed) => return Reach::Allowed,
+            (Reach::Denied, _) | (_, Reach::Denied) => {}
+            _ => unknown = true,
+        }
+    }
+    if unknown {
+        Reach::Unknown
+    } else {
+        Reach::Denied
+    }
+}
+
+fn any(it: impl Iterator<Item = Reach>) -> Reach {
+    let mut unknown = false;
+    for r in it {
+        match r {
+            Reach::Allowed => return Reach::Allowed,
+            Reach::Unknown => unknown = true,
+            Reach::Denied => {}
+        }
+    }
+    if unknown {
+        Reach::Unknown
+    } else {
+        Reach::Denied
+    }
+}
+
+fn port_allows(p: &k8s_openapi::api::networking::v1::NetworkPolicyPort, port: u16) -> Reach {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    if p.protocol.as_deref().is_some_and(|proto| proto != "TCP") {
+        return Reach::Denied;
+    }
+    match &p.port {
+        None => Reach::Allowed,
+        Some(IntOrString::Int(n)) => {
+            let end = p.end_port.unwrap_or(*n);
+            if (*n..=end).contains(&i32::from(port)) {
+                Reach::Allowed
+            } else {
+                Reach::Denied
+            }
+        }
+        // A named port is a destination pod's: not known for an address.
+        Some(IntOrString::String(_)) => Reach::Unknown,
+    }
+}
+
+fn peer_allows(peer: &NetworkPolicyPeer, address: Option<std::net::IpAddr>) -> Reach {
+    let Some(block) = &peer.ip_block else {
+        // A pod or namespace selector: whether the address is such a pod's is not known here.
+        return Reach::Unknown;
+    };
+    let Some(address) = address else {
+        return Reach::Unknown;
+    };
+    let within = |cidr: &str| {
+        cidr.parse::<ipnet::IpNet>()
+            .is_ok_and(|net| net.contains(&address))
+    };
+    if within(&block.cidr) && !block.except.iter().flatten().any(|e| within(e)) {
+        Reach::Allowed
+    } else {
+        Reach::Denied
+    }
 }
 
 /// The Ingress policies, in sets of the same `podSelector`, that admit the Harness pods and not the check pod to the
@@ -440,6 +606,77 @@ mod tests {
                 "app.kubernetes.io/name=jr2-provider-preflight"
             ),
             "warning: provider: NetworkPolicy \"allow-harness\" allows egress of the Harness pods, and the check pod is not under it — this check can fail where a Turn passes: allow the same egress for the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight)"
+        );
+    }
+
+    /// A default-deny over the check pod's own labels alone (issue 35): the Harness pods reach everything, the check
+    /// pod nothing; the policy is named.
+    #[test]
+    fn a_policy_over_the_check_pod_alone_is_named() {
+        let (plan, checks) = example();
+        let deny_check = policy(
+            "deny-preflight",
+            serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-provider-preflight"}},
+                "policyTypes": ["Egress"]}),
+        );
+        assert_eq!(
+            differences(&plan, &checks, std::slice::from_ref(&deny_check)),
+            BTreeSet::from([("deny-preflight".to_owned(), Difference::CheckOnly)])
+        );
+        // Over every pod: the Harness pods are under it too, nothing to say.
+        let deny_all = policy(
+            "deny-all",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),
+        );
+        assert_eq!(differences(&plan, &checks, &[deny_all]), BTreeSet::new());
+    }
+
+    /// Judged by the provider's address and port (issue 35): an allowlist for the Harness pods that covers the
+    /// provider says nothing when the check pod reaches it too; one that leaves it out is named.
+    #[test]
+    fn egress_is_judged_by_the_providers_destination() {
+        // The instance-harness placement alone, its one model at `base_url`.
+        let plan_at = |base_url: &str| {
+            let mut raw: serde_json::Value =
+                serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
+            let mut custom = raw["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["source"] == "custom")
+                .unwrap()
+                .clone();
+            custom["baseUrl"] = serde_json::json!(base_url);
+            raw["models"] = serde_json::json!([custom]);
+            let plan = crate::plan::RawPlan::parse(&raw.to_string())
+                .and_then(crate::plan::RawPlan::validate)
+                .unwrap();
+            let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
+            (plan, checks)
+        };
+        let allow = |cidr: &str| {
+            policy(
+                "allow-harness",
+                serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-harness"}},
+                    "policyTypes": ["Egress"], "egress": [{"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"port": 8000}]}]}),
+            )
+        };
+        let (plan, checks) = plan_at("http://10.0.0.7:8000/v1");
+        // The Harness pods reach the provider, the check pod (under no policy) too: nothing to say.
+        assert_eq!(
+            differences(&plan, &checks, &[allow("10.0.0.0/8")]),
+            BTreeSet::new()
+        );
+        // The allowlist leaves the provider out: a Turn fails where the check passes.
+        assert_eq!(
+            differences(&plan, &checks, &[allow("192.168.0.0/16")]),
+            BTreeSet::from([("allow-harness".to_owned(), Difference::CheckFreer)])
+        );
+        // A host name: what it resolves to is not known here, so the rules are compared whole.
+        let (plan, checks) = plan_at("http://vllm.lan.example:8000/v1");
+        assert_eq!(
+            differences(&plan, &checks, &[allow("10.0.0.0/8")]),
+            BTreeSet::from([("allow-harness".to_owned(), Difference::CheckFreer)])
         );
     }
 

@@ -8,20 +8,22 @@
 //! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
 //! containers mount, and only those; and, on the probe container, the Harness container's env (Stand-ins, proxy and CA
 //! variables, and every other entry a Turn sees, `valueFrom` references kept as references), its `envFrom`, and its CA
-//! mounts. It does not copy the Harness's labels, resources or service account.
+//! mounts. It does not copy the Harness's resources or service account; the Harness pods' labels it carries beside
+//! its own only once the run has read its Namespace (`admission/identity.rs`), as the probe's requests and limits are
+//! fitted to the namespace's LimitRanges then (`admission/resources.rs`).
 //!
 //! Its own: name, labels and run id, the deadline (annotation, `activeDeadlineSeconds`, `JR2_PROBE_DEADLINE`),
-//! `restartPolicy: Never`, no service-account token, no service links, the restricted security context, small requests
-//! and a memory limit. No secret value enters the spec: the probe's argv is the run spec, which names env vars only.
+//! `restartPolicy: Never`, no service-account token, no service links, a readiness gate nobody sets (never Ready),
+//! the restricted security context, small requests and limits. No secret value enters the spec: the probe's argv is
+//! the run spec, which names env vars only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod, PodSecurityContext,
-    PodSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext, VolumeMount,
+    PodSpec, Probe, SeccompProfile, SecurityContext, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::plan::{Placement, ValidPlan};
@@ -66,13 +68,6 @@ pub const CA_ENV: &[&str] = &[
     "CURL_CA_BUNDLE",
     "GIT_SSL_CAINFO",
 ];
-
-/// The probe's requests and limit: it holds a few TLS connections and one small response per model.
-pub const CPU_REQUEST: &str = "10m";
-/// See [`CPU_REQUEST`].
-pub const MEMORY_REQUEST: &str = "32Mi";
-/// See [`CPU_REQUEST`].
-pub const MEMORY_LIMIT: &str = "64Mi";
 
 /// How many characters of the run id the pod name carries.
 pub const SHORT_RUN_ID: usize = 8;
@@ -140,19 +135,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-/// The label selector of every check pod of an Instance (the stale sweep).
-pub fn instance_selector(instance: &str) -> String {
-    format!("{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_INSTANCE}={instance}")
-}
-
-/// The label selector of the pods of one run.
-pub fn run_selector(run_id: &str) -> String {
-    format!(
-        "{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_RUN}={}",
-        clean_run_id(run_id)
-    )
 }
 
 /// The deadline of a check pod, from its annotation: past it, the pod is stale.
@@ -289,6 +271,8 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         active_deadline_seconds: Some(plan.deadline_seconds as i64),
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
+        // Never Ready: never a ready endpoint of a Service that selects the Harness pods (`admission/identity.rs`).
+        readiness_gates: Some(crate::admission::identity::readiness_gates()),
         ..PodSpec::default()
     };
     Pod {
@@ -499,17 +483,9 @@ fn probe_container(
         // The probe writes its compact summary there; a probe that fails before it can (a run spec it refuses, a
         // panic) leaves the end of its log there instead, which holds its own `error:` line.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".to_owned(), Quantity(CPU_REQUEST.to_owned())),
-                ("memory".to_owned(), Quantity(MEMORY_REQUEST.to_owned())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".to_owned(),
-                Quantity(MEMORY_LIMIT.to_owned()),
-            )])),
-            claims: None,
-        }),
+        // Small requests and limits for cpu and memory, fitted to the namespace's LimitRanges before the create
+        // (`admission::fit`).
+        resources: Some(crate::admission::resources::base().requirements()),
         security_context: Some(SecurityContext {
             run_as_non_root: Some(true),
             run_as_user: Some(PROBE_UID),
@@ -661,17 +637,5 @@ mod tests {
             Some(UNIX_EPOCH + Duration::from_secs(1_767_225_900))
         );
         assert_eq!(deadline_of(&Pod::default()), None);
-    }
-
-    #[test]
-    fn selectors() {
-        assert_eq!(
-            instance_selector("demo"),
-            "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/instance=demo"
-        );
-        assert_eq!(
-            run_selector("abc"),
-            "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/preflight-run=abc"
-        );
     }
 }

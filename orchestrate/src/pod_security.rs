@@ -116,18 +116,14 @@ impl Level {
 /// How long the API server has to answer the read of the namespace.
 pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The level `namespace` enforces, read from its [`ENFORCE_LABEL`]. `None`: no label (the cluster's default applies,
-/// which the driver cannot read), or the namespace cannot be read (no answer, a refusal): nothing is said before the
-/// create, and a refusal is relayed as the API server words it.
-pub async fn enforced(client: kube::Client, namespace: &str) -> Option<Level> {
+/// The Namespace object (its labels, its UID), read once for the whole run; `None` when it cannot be read.
+pub async fn read_namespace(
+    client: kube::Client,
+    namespace: &str,
+) -> Option<k8s_openapi::api::core::v1::Namespace> {
     let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
     match tokio::time::timeout(READ_TIMEOUT, api.get(namespace)).await {
-        Ok(Ok(ns)) => ns
-            .metadata
-            .labels
-            .as_ref()?
-            .get(ENFORCE_LABEL)
-            .map(|v| Level::from_label(v)),
+        Ok(Ok(ns)) => Some(ns),
         Ok(Err(e)) => {
             tracing::info!(error = %e, "cannot read the namespace; its Pod Security level is not checked before the create");
             None
@@ -139,6 +135,17 @@ pub async fn enforced(client: kube::Client, namespace: &str) -> Option<Level> {
             None
         }
     }
+}
+
+/// The level a Namespace enforces, by its [`ENFORCE_LABEL`]. `None`: no label (the cluster's default applies, which
+/// the driver cannot read); and when the namespace cannot be read, nothing is said before the create, and a refusal
+/// is relayed as the API server words it.
+pub fn level_of(ns: &k8s_openapi::api::core::v1::Namespace) -> Option<Level> {
+    ns.metadata
+        .labels
+        .as_ref()?
+        .get(ENFORCE_LABEL)
+        .map(|v| Level::from_label(v))
 }
 
 /// One field of a pod that the level forbids.

@@ -51,7 +51,6 @@ const NS: &str = "demo";
 const POD: &str = "jr2-preflight-demo-harness-run0001";
 const POD_B: &str = "jr2-preflight-demo-sandbox-run0001";
 const RUN: &str = "run0001";
-const SELECTOR: &str = "app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/preflight-run=run0001";
 const PROBE_IMAGE: &str = "ghcr.io/jr2/probe:0.1.0";
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -493,19 +492,20 @@ impl ApiServerVerifier {
         send.send_response(json_response(code, &status_body(code, reason, message)));
     }
 
-    async fn pod_list(&mut self, names: &[&str]) -> String {
+    /// The list of one pod's watch: by its name, which admission cannot rewrite (issue 40, item 2).
+    async fn pod_list(&mut self, name: &str) -> String {
+        let selector = format!("metadata.name={name}");
         let (req, send) = self
-            .take("LIST pods", Duration::from_secs(10), |r| {
-                r.method == Method::GET && r.path == pods_path() && !r.is_watch()
+            .take("LIST pods", Duration::from_secs(10), move |r| {
+                r.method == Method::GET
+                    && r.path == pods_path()
+                    && !r.is_watch()
+                    && r.q("fieldSelector") == Some(&selector)
             })
             .await;
-        assert_eq!(req.q("labelSelector"), Some(SELECTOR));
+        assert_eq!(req.q("labelSelector"), None);
         assert_eq!(req.q("limit"), Some("500"));
-        assert_eq!(req.q("fieldSelector"), None);
-        let items: Vec<Value> = names
-            .iter()
-            .map(|n| self.object(n, &Stage::Created))
-            .collect();
+        let items = vec![self.object(name, &Stage::Created)];
         let rv = self.next_rv();
         send.send_response(json_response(
             200,
@@ -514,13 +514,17 @@ impl ApiServerVerifier {
         rv
     }
 
-    async fn pod_watch(&mut self, from: &str) -> Feed {
+    async fn pod_watch(&mut self, name: &str, from: &str) -> Feed {
+        let selector = format!("metadata.name={name}");
         let (req, send) = self
-            .take("WATCH pods", Duration::from_secs(10), |r| {
-                r.method == Method::GET && r.path == pods_path() && r.is_watch()
+            .take("WATCH pods", Duration::from_secs(10), move |r| {
+                r.method == Method::GET
+                    && r.path == pods_path()
+                    && r.is_watch()
+                    && r.q("fieldSelector") == Some(&selector)
             })
             .await;
-        assert_eq!(req.q("labelSelector"), Some(SELECTOR));
+        assert_eq!(req.q("labelSelector"), None);
         assert_eq!(
             req.q("resourceVersion"),
             Some(from),
@@ -620,8 +624,8 @@ impl ApiServerVerifier {
     async fn begin(&mut self) -> (Feed, Feed) {
         let name = self.create().await;
         assert_eq!(name, POD);
-        let rv = self.pod_list(&[POD]).await;
-        let pods = self.pod_watch(&rv).await;
+        let rv = self.pod_list(POD).await;
+        let pods = self.pod_watch(POD, &rv).await;
         self.event_list(POD).await;
         let events = self.event_watch(POD).await;
         (pods, events)
@@ -661,14 +665,17 @@ impl ApiServerVerifier {
                     let obj = self.object(&name, &Stage::Created);
                     send.send_response(json_response(201, &obj));
                 }
-                let rv = self.pod_list(&[POD, POD_B]).await;
-                let pods = self.pod_watch(&rv).await;
+                // One watch per pod, by its name.
+                let rv = self.pod_list(POD).await;
+                let pods_a = self.pod_watch(POD, &rv).await;
+                let rv = self.pod_list(POD_B).await;
+                let pods_b = self.pod_watch(POD_B, &rv).await;
                 self.event_list(POD).await;
                 self.event_list(POD_B).await;
                 let _ea = self.event_watch(POD).await;
                 let _eb = self.event_watch(POD_B).await;
-                self.run_to_verdict(&pods, POD_B, "uid-2").await;
-                self.run_to_verdict(&pods, POD, "uid-1").await;
+                self.run_to_verdict(&pods_b, POD_B, "uid-2").await;
+                self.run_to_verdict(&pods_a, POD, "uid-1").await;
             }
             Scenario::MissingSecretKept => {
                 let message = "secret \"harness-env\" not found";
@@ -795,8 +802,8 @@ impl ApiServerVerifier {
             }
             Scenario::EventsForbidden => {
                 self.create().await;
-                let rv = self.pod_list(&[POD]).await;
-                let pods = self.pod_watch(&rv).await;
+                let rv = self.pod_list(POD).await;
+                let pods = self.pod_watch(POD, &rv).await;
                 let (_, send) = self.event_request(POD, false).await;
                 send.send_response(json_response(
                     403,
@@ -819,7 +826,7 @@ impl ApiServerVerifier {
                     .to_owned();
                 pods.watch("MODIFIED", obj);
                 drop(pods); // the API server ends the watch
-                let pods = self.pod_watch(&rv).await;
+                let pods = self.pod_watch(POD, &rv).await;
                 self.run_to_verdict(&pods, POD, "uid-1").await;
             }
             Scenario::DeletedBySomeoneElse => {
@@ -864,10 +871,8 @@ impl ApiServerVerifier {
                     })
                     .await;
                 assert_eq!(req.path, pods_path());
-                assert_eq!(
-                    req.q("labelSelector"),
-                    Some("app.kubernetes.io/managed-by=jr2-preflight,jr2.dev/instance=demo")
-                );
+                // By name, not by a label admission may rewrite (issue 40, item 2): every pod, metadata only.
+                assert_eq!(req.q("labelSelector"), None);
                 let pod = |run: &str, uid: &str, deadline: &str, deleting: bool| {
                     let mut p = serde_json::to_value(check_pod_of("harness", run)).unwrap();
                     p["metadata"]["uid"] = json!(uid);
@@ -878,10 +883,23 @@ impl ApiServerVerifier {
                     }
                     p
                 };
+                // A stale one whose labels admission rewrote (managed-by set, the instance label gone): still ours,
+                // by its name. A stale pod of another Instance, and one that is no check pod: not ours.
+                let mut rewritten = pod("rew00001", "uid-rew", "2026-12-04T17:00:00.000Z", false);
+                rewritten["metadata"]["labels"] =
+                    json!({"app.kubernetes.io/managed-by": "platform-policy"});
+                let mut other = pod("oth00001", "uid-oth", "2026-12-04T17:00:00.000Z", false);
+                other["metadata"]["name"] = json!("jr2-preflight-demo-x-harness-oth00001");
+                other["metadata"]["labels"]["jr2.dev/instance"] = json!("demo-x");
+                let mut web = pod("web00001", "uid-web", "2026-12-04T17:00:00.000Z", false);
+                web["metadata"]["name"] = json!("web-7d9f");
                 let items = vec![
                     pod("old00001", "uid-old", "2026-12-04T17:00:00.000Z", false),
                     pod("new00001", "uid-new", "2026-12-04T19:00:00.000Z", false),
                     pod("del00001", "uid-del", "2026-12-04T17:00:00.000Z", true),
+                    rewritten,
+                    other,
+                    web,
                 ];
                 send.send_response(json_response(
                     200,
@@ -896,6 +914,19 @@ impl ApiServerVerifier {
                     )
                     .await;
                 assert_eq!(req.body["preconditions"]["uid"], "uid-old");
+                send.send_response(json_response(
+                    200,
+                    &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+                ));
+                let path = pod_path("jr2-preflight-demo-harness-rew00001");
+                let (req, send) = self
+                    .take(
+                        "DELETE of the stale pod whose labels were rewritten",
+                        Duration::from_secs(10),
+                        move |r| r.method == Method::DELETE && r.path == path,
+                    )
+                    .await;
+                assert_eq!(req.body["preconditions"]["uid"], "uid-rew");
                 send.send_response(json_response(
                     200,
                     &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
@@ -1028,7 +1059,7 @@ async fn success_the_verdict_comes_from_the_log() {
     };
     assert_eq!(c[0], "POST /api/v1/namespaces/demo/pods?&timeout=18s");
     assert!(
-        at("GET /api/v1/namespaces/demo/pods?&labelSelector=")
+        at("GET /api/v1/namespaces/demo/pods?&fieldSelector=")
             < at("GET /api/v1/namespaces/demo/pods?&watch=true")
     );
     assert!(
@@ -1319,7 +1350,7 @@ async fn a_closed_watch_is_watched_again_from_its_resource_version() {
     let lists = o
         .conversation
         .iter()
-        .filter(|r| r.starts_with("GET /api/v1/namespaces/demo/pods?&labelSelector="))
+        .filter(|r| r.starts_with("GET /api/v1/namespaces/demo/pods?&fieldSelector="))
         .count();
     assert_eq!(lists, 1);
 }
@@ -1467,11 +1498,17 @@ async fn the_sweep_deletes_only_pods_past_their_deadline() {
     let script = server.run(Scenario::Sweep);
     let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_409_000); // 2026-12-04T18:30:00Z
     let sweep = sweep_stale(client, NS, "demo", now).await.unwrap();
-    assert_eq!(sweep.deleted, ["jr2-preflight-demo-harness-old00001"]);
+    assert_eq!(
+        sweep.deleted,
+        [
+            "jr2-preflight-demo-harness-old00001",
+            "jr2-preflight-demo-harness-rew00001"
+        ]
+    );
     assert!(sweep.failed.is_empty());
     let conversation = timeout(Duration::from_secs(15), script)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(conversation.len(), 2, "{conversation:#?}");
+    assert_eq!(conversation.len(), 3, "{conversation:#?}");
 }

@@ -106,6 +106,8 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
         Use::NetworkPolicies,
         Use::ServiceAccounts,
         Use::Namespace,
+        Use::LimitRanges,
+        Use::ResourceQuotas,
     ] {
         let s = Setup::new(Scenario::AllOk).await;
         let denied: Vec<_> = ALL.iter().filter(|p| p.used_for == used_for).collect();
@@ -188,6 +190,17 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
                 !sent(&format!("/namespaces/{NS}")),
                 "the namespace was read"
             ),
+            Use::LimitRanges => {
+                assert!(!sent("/limitranges"), "the LimitRanges were listed");
+                assert_eq!(
+                    pod["spec"]["containers"][0]["resources"]["requests"],
+                    json!({"cpu": "100m", "memory": "128Mi"}),
+                    "the asks that pass common floors: {pod:#}"
+                );
+            }
+            Use::ResourceQuotas => {
+                assert!(!sent("/resourcequotas"), "the ResourceQuotas were listed")
+            }
             Use::Pods | Use::Deployment => unreachable!(),
         }
         if used_for != Use::NetworkPolicies {

@@ -418,8 +418,9 @@ async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_a
     // No `policyTypes`, egress rules: of type Egress, as the API server defaults it: named.
     s.kube.add_network_policy(
         NS,
+        // (The provider's address, on loopback: the check is judged by the provider's destination, issue 35.)
         json!({"metadata": {"name": "harness-to-llm"}, "spec": {"podSelector": harness.clone(),
-            "egress": [{"to": [{"ipBlock": {"cidr": "203.0.113.0/24"}}], "ports": [{"port": 443}]}]}}),
+            "egress": [{"to": [{"ipBlock": {"cidr": "127.0.0.0/8"}}]}]}}),
     );
     // Every pod of the namespace (an empty selector), egress denied: the check pod is under it too.
     s.kube.add_network_policy(
@@ -467,7 +468,7 @@ async fn network_policies_that_limit_the_harness_egress_and_not_the_check_pods_a
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     let lines = run.lines();
     // Policies add up (issue 27, item 2): under `default-deny-egress` and `instance-egress` the check pod has no
-    // egress at all, while `harness-to-llm` gives the Harness pods 203.0.113.0/24:443, so the check can fail where a
+    // egress at all, while `harness-to-llm` gives the Harness pods the provider's 127.0.0.0/8, so the check can fail where a
     // Turn passes, and that allowlist is what to say. (Before, both Harness policies were named as limits the check
     // pod escapes: the wrong way round.) `harness-egress` adds nothing to either: not named.
     let warning = |name: &str| {

@@ -184,6 +184,15 @@ fn every_field_of_contract_section_6() {
         assert_eq!(s.active_deadline_seconds, Some(300));
         assert_eq!(s.automount_service_account_token, Some(false));
         assert_eq!(s.enable_service_links, Some(false));
+        // Never Ready: never a ready endpoint of a Service that selects the Harness pods (issue 35).
+        assert_eq!(
+            s.readiness_gates
+                .iter()
+                .flatten()
+                .map(|g| g.condition_type.as_str())
+                .collect::<Vec<_>>(),
+            ["jr2.dev/check-pod-never-ready"]
+        );
 
         // The Custodian: a native sidecar, otherwise as in the Harness spec.
         let init = s.init_containers.as_ref().unwrap();
@@ -370,7 +379,7 @@ fn every_field_of_contract_section_6() {
             want.push(("corp-ca".to_owned(), "/opt/corp-ca".to_owned(), Some(true)));
         }
         assert_eq!(mounts, want);
-        // Small requests and a memory limit, not the Harness's.
+        // Small requests and limits for cpu and memory, not the Harness's (fitted to the namespace before a run).
         let res = p.resources.as_ref().unwrap();
         assert_ne!(p.resources, harness.resources);
         assert_eq!(
@@ -389,7 +398,7 @@ fn every_field_of_contract_section_6() {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.0.as_str()))
                 .collect::<Vec<_>>(),
-            [("memory", "64Mi")]
+            [("cpu", "100m"), ("memory", "64Mi")]
         );
         // The restricted security context, field by field.
         assert_probe_security_context(p.security_context.as_ref().unwrap());

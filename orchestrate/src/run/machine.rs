@@ -28,8 +28,8 @@ use super::watch::{self, Watch, forbidden};
 
 /// What the loop's streams bring.
 enum Arrived {
-    /// The pod watch.
-    Pod(Box<Result<watcher::Event<Pod>, watcher::Error>>),
+    /// The watch of pod `usize` (by its name).
+    Pod(usize, Box<Result<watcher::Event<Pod>, watcher::Error>>),
     /// The Events watch of pod `usize`.
     Events(usize, Box<Result<watcher::Event<Event>, watcher::Error>>),
     /// The probe's log of pod `usize`, of that generation.
@@ -52,7 +52,6 @@ pub(super) struct Run {
     start: Instant,
     deadline: Instant,
     cleanup: Cleanup,
-    one_watch: bool,
     /// The API server stopped answering the pod watch, and why (`lost.rs`); `None` once it answers again.
     lost: Option<String>,
 }
@@ -85,7 +84,6 @@ impl Run {
             streams: SelectAll::new(),
             start,
             cleanup,
-            one_watch: true,
             lost: None,
         }
     }
@@ -179,11 +177,12 @@ impl Run {
         if self.pods.iter().all(PodState::done) {
             return;
         }
-        let watches = watch::pods(&self.api, pods);
-        self.one_watch = watches.len() == 1;
-        for w in watches {
+        for (name, w) in watch::pods(&self.api, pods) {
+            let Some(&i) = self.by_name.get(&name) else {
+                continue;
+            };
             self.streams
-                .push(w.map(|r| Arrived::Pod(Box::new(r))).boxed());
+                .push(w.map(move |r| Arrived::Pod(i, Box::new(r))).boxed());
         }
         for i in 0..self.pods.len() {
             self.input(i, Input::Watched, Instant::now());
@@ -292,14 +291,14 @@ impl Run {
 
     fn handle(&mut self, arrived: Arrived, now: Instant) {
         match arrived {
-            Arrived::Pod(r) => match *r {
+            Arrived::Pod(i, r) => match *r {
                 Ok(ev) => {
                     self.lost = None;
-                    self.on_pod_event(ev, now);
+                    self.on_pod_event(i, ev, now);
                 }
                 Err(e) => {
                     if let Some(message) = forbidden(&e) {
-                        self.every_pod(|| Input::WatchForbidden(message.clone()), now);
+                        self.input(i, Input::WatchForbidden(message), now);
                     } else if let Some(why) = lost::cause(&e) {
                         self.api_lost(why);
                     } else {
@@ -330,20 +329,21 @@ impl Run {
         }
     }
 
-    fn on_pod_event(&mut self, ev: watcher::Event<Pod>, now: Instant) {
+    /// An event of pod `i`'s watch, which lists that pod alone (by its name): a list that no longer shows it says
+    /// it is gone.
+    fn on_pod_event(&mut self, i: usize, ev: watcher::Event<Pod>, now: Instant) {
+        let name = self.pods[i].name.clone();
+        let ours = |p: &Pod| p.name_any() == name;
         match ev {
-            watcher::Event::Init => self.every_pod(|| Input::Relisting, now),
+            watcher::Event::Init => self.input(i, Input::Relisting, now),
             watcher::Event::InitApply(p) | watcher::Event::Apply(p) => {
-                if let Some(&i) = self.by_name.get(&p.name_any()) {
+                if ours(&p) {
                     self.input(i, Input::Seen(Box::new(p)), now);
                 }
             }
-            // One watcher lists every pod of the run: one it no longer lists is gone. (With one watcher per pod,
-            // a list says nothing about the others.)
-            watcher::Event::InitDone if self.one_watch => self.every_pod(|| Input::Relisted, now),
-            watcher::Event::InitDone => {}
+            watcher::Event::InitDone => self.input(i, Input::Relisted, now),
             watcher::Event::Delete(p) => {
-                if let Some(&i) = self.by_name.get(&p.name_any()) {
+                if ours(&p) {
                     self.input(i, Input::Gone(Box::new(p)), now);
                 }
             }

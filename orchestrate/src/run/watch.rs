@@ -2,36 +2,27 @@
 //! resource version when a stream closes, and re-lists after a `410 Gone`; a 403 ends the stream (what RBAC refuses
 //! now it refuses for the whole run).
 
-use std::collections::BTreeSet;
-
 use futures_util::stream::{self, BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
-use crate::pod::{LABEL_RUN, run_selector};
-
 /// A watch's stream of events.
 pub(super) type Watch<T> = BoxStream<'static, Result<watcher::Event<T>, watcher::Error>>;
 
-/// The watches of the pods: one for the run (by its label) when they are all of one run, else one per pod (by
-/// name). With one watch, a pod its list no longer shows is gone; with one per pod, a list says nothing of the others.
-pub(super) fn pods(api: &Api<Pod>, pods: &[Pod]) -> Vec<Watch<Pod>> {
-    let runs: BTreeSet<&str> = pods
-        .iter()
-        .filter_map(|p| p.labels().get(LABEL_RUN).map(String::as_str))
-        .collect();
-    let configs: Vec<watcher::Config> = match runs.iter().next() {
-        Some(id) if runs.len() == 1 => vec![watcher::Config::default().labels(&run_selector(id))],
-        _ => pods
-            .iter()
-            .map(|p| watcher::Config::default().fields(&format!("metadata.name={}", p.name_any())))
-            .collect(),
-    };
-    configs
-        .into_iter()
-        .map(|config| until_forbidden(watcher(api.clone(), config).default_backoff().boxed()))
+/// The watches of the pods, one per pod, by its name (`fieldSelector=metadata.name=<pod>`), with that name: the
+/// driver finds its pods by what admission cannot rewrite (issue 40, item 2: a policy that sets
+/// `app.kubernetes.io/managed-by` on every pod must not hide the check pod from its own watch). A list of one pod's
+/// watch that does not show it says it is gone.
+pub(super) fn pods(api: &Api<Pod>, pods: &[Pod]) -> Vec<(String, Watch<Pod>)> {
+    pods.iter()
+        .map(|p| {
+            let name = p.name_any();
+            let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+            let w = until_forbidden(watcher(api.clone(), config).default_backoff().boxed());
+            (name, w)
+        })
         .collect()
 }
 

@@ -129,17 +129,16 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
         }
         _ => now,
     };
-    let checks = pod::check_pods(&plan, &run_id, now);
+    let mut checks = pod::check_pods(&plan, &run_id, now);
     let mut connected = connected;
     if let Some(c) = connected.as_mut() {
         c.pod_deadline = Some(now_here + Duration::from_secs(plan.deadline_seconds));
     }
-    let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let started_at = SystemTime::now();
     let start = Instant::now();
     // Pods the cluster would not let run (a permission denied, a Pod Security level): not created, their failure
     // known now. `None`: created and run.
-    let mut not_created: Vec<Option<PodFailure>> = vec![None; to_run.len()];
+    let mut not_created: Vec<Option<PodFailure>> = vec![None; checks.len()];
     if let Some(why) = unauthenticated {
         for slot in &mut not_created {
             *slot = Some(PodFailure {
@@ -176,7 +175,13 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
             }
         } else {
             match signals
-                .until(prepare(c.client.clone(), &plan, &checks, now, &c.access))
+                .until(prepare(
+                    c.client.clone(),
+                    &plan,
+                    &mut checks,
+                    now,
+                    &c.access,
+                ))
                 .await
             {
                 Ok(prepared) => {
@@ -196,6 +201,8 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
     if stopped.is_none() {
         stopped = signals.received();
     }
+    // The pods as they will be created: fitted to the namespace by `prepare`.
+    let to_run: Vec<PodToRun> = checks.iter().map(|c| PodToRun::of(c, &plan)).collect();
     let mut live = verdict::LiveOrder::new(&plan, &checks);
     let runnable: Vec<PodToRun> = to_run
         .iter()
@@ -203,6 +210,7 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
         .filter(|(_, f)| f.is_none())
         .map(|(p, _)| p.clone())
         .collect();
+    let client = connected.as_ref().map(|c| c.client.clone());
     let (ran, cleanup, interrupted_by) = match (connected, stopped) {
         (Some(_), None) if runnable.is_empty() => (RunResult::default(), None, None),
         (Some(c), None) => {
@@ -220,7 +228,12 @@ pub async fn execute(mut plan: ValidPlan, session: &Session<'_>, mut signals: Si
         }
         (_, exit) => (not_run(&runnable), None, exit),
     };
-    let result = merge(&to_run, not_created, ran);
+    let mut result = merge(&to_run, not_created, ran);
+    // A check pod the API server refused: would it refuse a Harness pod of the placement too? (a dry run)
+    if let Some(client) = client.filter(|_| interrupted_by.is_none()) {
+        crate::admission::twin::explain(client, &plan, &checks, &mut result, &Redactor::default())
+            .await;
+    }
     // The deletes were sent as each pod finished; give them a bounded moment to be confirmed, before the verdict,
     // which names a pod that may outlive the run.
     let report = match &cleanup {

@@ -1,5 +1,7 @@
-//! What is known before the create: the sweep of stale check pods, the NetworkPolicy warnings, and the namespace's
-//! Pod Security level against each check pod (the pods it refuses are not created), asked all at once.
+//! What is known before the create: the sweep of stale check pods, what the namespace's admission weighs (its
+//! Namespace, LimitRanges and ResourceQuotas: `admission/`), the NetworkPolicy warnings, and the namespace's Pod
+//! Security level against each check pod (the pods it refuses are not created), asked all at once. The check pods
+//! are fitted to what was read before they are judged: the warnings and the level weigh the pods as created.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,7 +11,7 @@ use jr2_probe::sanitize;
 use crate::access::{self, Access};
 use crate::plan::ValidPlan;
 use crate::run::{FailureKind, PodFailure, sweep_stale};
-use crate::{network_policy, pod, pod_security};
+use crate::{admission, network_policy, pod, pod_security};
 
 /// What is known before the create: warnings to write, and the pods the namespace's Pod Security level refuses
 /// (by their index), which are not created.
@@ -18,12 +20,13 @@ pub(super) struct Prepared {
     pub(super) refused: Vec<(usize, PodFailure)>,
 }
 
-/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), the NetworkPolicy
-/// warning lines, and the Pod Security level of the namespace against each check pod (all at once).
+/// Before the create: the sweep of stale check pods of the Instance (a failure is only logged), the reads of what
+/// admission weighs (given to `checks`: `admission::fit`), the NetworkPolicy warning lines, and the Pod Security level
+/// of the namespace against each check pod (the reads all at once).
 pub(super) async fn prepare(
     client: kube::Client,
     plan: &ValidPlan,
-    checks: &[pod::CheckPod],
+    checks: &mut [pod::CheckPod],
     now: SystemTime,
     access: &Access,
 ) -> Prepared {
@@ -43,19 +46,18 @@ pub(super) async fn prepare(
     };
     let policies = async {
         if access.denied(access::Use::NetworkPolicies) {
-            Vec::new()
-        } else {
-            network_policy::warnings(client.clone(), plan, checks).await
-        }
-    };
-    let level = async {
-        if access.denied(access::Use::Namespace) {
             None
         } else {
-            pod_security::enforced(client.clone(), &plan.namespace).await
+            network_policy::list(client.clone(), plan).await
         }
     };
-    let ((), warnings, level) = tokio::join!(sweep, policies, level);
+    let facts = admission::read(client.clone(), &plan.namespace, access);
+    let ((), policies, facts) = tokio::join!(sweep, policies, facts);
+    admission::fit(plan, checks, &facts);
+    let warnings = policies
+        .map(|p| network_policy::judge(plan, checks, &p))
+        .unwrap_or_default();
+    let level = facts.namespace.as_ref().and_then(pod_security::level_of);
     let mut refused = Vec::new();
     if let Some(level) = level {
         for (i, check) in checks.iter().enumerate() {

@@ -336,7 +336,8 @@ impl Setup {
         self.kube
             .requests()
             .into_iter()
-            .filter(|r| r.method == "POST" && r.path.ends_with("/pods"))
+            // A server-side dry run (of a Harness pod, after a refusal) creates nothing.
+            .filter(|r| r.method == "POST" && r.path.ends_with("/pods") && r.q("dryRun").is_none())
             .map(|r| r.body)
             .collect()
     }

@@ -20,6 +20,8 @@ const RULES: &[(&str, &str, &str, bool)] = &[
     ("", "serviceaccounts", "get", false),
     ("", "namespaces", "get", false),
     ("apps", "deployments", "get", true),
+    ("", "limitranges", "list", false),
+    ("", "resourcequotas", "list", false),
 ];
 
 /// The shipped Role with one rule removed, bound to the group `jr2-preflight`.

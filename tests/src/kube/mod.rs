@@ -5,7 +5,8 @@
 //! reaches it through a kubeconfig that names `http://127.0.0.1:<port>`), in-memory Pods and Events, and the part of
 //! the API a check pod's driver uses, with the API server's semantics:
 //!
-//! - Pods: `POST` (409 `AlreadyExists`, 422 without a name, or a scripted refusal such as a quota's 403), `GET`, list
+//! - Pods: `POST` (409 `AlreadyExists`, 422 without a name, or a scripted refusal such as a quota's 403; `dryRun=All`
+//!   with `generateName`: admitted or refused alike, nothing stored), `GET`, list
 //!   and watch by `labelSelector` / `fieldSelector`, `DELETE` (the `uid` and `resourceVersion` preconditions are
 //!   honoured: 409 `Conflict`; 404 `NotFound` when missing; `gracePeriodSeconds: 0` removes at once, a grace period
 //!   marks it `deletionTimestamp` first).
@@ -23,6 +24,7 @@
 //! - ServiceAccounts: `GET` by name (404 `serviceaccounts "<name>" not found`), none unless a test adds them.
 //! - SelfSubjectAccessReviews (`authorization.k8s.io/v1`): answered from what the test denied ([`FakeKube::deny`]),
 //!   which the other routes then refuse with the API server's `403 Forbidden` (`authz`).
+//! - LimitRanges and ResourceQuotas: list, always empty.
 //! - Namespaces: `GET` by name, with the labels a test gave ([`FakeKube::label_namespace`]); every namespace exists.
 //! - Secrets: held for the kubelet stand-in only ([`FakeKube::add_secret`]); no route serves them.
 //! - `/version`, `/api`, `/api/v1`, `/apis` and `/apis/networking.k8s.io/v1` for discovery.
@@ -233,8 +235,24 @@ impl FakeKube {
     /// Every pod create from now on is refused with this status (`None`: created again), as a quota, Pod Security
     /// or a webhook refuses one.
     pub fn refuse_creates(&self, refusal: Option<(u16, &str, &str)>) {
-        self.inner.lock().refusal =
+        let mut st = self.inner.lock();
+        st.refusal =
             refusal.map(|(code, reason, message)| (code, reason.to_owned(), message.to_owned()));
+        st.refusal_of_check_pods_only = false;
+    }
+
+    /// As [`FakeKube::refuse_creates`], for check pods only (`app.kubernetes.io/name: jr2-provider-preflight`): any
+    /// other pod, a Harness pod's dry run among them, is admitted.
+    pub fn refuse_check_pods_only(&self, code: u16, reason: &str, message: &str) {
+        let mut st = self.inner.lock();
+        st.refusal = Some((code, reason.to_owned(), message.to_owned()));
+        st.refusal_of_check_pods_only = true;
+    }
+
+    /// Every pod created from now on gets the label `key: value`, whatever it was posted with, as a
+    /// MutatingAdmissionPolicy that sets `app.kubernetes.io/managed-by` on every pod does.
+    pub fn rewrite_label_on_create(&self, key: &str, value: &str) {
+        self.inner.lock().label_rewrite = Some((key.to_owned(), value.to_owned()));
     }
 
     /// Forgets the history so far: a watch from an older `resourceVersion` gets `410 Expired`.

@@ -36,6 +36,13 @@ pub(super) fn create_pod(
             None,
         );
     }
+    let dry_run = req.q("dryRun") == Some("All");
+    if dry_run
+        && pod["metadata"]["name"].is_null()
+        && let Some(prefix) = pod["metadata"]["generateName"].as_str()
+    {
+        pod["metadata"]["name"] = json!(format!("{prefix}dry7x"));
+    }
     let Some(name) = pod["metadata"]["name"].as_str().map(str::to_owned) else {
         return status(
             422,
@@ -58,8 +65,29 @@ pub(super) fn create_pod(
         );
     }
     let base = inner.uid_base;
+    let is_check_pod =
+        pod["metadata"]["labels"]["app.kubernetes.io/name"] == "jr2-provider-preflight";
+    if dry_run {
+        // Every admission step, nothing stored.
+        let st = inner.lock();
+        if let Some((code, reason, message)) = st.refusal.clone()
+            && (is_check_pod || !st.refusal_of_check_pods_only)
+        {
+            return status(
+                code,
+                &reason,
+                &message,
+                Some(json!({"name": name, "kind": "pods"})),
+            );
+        }
+        drop(st);
+        pod["metadata"]["namespace"] = json!(ns);
+        return json(StatusCode::CREATED, &pod);
+    }
     let created = inner.mutate(|st| {
-        if let Some((code, reason, message)) = st.refusal.clone() {
+        if let Some((code, reason, message)) = st.refusal.clone()
+            && (is_check_pod || !st.refusal_of_check_pods_only)
+        {
             return Err(Box::new(status(
                 code,
                 &reason,
@@ -77,6 +105,10 @@ pub(super) fn create_pod(
         }
         let uid = next_uid(st, base);
         let meta = &mut pod["metadata"];
+        // A mutating admission policy's rewrite of a label, on every pod.
+        if let Some((key, value)) = st.label_rewrite.clone() {
+            meta["labels"][key] = json!(value);
+        }
         meta["namespace"] = json!(ns);
         meta["uid"] = json!(uid);
         meta["creationTimestamp"] = json!(rfc3339(inner.api_now()));

@@ -265,6 +265,15 @@ async fn route(api: &Api, method: &Method, req: &ApiRequest) -> Response<Body> {
                 "networkpolicies",
             ],
         ) => collection(inner, Kind::NetworkPolicy, Some(ns), req),
+        // A namespace without LimitRanges or ResourceQuotas: empty lists.
+        ("GET", ["api", "v1", "namespaces", _, "limitranges"]) => json(
+            StatusCode::OK,
+            &json!({"apiVersion": "v1", "kind": "LimitRangeList", "metadata": {"resourceVersion": "1"}, "items": []}),
+        ),
+        ("GET", ["api", "v1", "namespaces", _, "resourcequotas"]) => json(
+            StatusCode::OK,
+            &json!({"apiVersion": "v1", "kind": "ResourceQuotaList", "metadata": {"resourceVersion": "1"}, "items": []}),
+        ),
         _ => status(
             404,
             "NotFound",

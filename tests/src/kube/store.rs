@@ -112,6 +112,11 @@ pub(super) struct State {
     pub(super) times: HashMap<String, PodTimes>,
     pub(super) kubelets: HashMap<(String, String), JoinHandle<()>>,
     pub(super) refusal: Option<(u16, String, String)>,
+    /// The refusal applies to check pods only (`app.kubernetes.io/name: jr2-provider-preflight`), as a webhook that
+    /// refuses the probe's image would: a Harness pod's dry run passes.
+    pub(super) refusal_of_check_pods_only: bool,
+    /// A label every created pod gets (key, value), as a mutating admission policy sets one.
+    pub(super) label_rewrite: Option<(String, String)>,
     /// Secrets by (namespace, name): key -> value. The kubelet stand-in reads them; no route serves them (the driver
     /// has no business reading a Secret, and a test can assert it never asked).
     pub(super) secrets: HashMap<(String, String), BTreeMap<String, String>>,

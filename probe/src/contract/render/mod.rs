@@ -3,15 +3,18 @@
 //! `jr2 up` and its users compare these lines byte for byte, so each form has an insta snapshot
 //! (`render/snapshots/`). The driver (`orchestrate`) renders through the same functions. Text that came from
 //! outside (a provider's message) arrives here already sanitized; this module only assembles. Here the lines of a
-//! model's check; [`cluster`] the lines of the check pod and the cluster around it.
+//! model's check; [`cluster`] the lines of the check pod and the cluster around it; [`admission`] what the
+//! namespace's admission says of the check pod beside a Harness pod.
 
 use crate::contract::api_kind::ApiKind;
 use crate::contract::endpoint::{Cause, ContextUnchecked, EndpointKind};
 use crate::contract::outcome::{Code, Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
+pub mod admission;
 pub mod cluster;
 
+pub use admission::*;
 pub use cluster::*;
 
 /// The hint lines of the custom provider, in the contract's order.

@@ -1,0 +1,61 @@
+//! Beyond the contract (issue 35): when the API server refuses the check pod, whether it would refuse a Harness pod
+//! of the placement too, as a server-side dry run of one (its own spec and labels) answers it. One detail line after
+//! the contract's `the cluster refused the check pod` line, indented two spaces; the API server's message arrives
+//! here already cleaned.
+
+/// The namespace refuses the Harness pods as well: a real problem, which stops the converge; the server's message.
+pub fn harness_refused_too(placement: &str, message: &str) -> String {
+    format!(
+        "  the namespace refuses a Harness pod of placement \"{placement}\" as well (a server-side dry run of one): {message} — a Turn cannot start there either: make the namespace admit the Harness pods"
+    )
+}
+
+/// The namespace admits a Harness pod and refuses only the check pod: what the check pod has that the Harness pod
+/// has not (`differs`, already joined).
+pub fn harness_admitted_only(placement: &str, differs: &str) -> String {
+    format!(
+        "  the namespace admits a Harness pod of placement \"{placement}\" (a server-side dry run of one) and refuses only the check pod, which differs from it in {differs}: a Turn can start there; allow the check pod, or run with --skip-provider-preflight"
+    )
+}
+
+/// A NetworkPolicy that limits the egress of the check pod and does not select the Harness pods (a default-deny
+/// over the check pod's own labels): `warning: provider: NetworkPolicy "<name>" limits the egress of the check pod,
+/// and the Harness pods are not under it — this check can fail where a Turn passes`.
+pub fn network_policy_check_only_warning(name: &str) -> String {
+    format!(
+        "warning: provider: NetworkPolicy \"{name}\" limits the egress of the check pod, and the Harness pods are not under it — this check can fail where a Turn passes"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admission_lines() {
+        let refused = "pods \"jr2-preflight-demo-sandbox-abcd1234\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10";
+        insta::assert_snapshot!(
+            [
+                "# the namespace refuses the Harness pods too".to_owned(),
+                crate::contract::render::cluster_refused(refused),
+                harness_refused_too(
+                    "sandbox",
+                    "pods \"jr2-harness-x7k2p\" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=10, limited: pods=10"
+                ),
+                String::new(),
+                "# only the check pod is refused".to_owned(),
+                crate::contract::render::cluster_refused(
+                    "admission webhook \"images.example.com\" denied the request: image ghcr.io/jr2/jr2-probe:0.1.0 is not signed"
+                ),
+                harness_admitted_only(
+                    "sandbox",
+                    "its probe container (ghcr.io/jr2/jr2-probe:0.1.0, its requests and limits, its security context), its own labels and its readiness gate"
+                ),
+                String::new(),
+                "# a NetworkPolicy over the check pod alone".to_owned(),
+                network_policy_check_only_warning("deny-preflight"),
+            ]
+            .join("\n")
+        );
+    }
+}
