@@ -18,6 +18,7 @@ pub mod pod;
 pub mod pod_security;
 pub mod pull_secrets;
 pub mod run;
+pub mod scheduling;
 pub mod session;
 pub mod signals;
 pub mod verdict;

@@ -23,6 +23,7 @@ use crate::pod::PROBE_CONTAINER;
 mod containers;
 mod failure;
 mod kubelet;
+mod node;
 
 pub use containers::{
     CUSTODIAN_CONTAINER, CustodianLogRequest, custodian_log_request, custodian_spec, memory_limit,
@@ -39,6 +40,7 @@ pub use kubelet::{
     missing_secret,
 };
 use kubelet::{events_of, mount_failure_is_fatal, unmounted_volumes};
+pub use node::{NODE_NOT_READY, node_lost, silent_node};
 
 /// What the check pod's state says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -372,11 +372,15 @@ pub enum PodCode {
     PodSecurity,
     #[serde(rename = "PROVIDER_POD_LEFT")]
     Left,
+    #[serde(rename = "PROVIDER_POD_NODE_LOST")]
+    NodeLost,
+    #[serde(rename = "PROVIDER_POD_WOULD_PREEMPT")]
+    WouldPreempt,
 }
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 16] = [
+    pub const ALL: [PodCode; 18] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -393,6 +397,8 @@ impl PodCode {
         PodCode::PermissionMissing,
         PodCode::PodSecurity,
         PodCode::Left,
+        PodCode::NodeLost,
+        PodCode::WouldPreempt,
     ];
 
     /// The code as it appears in the JSON.
@@ -414,6 +420,8 @@ impl PodCode {
             PodCode::PermissionMissing => "PROVIDER_PERMISSION_MISSING",
             PodCode::PodSecurity => "PROVIDER_POD_SECURITY",
             PodCode::Left => "PROVIDER_POD_LEFT",
+            PodCode::NodeLost => "PROVIDER_POD_NODE_LOST",
+            PodCode::WouldPreempt => "PROVIDER_POD_WOULD_PREEMPT",
         }
     }
 
@@ -490,6 +498,17 @@ impl PodCode {
             PodCode::Left => {
                 "the cluster did not confirm the delete of the check pod (the error says why): delete it with the \
                  kubectl line in the error, then run jr2 up again"
+            }
+            PodCode::NodeLost => {
+                "the node the error names stopped answering the cluster, or never started the check pod (its \
+                 kubelet, its container runtime or the machine): look at it (kubectl describe node <node>), bring \
+                 it back or cordon it (kubectl cordon <node>) so that new pods go to another node, then run jr2 up \
+                 again"
+            }
+            PodCode::WouldPreempt => {
+                "a Harness pod of this placement would evict pods of lower priority to find room, which the check \
+                 pod never does, so its models were not checked: free room on a node the placement fits (or add \
+                 one) and run jr2 up again, or accept that they are not checked"
             }
         }
     }

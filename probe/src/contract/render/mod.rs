@@ -11,8 +11,10 @@ use crate::contract::outcome::{Code, Level, Outcome};
 use crate::contract::verdict::{ModelResult, Origin, Route};
 
 pub mod cluster;
+pub mod nodes;
 
 pub use cluster::*;
+pub use nodes::*;
 
 /// The hint lines of the custom provider, in the contract's order.
 pub mod hint {
