@@ -21,6 +21,7 @@ pub mod pod_security;
 pub mod pull_secrets;
 pub mod redact;
 pub mod run;
+pub mod scheduling;
 pub mod server_clock;
 pub mod session;
 pub mod signals;

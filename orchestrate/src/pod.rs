@@ -2,7 +2,8 @@
 //! pods.
 //!
 //! From the placement's Harness pod spec it copies the placement (`nodeSelector`, `affinity`, `tolerations`,
-//! `priorityClassName`, `runtimeClassName`, `schedulerName`), `imagePullSecrets` (with those of the Harness's
+//! `topologySpreadConstraints`, `nodeName`, `priorityClassName`, `runtimeClassName`, `schedulerName`; every other
+//! scheduling field is accounted for in `scheduling.rs`), with `preemptionPolicy: Never` of its own, `imagePullSecrets` (with those of the Harness's
 //! ServiceAccount when the spec lists none: `pull_secrets.rs`), DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
 //! pod `securityContext` (made restricted where it is not); the Custodian container as a native sidecar
 //! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
@@ -27,6 +28,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::plan::{Placement, ValidPlan};
+use crate::scheduling;
 
 /// The probe container's name.
 pub const PROBE_CONTAINER: &str = "probe";
@@ -254,7 +256,12 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         node_selector: harness_spec.node_selector.clone(),
         affinity: harness_spec.affinity.clone(),
         tolerations: harness_spec.tolerations.clone(),
+        // Every scheduling field a new Harness pod meets, or the reason it is left out: `scheduling.rs`.
+        topology_spread_constraints: scheduling::topology_spread(harness_spec),
+        node_name: harness_spec.node_name.clone(),
         priority_class_name: harness_spec.priority_class_name.clone(),
+        // The class's priority orders the scheduler's queue; the check pod never evicts a pod to run.
+        preemption_policy: Some(scheduling::PREEMPTION_POLICY.to_owned()),
         scheduler_name: harness_spec.scheduler_name.clone(),
         runtime_class_name: harness_spec.runtime_class_name.clone(),
         image_pull_secrets: harness_spec.image_pull_secrets.clone(),

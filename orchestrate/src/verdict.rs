@@ -399,10 +399,13 @@ fn failure_block(pod: &PodRun, check: &CheckPod, several: bool) -> Vec<String> {
         1,
         render::placement_detail(&check.placement, pod.node.as_deref()),
     );
-    // A stopped pod's lines name the models it did not reach already.
+    // A stopped pod's lines (its node's loss, a preemption it would need) name the models it did not reach already.
     if !matches!(
         f.kind,
-        FailureKind::Stopped { .. } | FailureKind::NamespaceTerminating { message: None, .. }
+        FailureKind::Stopped { .. }
+            | FailureKind::NamespaceTerminating { message: None, .. }
+            | FailureKind::NodeLost { .. }
+            | FailureKind::WouldPreempt { .. }
     ) {
         lines.extend(
             pod.models
@@ -485,6 +488,10 @@ fn not_checked(model: &PlanModel, facts: &Resolved, pod: &PodRun) -> ModelResult
     ));
     if let PodOutcome::Failed(f) = &pod.outcome {
         r.next_action = f.kind.code().next_action().to_owned();
+        // Not checked because checking would have evicted a pod: the run's warning, not its failure.
+        if f.kind.is_warning() {
+            r.level = Level::Warning;
+        }
     }
     r
 }

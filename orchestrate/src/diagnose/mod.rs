@@ -24,6 +24,7 @@ mod containers;
 mod failure;
 mod init;
 mod kubelet;
+mod node;
 
 pub use containers::{
     CUSTODIAN_CONTAINER, CustodianLogRequest, custodian_log_request, custodian_spec, memory_limit,
@@ -40,6 +41,7 @@ pub use kubelet::{
     missing_key, missing_secret, tells_why_it_waits,
 };
 use kubelet::{events_of, from_kubelet, mount_failure_is_fatal, unmounted_volumes, volume_names};
+pub use node::{NODE_NOT_READY, node_lost, silent_node};
 
 /// What the check pod's state says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -40,6 +40,40 @@ impl PodState {
         probe_error: Option<String>,
         rules: &Rules,
     ) {
+        let (on_models, not_checked) = self.unfinished(probe_error.is_some());
+        self.fail(
+            FailureKind::Stopped {
+                reason,
+                on_models,
+                not_checked,
+                probe_error,
+                code,
+            },
+            rules,
+        );
+    }
+
+    /// The pod's node stopped answering before the probe finished (`said`: what the cluster said, raw): the models
+    /// it was on and the rest not checked, as for a stop.
+    pub(super) fn node_lost(&mut self, node: String, said: String, rules: &Rules) {
+        if self.all_results() {
+            self.phase = Phase::Done(PodOutcome::Finished(ProbeReport::default()));
+            return;
+        }
+        let (on_models, not_checked) = self.unfinished(false);
+        self.fail(
+            FailureKind::NodeLost {
+                node,
+                said,
+                on_models,
+                not_checked,
+            },
+            rules,
+        );
+    }
+
+    /// The models a probe that did not finish was on, and the models it never reached.
+    fn unfinished(&self, probe_error: bool) -> (Vec<usize>, Vec<usize>) {
         let missing: Vec<usize> = if self.models.is_empty() {
             Vec::new()
         } else {
@@ -50,7 +84,7 @@ impl PodState {
         // No model had started: the probe never ran, or its log (which starts with its `start` line) or its own
         // error says so. A probe that ran and whose log gave nothing leaves it unknown: the first model not done.
         let none_started =
-            !self.began() && (!self.ran || !self.probe.lines.is_empty() || probe_error.is_some());
+            !self.began() && (!self.ran || !self.probe.lines.is_empty() || probe_error);
         // Every model the probe had started and not concluded was in flight (its request may have been sent); when
         // the log named none, the first model not done.
         let on_models: Vec<usize> = if none_started {
@@ -71,16 +105,7 @@ impl PodState {
             .into_iter()
             .filter(|m| !on_models.contains(m))
             .collect();
-        self.fail(
-            FailureKind::Stopped {
-                reason,
-                on_models,
-                not_checked,
-                probe_error,
-                code,
-            },
-            rules,
-        );
+        (on_models, not_checked)
     }
 
     /// The pod failed: its lines, and [`Phase::Done`].
@@ -139,6 +164,43 @@ impl PodState {
                     not_checked
                         .iter()
                         .map(|m| render::not_checked(self.model(*m))),
+                );
+                lines
+            }
+            FailureKind::NodeLost {
+                node,
+                said,
+                on_models,
+                not_checked,
+            } => {
+                let (node, said) = (c(node), c(said));
+                let mut lines = vec![if on_models.is_empty() {
+                    render::node_lost_before_any_model(&node, &said)
+                } else {
+                    let models: Vec<&str> = on_models.iter().map(|m| self.model(*m)).collect();
+                    render::node_lost(&node, &said, &models)
+                }];
+                lines.extend(
+                    not_checked
+                        .iter()
+                        .map(|m| render::not_checked(self.model(*m))),
+                );
+                lines
+            }
+            FailureKind::NodeDidNotStart { node } => vec![render::node_did_not_start(
+                &render::seconds(rules.timeout),
+                &c(node),
+            )],
+            FailureKind::WouldPreempt {
+                class,
+                reason,
+                message,
+            } => {
+                let mut lines = vec![render::would_preempt(&c(class), &c(reason), &c(message))];
+                lines.extend(
+                    (0..self.models.len())
+                        .filter(|m| self.probe.results.get(*m).is_none_or(Option::is_none))
+                        .map(|m| render::not_checked(self.model(m))),
                 );
                 lines
             }

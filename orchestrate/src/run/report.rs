@@ -141,7 +141,7 @@ impl PodRun {
     pub fn ok(&self) -> bool {
         match &self.outcome {
             PodOutcome::Finished(r) => r.ok(&self.results),
-            PodOutcome::Failed(_) => false,
+            PodOutcome::Failed(f) => f.kind.is_warning(),
         }
     }
 
@@ -274,6 +274,33 @@ pub enum FailureKind {
         /// The permissions denied: `create pods`, `get pods/log`.
         missing: Vec<String>,
     },
+    /// The pod's node stopped answering while the pod was on it (issue 39): the node lifecycle controller's
+    /// `NodeNotReady`, or the pod's `Ready` condition it turned `False`.
+    NodeLost {
+        /// The node.
+        node: String,
+        /// What the cluster said, raw.
+        said: String,
+        /// The models the check was on, as for [`FailureKind::Stopped`].
+        on_models: Vec<usize>,
+        /// The models never checked.
+        not_checked: Vec<usize>,
+    },
+    /// The deadline passed while the pod was bound to a node whose kubelet reported nothing of it.
+    NodeDidNotStart {
+        /// The node.
+        node: String,
+    },
+    /// The deadline passed while the pod stayed unschedulable where a Harness pod of its priority class would
+    /// preempt to run (the check pod never does): a warning, its models not checked (`scheduling.rs`).
+    WouldPreempt {
+        /// The priority class.
+        class: String,
+        /// The scheduler's reason (`Unschedulable`).
+        reason: String,
+        /// The scheduler's message.
+        message: String,
+    },
     /// Not created: the namespace's Pod Security level would refuse the pod (`pod_security.rs`).
     PodSecurity {
         /// The level the namespace enforces.
@@ -301,7 +328,14 @@ impl FailureKind {
             FailureKind::Interrupted => PodCode::Interrupted,
             FailureKind::NotAllowed { .. } => PodCode::PermissionMissing,
             FailureKind::PodSecurity { .. } => PodCode::PodSecurity,
+            FailureKind::NodeLost { .. } | FailureKind::NodeDidNotStart { .. } => PodCode::NodeLost,
+            FailureKind::WouldPreempt { .. } => PodCode::WouldPreempt,
         }
+    }
+
+    /// A failure that is a warning: the check could not run without harm, and a Harness pod would run.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, FailureKind::WouldPreempt { .. })
     }
 }
 

@@ -22,6 +22,7 @@ use super::protocol::{self, Termination};
 use super::report::{FailureKind, PodFailure, PodOutcome, ProbeReport, RunUpdate};
 use crate::diagnose::{self, Diagnosis, StartFailure};
 use crate::pod::PROBE_CONTAINER;
+use crate::scheduling;
 
 /// What arrived for one pod.
 #[derive(Debug)]
@@ -453,6 +454,16 @@ impl Step<'_> {
         } else {
             diagnose::diagnose(&pod, &st.seen.events, st.custodian.lines.as_deref())
         };
+        // A node that stopped answering ends the check at once: nothing more comes from a pod there.
+        if matches!(
+            diagnosis,
+            Diagnosis::Running | Diagnosis::Starting { .. } | Diagnosis::Pending { .. }
+        ) && let Some(node) = diagnose::node_name(&pod)
+            && let Some(said) = diagnose::node_lost(&pod, &st.seen.events)
+        {
+            st.node_lost(node.to_owned(), said, self.rules);
+            return;
+        }
         match diagnosis {
             Diagnosis::Pending { reason, message } => {
                 st.phase = Phase::Waiting { grace_since: None };
@@ -683,7 +694,23 @@ impl Step<'_> {
                     "no status from the cluster yet".to_owned(),
                 )
             });
-            self.fail(FailureKind::DidNotStart { reason, message });
+            let pod = self.st.seen.last.as_ref();
+            let kind = if let Some(class) = scheduling::would_preempt(pod, &reason, &message) {
+                FailureKind::WouldPreempt {
+                    class,
+                    reason,
+                    message,
+                }
+            } else if let Some(node) =
+                pod.and_then(|p| diagnose::silent_node(p, &self.st.seen.events))
+            {
+                FailureKind::NodeDidNotStart {
+                    node: node.to_owned(),
+                }
+            } else {
+                FailureKind::DidNotStart { reason, message }
+            };
+            self.fail(kind);
         }
     }
 }
@@ -756,6 +783,8 @@ mod tests {
         .and_then(RawPlan::validate)
         .expect("a valid plan")
     }
+
+    mod nodes;
 
     /// Where the pod is.
     enum Stage {

@@ -380,11 +380,15 @@ pub enum PodCode {
     NamespaceTerminating,
     #[serde(rename = "PROVIDER_CLOCK_SKEW")]
     ClockSkew,
+    #[serde(rename = "PROVIDER_POD_NODE_LOST")]
+    NodeLost,
+    #[serde(rename = "PROVIDER_POD_WOULD_PREEMPT")]
+    WouldPreempt,
 }
 
 impl PodCode {
     /// Every pod code, in documentation order.
-    pub const ALL: [PodCode; 20] = [
+    pub const ALL: [PodCode; 22] = [
         PodCode::ImagePull,
         PodCode::SecretMissing,
         PodCode::SecretKeyMissing,
@@ -405,6 +409,8 @@ impl PodCode {
         PodCode::CreateTimeout,
         PodCode::NamespaceTerminating,
         PodCode::ClockSkew,
+        PodCode::NodeLost,
+        PodCode::WouldPreempt,
     ];
 
     /// The code as it appears in the JSON.
@@ -430,6 +436,8 @@ impl PodCode {
             PodCode::CreateTimeout => "PROVIDER_POD_CREATE_TIMEOUT",
             PodCode::NamespaceTerminating => "PROVIDER_NAMESPACE_TERMINATING",
             PodCode::ClockSkew => "PROVIDER_CLOCK_SKEW",
+            PodCode::NodeLost => "PROVIDER_POD_NODE_LOST",
+            PodCode::WouldPreempt => "PROVIDER_POD_WOULD_PREEMPT",
         }
     }
 
@@ -525,6 +533,16 @@ impl PodCode {
             PodCode::ClockSkew => {
                 "the clocks disagree (the error says which and by how much): sync the node's clock and the clock \
                  of the machine that runs jr2 up with the API server's (NTP), then run jr2 up again"
+            PodCode::NodeLost => {
+                "the node the error names stopped answering the cluster, or never started the check pod (its \
+                 kubelet, its container runtime or the machine): look at it (kubectl describe node <node>), bring \
+                 it back or cordon it (kubectl cordon <node>) so that new pods go to another node, then run jr2 up \
+                 again"
+            }
+            PodCode::WouldPreempt => {
+                "a Harness pod of this placement would evict pods of lower priority to find room, which the check \
+                 pod never does, so its models were not checked: free room on a node the placement fits (or add \
+                 one) and run jr2 up again, or accept that they are not checked"
             }
         }
     }

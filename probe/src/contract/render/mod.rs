@@ -13,9 +13,11 @@ use crate::contract::verdict::{ModelResult, Origin, Route};
 
 pub mod admission;
 pub mod cluster;
+pub mod nodes;
 
 pub use admission::*;
 pub use cluster::*;
+pub use nodes::*;
 
 /// The hint lines of the custom provider, in the contract's order.
 pub mod hint {
