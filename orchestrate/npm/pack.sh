@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # orchestrate/npm/pack.sh: the driver for every platform, and the npm tarballs that carry it. Nothing is published.
 #
-#   orchestrate/npm/pack.sh                                   # all five platforms and the main package
+#   orchestrate/npm/pack.sh                                   # all six platforms and the main package
 #   JR2_NPM_PLATFORMS="linux-x64 win32-x64" orchestrate/npm/pack.sh
 #
 # Builds jr2-preflight with the `npm-bin` profile (Cargo.toml says why not `release`) for each platform asked for:
@@ -11,6 +11,8 @@
 #   darwin-x64    x86_64-apple-darwin          cargo-zigbuild (zig has no macOS SDK: nothing but libSystem is linked)
 #   darwin-arm64  aarch64-apple-darwin         cargo-zigbuild; MACOSX_DEPLOYMENT_TARGET=11.0
 #   win32-x64     x86_64-pc-windows-gnu        Debian's mingw-w64
+#   win32-arm64   aarch64-pc-windows-gnullvm   cargo-zigbuild (Debian has no arm64 mingw; zig has its mingw-w64 and
+#                                              libunwind, which the gnullvm target links)
 #
 # then stages each platform package (orchestrate/npm/platforms/<platform>, the binary at bin/jr2-preflight[.exe],
 # 0755, the repository's LICENSE), the main package (orchestrate/npm/preflight, after its build.sh when there is one), and writes the
@@ -23,7 +25,7 @@
 #
 # Environment:
 #   CARGO_TARGET_DIR    where cargo builds (default: target/); the tarballs go to its npm/
-#   JR2_NPM_PLATFORMS   the platforms (default: all five)
+#   JR2_NPM_PLATFORMS   the platforms (default: all six)
 #   JR2_NPM_CACHE       the tools' cache (default: ~/.cache/jr2-npm)
 #   JR2_INSTALL_ONLY    1: install what the builds need and stop
 #   SOURCE_DATE_EPOCH   the tarballs' and binaries' one timestamp (default: the HEAD commit's time)
@@ -41,7 +43,7 @@ note() { echo "orchestrate/npm/pack.sh: $*" >&2; }
 # need, need_file, install_needed, add_rustup_targets: the way every script installs what it lacks.
 source "$ROOT/tools/shared.sh"
 
-ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64"
+ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64"
 PLATFORMS=${JR2_NPM_PLATFORMS:-$ALL}
 triple_of() {
   case $1 in
@@ -50,6 +52,7 @@ triple_of() {
     darwin-x64) echo x86_64-apple-darwin ;;
     darwin-arm64) echo aarch64-apple-darwin ;;
     win32-x64) echo x86_64-pc-windows-gnu ;;
+    win32-arm64) echo aarch64-pc-windows-gnullvm ;;
     *) return 1 ;;
   esac
 }
@@ -59,6 +62,7 @@ for p in $PLATFORMS; do
 done
 has() { [[ " $PLATFORMS " == *" $1 "* ]]; }
 has_darwin() { has darwin-x64 || has darwin-arm64; }
+has_zig() { has_darwin || has win32-arm64; }
 
 CACHE=${JR2_NPM_CACHE:-$HOME/.cache/jr2-npm}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -86,7 +90,7 @@ add_rustup_targets "${triples[@]}"
 ZIGBUILD_VERSION=0.24.0
 ZIG_VERSION=0.17.0
 VENV=$CACHE/venv
-if has_darwin; then
+if has_zig; then
   pinned=$("$VENV/bin/pip" show cargo-zigbuild ziglang 2>/dev/null | sed -n 's/^Version: //p' | tr '\n' ' ' || true)
   if [[ ! -x $VENV/bin/cargo-zigbuild ]] || [[ $pinned != "$ZIGBUILD_VERSION $ZIG_VERSION " ]]; then
     note "installing cargo-zigbuild $ZIGBUILD_VERSION and ziglang $ZIG_VERSION (PyPI) into $VENV"
@@ -158,6 +162,10 @@ build() {
       cmd=("$VENV/bin/cargo-zigbuild" zigbuild)
       ;;
     win32-x64) envs+=(CFLAGS_x86_64_pc_windows_gnu="$cmap") ;;
+    win32-arm64)
+      envs+=(CFLAGS_aarch64_pc_windows_gnullvm="$cmap" PATH="$VENV/bin:$PATH")
+      cmd=("$VENV/bin/cargo-zigbuild" zigbuild)
+      ;;
   esac
   local start
   start=$(date +%s)

@@ -4,19 +4,22 @@
 #
 #   - each binary's format and linkage: Linux x64/arm64 static ELF of the right machine; macOS x64/arm64 Mach-O
 #     loading only libSystem (and libiconv and libcharset: the libc crate links libiconv on Apple targets) with minOS
-#     11.0; Windows x64 PE
-#     importing only DLLs that ship with Windows;
-#   - that they run: the Linux x64 one natively, the arm64 one under qemu-user, the Windows one under Wine (with the
-#     ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
+#     11.0; Windows x64 and arm64 PE32+ console executables of their machine (orchestrate/npm/pe.mjs) importing only
+#     DLLs that ship with Windows;
+#   - that they run: the Linux x64 one natively, the arm64 one under qemu-user, the Windows x64 one under Wine (with
+#     the ProcessPrng shim, orchestrate/npm/wine/), each through `--version` and a `--dry-run` of the example plan
 #     (orchestrate/examples/plan.json), whose pods must be the native binary's (run id and deadlines aside).
-#     The macOS binaries cannot run here (no macOS, no Darwin emulator): checked for format and linkage only;
-#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, engines, no libc and no scripts, the
-#     repository, homepage and bugs of Cargo.toml's `repository`, the binary at bin/ with mode 0755, nothing else but
-#     README.md and LICENSE (the repository's, byte for byte); the main one pins the five exactly, has no install
-#     script, the same metadata and LICENSE, and its `jr2-preflight` bin;
+#     The macOS and Windows arm64 binaries cannot run here (no macOS, no Darwin emulator, a Wine for x64 only):
+#     checked for format and linkage only;
+#   - each tarball: package.json's name, version, os, cpu, preferUnplugged, publishConfig (public, provenance), no
+#     engines (the binary needs no Node), no libc and no scripts, the repository, homepage and bugs of Cargo.toml's
+#     `repository`, the binary at bin/ with mode 0755, nothing else but README.md and LICENSE (the repository's, byte
+#     for byte); the main one pins the six exactly, has no install script, engines >=20.19, the same metadata and
+#     LICENSE, and its `jr2-preflight` bin;
 #   - installed (orchestrate/npm/install-test.sh): npm install and npm ci (here, --os darwin --cpu arm64,
 #     --omit=optional) from a registry on loopback that serves the tarballs, a tarball install's lockfile, an offline
-#     one's repair, the client against the fake cluster and npx jr2-preflight.
+#     one's repair, the client against the fake cluster and npx jr2-preflight, npm and the client under Node 20.18,
+#     an esbuild bundle of a consumer, and the consumer compiled by TypeScript 7.
 #
 # Every failure is one line `orchestrate/npm/test.sh: FAIL: <binary or tarball>: <what is wrong>`, exit 1. It
 # installs what it needs when missing (apt: wine64 gcc-mingw-w64-x86-64 qemu-user file; PyPI: macholib in a venv
@@ -47,7 +50,7 @@ timed() {
 }
 
 step_start=$(date +%s)
-ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64"
+ALL="linux-x64 linux-arm64 darwin-x64 darwin-arm64 win32-x64 win32-arm64"
 PLATFORMS=${JR2_NPM_PLATFORMS:-$ALL}
 export JR2_NPM_PLATFORMS=$PLATFORMS
 has() { [[ " $PLATFORMS " == *" $1 "* ]]; }
@@ -75,7 +78,11 @@ fi
 
 # tests/run.sh installs every step's tools up front (JR2_INSTALL_ONLY=1), beside the peers' builds: then pack.sh
 # installs its own and both stop.
-if [[ ${JR2_INSTALL_ONLY:-} == 1 ]]; then exec "$NPM_DIR/pack.sh"; fi
+if [[ ${JR2_INSTALL_ONLY:-} == 1 ]]; then
+  # The Node below the engines floor that install-test.sh runs npm under.
+  if has linux-x64; then "$NPM_DIR/node-from-npm.sh" below-floor >/dev/null; fi
+  exec "$NPM_DIR/pack.sh"
+fi
 
 # --- the tarballs -------------------------------------------------------------------------------------------------
 
@@ -100,6 +107,7 @@ triple_of() {
     darwin-x64) echo x86_64-apple-darwin ;;
     darwin-arm64) echo aarch64-apple-darwin ;;
     win32-x64) echo x86_64-pc-windows-gnu ;;
+    win32-arm64) echo aarch64-pc-windows-gnullvm ;;
   esac
 }
 exe_of() { if [[ $1 == win32-* ]]; then echo jr2-preflight.exe; else echo jr2-preflight; fi; }
@@ -133,8 +141,11 @@ check_tarball() {
     const wrong = [];
     const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
     one("name", name); one("version", version); one("os", [os]); one("cpu", [cpu]); one("preferUnplugged", true);
-    one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
+    one("license", "Apache-2.0"); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
     one("repository", { type: "git", url: `git+${repo}.git`, directory: `orchestrate/npm/platforms/${platform}` });
+    one("publishConfig", { access: "public", provenance: true });
+    // The binary needs no Node; npm leaves out an optional package whose engines this Node fails, silently.
+    if ("engines" in p) wrong.push(`it sets engines (${JSON.stringify(p.engines)}): npm drops it on an older Node`);
     if ("libc" in p) wrong.push("it sets libc (the Linux binaries are static: for glibc and musl alike)");
     if ("scripts" in p) wrong.push(`it has scripts: ${JSON.stringify(p.scripts)}`);
     for (const k of ["bin", "dependencies", "optionalDependencies"]) if (k in p) wrong.push(`it has ${k}`);
@@ -158,6 +169,7 @@ check_main_tarball() {
     const one = (k, v) => { if (JSON.stringify(p[k]) !== JSON.stringify(v)) wrong.push(`${k} is ${JSON.stringify(p[k])}, not ${JSON.stringify(v)}`); };
     one("license", "Apache-2.0"); one("engines", { node: ">=20.19" }); one("homepage", `${repo}#readme`); one("bugs", { url: `${repo}/issues` });
     one("repository", { type: "git", url: `git+${repo}.git`, directory: "orchestrate/npm/preflight" });
+    one("publishConfig", { access: "public", provenance: true });
     one("bin", { "jr2-preflight": "dist/cli.js" });
     if (p.name !== "@jr2/preflight") wrong.push(`name is ${p.name}`);
     if (p.version !== version) wrong.push(`version is ${p.version}, not ${version}`);
@@ -188,13 +200,23 @@ check_elf() {
   esac
 }
 
+# A Windows PE32+ console executable of `machine` (x64, arm64) importing only DLLs that ship with Windows, read by
+# orchestrate/npm/pe.mjs (Debian's mingw objdump reads x86 PEs only; for x64 what it lists is checked too).
 check_pe() {
-  local p=$1 bin=$2 desc dlls bad=()
+  local p=$1 bin=$2 machine=$3 desc info dlls bad=()
   desc=$(file -b "$bin")
-  [[ $desc == "PE32+ executable (console) x86-64"* ]] || fail "$p $bin: not a PE32+ x86-64 console executable: $desc"
-  dlls=$(x86_64-w64-mingw32-objdump -p "$bin" | sed -n 's/^\s*DLL Name: //p' | tr 'A-Z' 'a-z' | sort -u)
-  [[ -n $dlls ]] || fail "$p $bin: objdump lists no imported DLL"
-  # What every Windows 10 and later has; a mingw runtime (libgcc_s_seh-1.dll, libwinpthread-1.dll) would not be.
+  [[ $desc == "PE32+ executable (console) "* ]] || fail "$p $bin: not a PE32+ console executable: $desc"
+  info=$(node "$NPM_DIR/pe.mjs" "$bin") || fail "$p $bin: pe.mjs cannot read it"
+  [[ $(node -p 'const i = JSON.parse(process.argv[1]); `${i.machine} ${i.pe32plus} ${i.console}`' "$info") == "$machine true true" ]] ||
+    fail "$p $bin: not a PE32+ $machine console executable: $info"
+  dlls=$(node -p 'JSON.parse(process.argv[1]).dlls.join("\n")' "$info")
+  [[ -n $dlls ]] || fail "$p $bin: it imports no DLL"
+  if [[ $machine == x64 ]]; then
+    # objdump also lists delay-loaded DLLs, which pe.mjs does not read: every DLL either names is checked.
+    dlls=$({ echo "$dlls"; x86_64-w64-mingw32-objdump -p "$bin" | sed -n 's/^\s*DLL Name: //p' | tr 'A-Z' 'a-z'; } | LC_ALL=C sort -u)
+  fi
+  # What every Windows 10 and later has; a mingw runtime (libgcc_s_seh-1.dll, libwinpthread-1.dll, libunwind.dll,
+  # libc++.dll) would not be.
   for d in $dlls; do
     case $d in
       kernel32.dll | ntdll.dll | advapi32.dll | ws2_32.dll | userenv.dll | bcrypt.dll | bcryptprimitives.dll | \
@@ -204,7 +226,7 @@ check_pe() {
     esac
   done
   ((${#bad[@]} == 0)) || fail "$p $bin: imports DLLs that are not Windows's own: ${bad[*]}"
-  note "$p: imports $(tr '\n' ' ' <<<"$dlls")"
+  note "$p: PE32+ $machine console, imports $(tr '\n' ' ' <<<"$dlls")"
 }
 
 check_macho() {
@@ -347,13 +369,15 @@ for p in $PLATFORMS; do
     darwin-x64) check_macho "$p" "$bin" x86_64 ;;
     darwin-arm64) check_macho "$p" "$bin" arm64 ;;
     win32-x64)
-      check_pe "$p" "$bin"
+      check_pe "$p" "$bin" x64
       x86_64-w64-mingw32-gcc -shared -O2 -o "$dir/bcryptprimitives.dll" "$NPM_DIR/wine/bcryptprimitives.c" -ladvapi32 ||
         die "cannot build the ProcessPrng shim with mingw"
       cp "$bin" "$dir/"
       wine_prefix
       timed "$p runs under Wine" check_runs "$p" "$dir" /usr/lib/wine/wine64 "$dir/jr2-preflight.exe"
       ;;
+    # Debian's Wine runs x64 only, and no emulator here runs Windows on Arm: format and imports only, as macOS.
+    win32-arm64) check_pe "$p" "$bin" arm64 ;;
   esac
 done
 
