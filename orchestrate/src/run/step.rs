@@ -1534,6 +1534,34 @@ mod tests {
         );
     }
 
+    /// Issue 40, item 13: the scheduler's condition, then its `FailedScheduling` Event with the same message read
+    /// once the pod is placed but before its `Scheduled` Event came: one cause, said once.
+    #[test]
+    fn unschedulable_then_failed_scheduling_of_the_same_message_is_said_once() {
+        const M: &str = "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+        let mut one = One::new(rules());
+        one.begin();
+        one.seen(&Stage::Unschedulable(M));
+        let mut e = k8s_event(400, "FailedScheduling", "Warning", M);
+        e.source = Some(k8s_openapi::api::core::v1::EventSource {
+            component: Some("default-scheduler".to_owned()),
+            host: None,
+        });
+        one.step(Input::Event(Box::new(e)));
+        one.seen(&scheduled(
+            c_waiting("custodian", "ContainerCreating", None),
+            c_waiting("probe", "PodInitializing", None),
+        ));
+        one.run_to_verdict();
+        assert_eq!(
+            one.pending_lines(),
+            [format!(
+                "provider: the check pod is not running yet — Unschedulable: {M}"
+            )]
+        );
+        assert_verdict(&one.run());
+    }
+
     fn missing_secret(message: &str) -> One {
         let mut one = One::new(rules());
         one.begin();
