@@ -165,6 +165,7 @@ fn deadline(pod: &Pod) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     /// The deadline is the API server's: creation plus `activeDeadlineSeconds`, whatever the annotation a driver
     /// with a clock 90 s behind wrote; the annotation only without them.
@@ -181,12 +182,6 @@ mod tests {
         pod.spec.as_mut().unwrap().active_deadline_seconds = None;
         assert_eq!(deadline(&pod), Some(created - Duration::from_secs(30)));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
 
     fn meta(name: &str, instance: Option<&str>) -> ObjectMeta {
         ObjectMeta {

@@ -533,6 +533,7 @@ impl PodCode {
             PodCode::ClockSkew => {
                 "the clocks disagree (the error says which and by how much): sync the node's clock and the clock \
                  of the machine that runs jr2 up with the API server's (NTP), then run jr2 up again"
+            }
             PodCode::NodeLost => {
                 "the node the error names stopped answering the cluster, or never started the check pod (its \
                  kubelet, its container runtime or the machine): look at it (kubectl describe node <node>), bring \
