@@ -187,7 +187,8 @@ pub(super) enum Created {
     /// Refused: the HTTP status when one came, and the message.
     Refused(Option<u16>, String),
     /// Not finished in time: the API server's own timeout (`504 Timeout`: its admission outlasted the create's
-    /// `timeout`), or no answer before the run's deadline. The longest a try waited, and the message.
+    /// `timeout`), or no answer before the run's deadline. The longest a try was given (or waited, unanswered),
+    /// and the message.
     TimedOut(Duration, String),
     /// Refused because the namespace is being deleted (`NamespaceTerminating`): the API server's message.
     NamespaceTerminating(String),
@@ -320,9 +321,10 @@ async fn create_tries(
                 last = (Some(s.code), s.message.clone());
                 unreachable = None;
                 maybe_written |= s.code >= 500;
+                // The API server's own timeout: the one it was given (its `timeout`).
                 if s.code == 504 {
                     timed_out = true;
-                    longest = longest.max(started.elapsed());
+                    longest = longest.max(timeout);
                 }
                 if !matches!(s.code, 429 | 500 | 502 | 503 | 504) {
                     break;

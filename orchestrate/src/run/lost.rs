@@ -5,14 +5,16 @@
 
 use kube::runtime::watcher;
 
-/// Why the watch failed, in plain words, when it got no answer (a connection, TLS); `None` when the API server
-/// answered (a status: a 410, a 403, which the watcher and the run handle).
+/// Why the watch failed, in plain words, when a list or a watch could not be started for want of an answer (a
+/// connection, TLS); `None` when the API server answered (a status: a 410, a 403, which the watcher and the run
+/// handle), and for a stream that broke off once started (a load balancer's idle cut), which the watcher starts
+/// again: only if that fails too is the API server lost.
 pub(super) fn cause(e: &watcher::Error) -> Option<String> {
     let e = match e {
-        watcher::Error::InitialListFailed(e)
-        | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => e,
-        watcher::Error::WatchError(_) | watcher::Error::NoResourceVersion => return None,
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) => e,
+        watcher::Error::WatchFailed(_)
+        | watcher::Error::WatchError(_)
+        | watcher::Error::NoResourceVersion => return None,
     };
     if matches!(e, kube::Error::Api(_)) {
         return None;
@@ -50,12 +52,13 @@ fn tls_in(e: &(dyn std::error::Error + 'static)) -> bool {
 mod tests {
     use super::*;
 
-    /// An answer of the API server is no loss; a connection that could not be opened is, in its innermost words.
+    /// An answer of the API server is no loss, nor is a started stream that broke off (the watcher starts it
+    /// again); a list or watch that could not be started for want of a connection is, in its innermost words.
     #[tokio::test]
     async fn an_answer_is_no_loss_and_a_refused_connection_is() {
         let status = kube::core::Status::failure("gone", "Expired").with_code(410);
         assert_eq!(
-            cause(&watcher::Error::WatchFailed(kube::Error::Api(
+            cause(&watcher::Error::InitialListFailed(kube::Error::Api(
                 status.boxed()
             ))),
             None
@@ -67,6 +70,8 @@ mod tests {
             .port();
         let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
         let client = crate::cluster::client_of(config).unwrap();
+        let broken = client.apiserver_version().await.unwrap_err();
+        assert_eq!(cause(&watcher::Error::WatchFailed(broken)), None);
         let e = client.apiserver_version().await.unwrap_err();
         let why = cause(&watcher::Error::InitialListFailed(e)).unwrap();
         assert!(why.starts_with("Connection refused"), "{why}");

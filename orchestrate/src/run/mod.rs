@@ -18,8 +18,8 @@
 //! phase on what arrived, and says what to do), `ending` (the outcome and lines of a pod's run that ends), `said`
 //! (what the run says once for all its pods), `machine` (the loop that turns its streams into inputs and carries out
 //! the actions), `create`, `watch`, `log` (the cluster I/O the loop reads), `protocol` (the probe's lines, read),
-//! `cleanup`, `cancel`, `sweep`, `lost` (the API server lost during the run), and `report` (what the run says, as it
-//! happens and at the end).
+//! `cleanup`, `cancel`, `sweep`, `lost` (the API server lost during the run), `clock` (a node whose clock is ahead),
+//! `namespace` (a namespace deleted under the run), and `report` (what the run says, as it happens and at the end).
 
 mod cancel;
 mod cleanup;

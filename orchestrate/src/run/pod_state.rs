@@ -277,9 +277,15 @@ impl PodState {
         self.probe.results.get_mut(index).filter(|r| r.is_none())
     }
 
-    /// It failed as a pod deleted under the run (a plain stop, its pod seen deleted).
+    /// It failed as a pod deleted under the run (a plain stop, its pod seen deleted or being deleted: a pod the
+    /// namespace controller deletes on a node shows its `deletionTimestamp` first).
     pub(super) fn stopped_as_deleted(&self) -> bool {
-        self.seen.deleted
+        let deleting = self
+            .seen
+            .last
+            .as_ref()
+            .is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+        (self.seen.deleted || deleting)
             && matches!(
                 &self.phase,
                 Phase::Done(PodOutcome::Failed(PodFailure {

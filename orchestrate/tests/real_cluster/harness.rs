@@ -326,6 +326,9 @@ impl DriverRun {
 pub enum As {
     /// The least-privilege user, bound by the shipped Role only.
     User,
+    /// The cluster's admin (`system:masters`): a namespace deleted under the run takes the user's RoleBinding with
+    /// it, and the admin's rights stay.
+    Admin,
 }
 
 /// A driver process in the cluster's namespace, started (for the signal tests).
@@ -333,6 +336,7 @@ pub fn spawn_driver(who: As, args: &[&str]) -> Child {
     let env = env();
     let kubeconfig = match who {
         As::User => &env.cluster.info().user_kubeconfig,
+        As::Admin => &env.cluster.info().admin_kubeconfig,
     };
     env.cluster
         .command(env!("CARGO_BIN_EXE_jr2-preflight"))
