@@ -10,6 +10,7 @@
 //! cargo test -p jr2-preflight --test real_cluster
 //! ```
 
+mod admission;
 mod client;
 mod control_plane;
 mod harness;
