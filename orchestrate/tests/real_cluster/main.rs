@@ -12,6 +12,7 @@
 
 mod admission;
 mod client;
+mod cluster_ways;
 mod control_plane;
 mod harness;
 mod kubelet;
