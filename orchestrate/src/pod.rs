@@ -225,7 +225,14 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
     let custodian = placement
         .custodian()
         .map(|c| custodian_sidecar(c, placement));
-    let probe = probe_container(plan, placement, harness, deadline);
+    let mut probe = probe_container(plan, placement, harness, deadline);
+    if let Some(url) = placement.custodian().and_then(custodian_readiness) {
+        probe.env.get_or_insert_with(Vec::new).push(EnvVar {
+            name: jr2_probe::sidecar::READY_ENV.to_owned(),
+            value: Some(url),
+            value_from: None,
+        });
+    }
 
     // The volumes those containers mount, and only those, in the Harness spec's order.
     let mut wanted: BTreeSet<&str> = BTreeSet::new();
@@ -324,8 +331,14 @@ fn runtime_default() -> SeccompProfile {
 }
 
 /// The Custodian as in the Harness spec (env, mounts, resources, security context, probes), as a native sidecar.
-/// When it has a readiness probe and no startup probe, that probe also becomes its startup probe: the kubelet then
-/// starts the probe container only once the Custodian listens, as a Harness's first Turn comes after it is ready.
+///
+/// A Harness's first Turn comes after its Custodian is ready; the probe comes at once. When the Custodian has a
+/// readiness probe and no startup probe, the probe waits for it: by asking the readiness endpoint itself
+/// ([`custodian_readiness`], in [`jr2_probe::sidecar::READY_ENV`]), every 20 ms, when that probe is one it can ask
+/// from inside the pod; else that probe also becomes the sidecar's startup probe, and the kubelet starts the probe
+/// container only once it passes. A startup probe costs every preflight a kubelet prober tick (its period is 1 s at
+/// least) on top of the relist that sees the sidecar run, so it is kept for the probes the probe cannot ask (`exec`,
+/// `grpc`, `https`, another host, headers).
 fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
     let mut c = c.clone();
     c.restart_policy = Some("Always".to_owned());
@@ -337,6 +350,7 @@ fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
         sc.proc_mount = None;
     }
     if c.startup_probe.is_none()
+        && custodian_readiness(&c).is_none()
         && let Some(ready) = &c.readiness_probe
     {
         c.startup_probe = Some(Probe {
@@ -354,6 +368,57 @@ fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
             .collect()
     });
     c
+}
+
+/// Where the probe asks whether the Custodian is ready (`http://127.0.0.1:<port><path>`, `tcp://127.0.0.1:<port>`):
+/// from its readiness probe, when it has one and no startup probe, and that probe is an `httpGet` over plain HTTP to
+/// the pod's own address without headers, or a `tcpSocket` to it. A named port is looked up in the container's ports.
+fn custodian_readiness(c: &Container) -> Option<String> {
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    if c.startup_probe.is_some() {
+        return None;
+    }
+    let ready = c.readiness_probe.as_ref()?;
+    let port = |p: &IntOrString| match p {
+        IntOrString::Int(n) => u16::try_from(*n).ok().filter(|n| *n > 0),
+        IntOrString::String(name) => c
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .and_then(|p| u16::try_from(p.container_port).ok())
+            .filter(|n| *n > 0),
+    };
+    let own_host = |h: Option<&String>| h.is_none_or(|h| h.is_empty());
+    if let Some(get) = &ready.http_get {
+        let plain = get
+            .scheme
+            .as_deref()
+            .is_none_or(|s| s.eq_ignore_ascii_case("http"));
+        if !plain
+            || !own_host(get.host.as_ref())
+            || get.http_headers.as_ref().is_some_and(|h| !h.is_empty())
+        {
+            return None;
+        }
+        let path = get.path.as_deref().unwrap_or("");
+        // The request line carries it as the kubelet's does: printable ASCII, no space.
+        if !path.bytes().all(|b| b.is_ascii_graphic()) {
+            return None;
+        }
+        let slash = if path.starts_with('/') { "" } else { "/" };
+        return Some(format!(
+            "http://127.0.0.1:{}{slash}{path}",
+            port(&get.port)?
+        ));
+    }
+    if let Some(tcp) = &ready.tcp_socket {
+        if !own_host(tcp.host.as_ref()) {
+            return None;
+        }
+        return Some(format!("tcp://127.0.0.1:{}", port(&tcp.port)?));
+    }
+    None
 }
 
 /// A `resourceFieldRef` that names the Harness container names the probe in its stead; one that names a container the
@@ -383,12 +448,16 @@ fn probe_container(
     harness: Option<&Container>,
     deadline: u64,
 ) -> Container {
-    // The Harness env, every entry a Turn sees, in order; the two the probe sets itself are left out.
+    // The Harness env, every entry a Turn sees, in order; the ones the driver sets itself are left out.
     let mut env: Vec<EnvVar> = harness
         .and_then(|h| h.env.clone())
         .unwrap_or_default()
         .into_iter()
-        .filter(|e| e.name != ENV_NODE_NAME && e.name != ENV_DEADLINE)
+        .filter(|e| {
+            e.name != ENV_NODE_NAME
+                && e.name != ENV_DEADLINE
+                && e.name != jr2_probe::sidecar::READY_ENV
+        })
         .filter_map(|e| repoint(e, placement))
         .collect();
     env.push(EnvVar {

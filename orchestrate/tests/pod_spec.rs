@@ -204,17 +204,12 @@ fn every_field_of_contract_section_6() {
         assert_eq!(sidecar.security_context, custodian.security_context);
         assert_eq!(sidecar.readiness_probe, custodian.readiness_probe);
         assert_eq!(sidecar.ports, custodian.ports);
-        // Its readiness probe doubles as a startup probe: the probe starts once the Custodian listens.
-        let ready = custodian.readiness_probe.as_ref().unwrap();
-        let startup = sidecar.startup_probe.as_ref().unwrap();
-        assert_eq!(startup.http_get, ready.http_get);
-        assert_eq!(startup.period_seconds, Some(1));
-        assert_eq!(startup.failure_threshold, Some(60));
-        assert_eq!(startup.success_threshold, None);
+        // No startup probe: the probe asks the readiness endpoint itself (`JR2_CUSTODIAN_READY`, below), so the
+        // kubelet starts it as soon as it sees the Custodian run.
+        assert_eq!(sidecar.startup_probe, None);
         assert_eq!(
             Container {
                 restart_policy: None,
-                startup_probe: None,
                 ..sidecar.clone()
             },
             custodian.clone()
@@ -282,9 +277,10 @@ fn every_field_of_contract_section_6() {
         );
         assert_eq!(p.env_from, harness.env_from, "envFrom is copied");
         assert!(p.env_from.is_some());
-        // Env: the Harness env in order (valueFrom kept as references), then NODE_NAME and the deadline.
+        // Env: the Harness env in order (valueFrom kept as references), then NODE_NAME, the deadline and where the
+        // Custodian says it is ready (its readiness probe's endpoint, on loopback).
         let env = p.env.as_ref().unwrap();
-        let (copied, own) = env.split_at(env.len() - 2);
+        let (copied, own) = env.split_at(env.len() - 3);
         let mut expected: Vec<EnvVar> = harness
             .env
             .iter()
@@ -320,6 +316,11 @@ fn every_field_of_contract_section_6() {
         assert_eq!(
             own[1].value.as_deref(),
             Some((NOW + 300).to_string().as_str())
+        );
+        assert_eq!(own[2].name, "JR2_CUSTODIAN_READY");
+        assert_eq!(
+            own[2].value.as_deref(),
+            Some("http://127.0.0.1:15021/healthz")
         );
         for key in [
             "JR2_SANDBOX_TOKEN",
@@ -434,6 +435,92 @@ fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
     assert_eq!(init[0].restart_policy.as_deref(), Some("Always"));
     assert_eq!(init[0], plan.placements[1].custodian().unwrap().clone());
     assert!(run_spec_of(&pods[1]).models.iter().all(|m| m.via_custodian));
+    // Its startup probe holds the probe back: the probe is not told to ask the Custodian.
+    assert_eq!(env_of(probe(&pods[1]), "JR2_CUSTODIAN_READY"), None);
+}
+
+/// Issue 36: the probe asks the Custodian's readiness endpoint itself (every 20 ms) when it can, and the sidecar gets
+/// no startup probe (which costs a kubelet prober tick, 1 s at least, on every preflight); the readiness probes it
+/// cannot ask from inside the pod become the startup probe, as before.
+#[test]
+fn the_probe_asks_the_custodian_s_readiness_endpoint_when_it_can() {
+    let readiness = |readiness_probe: serde_json::Value, ports: serde_json::Value| {
+        let mut v = example_json();
+        let custodian = &mut v["placements"][0]["podSpec"]["containers"][1];
+        custodian["readinessProbe"] = readiness_probe;
+        custodian["ports"] = ports;
+        let plan = plan_of(v).expect("a valid plan");
+        let pods = check_pods(&plan, RUN_ID, now());
+        let sidecar = spec(&pods[0]).init_containers.as_ref().unwrap()[0].clone();
+        let asked =
+            env_of(probe(&pods[0]), "JR2_CUSTODIAN_READY").map(|e| e.value.clone().unwrap());
+        (asked, sidecar.startup_probe.is_some())
+    };
+    let none = json!([]);
+    let named = json!([{"name": "health", "containerPort": 15021}]);
+    for (probe, ports, asked) in [
+        (
+            json!({"httpGet": {"path": "/healthz", "port": 15021}}),
+            &none,
+            Some("http://127.0.0.1:15021/healthz"),
+        ),
+        (
+            json!({"httpGet": {"path": "/healthz", "port": "health", "scheme": "HTTP"}}),
+            &named,
+            Some("http://127.0.0.1:15021/healthz"),
+        ),
+        (
+            json!({"httpGet": {"path": "ready", "port": 8080}}),
+            &none,
+            Some("http://127.0.0.1:8080/ready"),
+        ),
+        (
+            json!({"httpGet": {"port": 8080}}),
+            &none,
+            Some("http://127.0.0.1:8080/"),
+        ),
+        (
+            json!({"tcpSocket": {"port": 15001}}),
+            &none,
+            Some("tcp://127.0.0.1:15001"),
+        ),
+        (
+            json!({"tcpSocket": {"port": "health"}}),
+            &named,
+            Some("tcp://127.0.0.1:15021"),
+        ),
+        // What the probe cannot ask from inside the pod: the kubelet's startup probe, as before.
+        (
+            json!({"httpGet": {"path": "/healthz", "port": 15021, "scheme": "HTTPS"}}),
+            &none,
+            None,
+        ),
+        (
+            json!({"httpGet": {"path": "/healthz", "port": 15021, "host": "10.0.0.9"}}),
+            &none,
+            None,
+        ),
+        (
+            json!({"httpGet": {"path": "/healthz", "port": 15021, "httpHeaders": [{"name": "x-probe", "value": "1"}]}}),
+            &none,
+            None,
+        ),
+        (
+            json!({"httpGet": {"path": "/healthz", "port": "nope"}}),
+            &named,
+            None,
+        ),
+        (json!({"exec": {"command": ["/bin/true"]}}), &none, None),
+        (json!({"grpc": {"port": 15021}}), &none, None),
+    ] {
+        let (got, startup) = readiness(probe.clone(), ports.clone());
+        assert_eq!(got.as_deref(), asked, "{probe}");
+        assert_eq!(
+            startup,
+            asked.is_none(),
+            "a startup probe only when the probe cannot ask: {probe}"
+        );
+    }
 }
 
 /// Issue 25, item 12: the Custodian's `procMount: Unmasked` is not copied into the check pod.

@@ -577,11 +577,16 @@ async fn run(args: RunArgs) -> ExitCode {
             deadline
         }
     };
+    // Written by the driver from the Custodian's readiness probe; anything else is not asked (the proxy wait holds).
+    let custodian_ready = std::env::var(jr2_probe::sidecar::READY_ENV)
+        .ok()
+        .and_then(|v| jr2_probe::sidecar::Readiness::parse(&v));
     let options = RunOptions {
         node: args.node.clone().filter(|n| !n.is_empty()),
         deadline,
         termination_log: Some(args.termination_log.clone()),
         warnings,
+        custodian_ready,
     };
     let verdict =
         jr2_probe::run::run(&checker, &targets, &options, Box::new(std::io::stdout())).await;

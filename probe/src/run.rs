@@ -97,6 +97,9 @@ pub struct RunOptions {
     /// Warning lines about the run itself (a CA file or a proxy variable that cannot be used): each a `warning`
     /// event after the `start` line, and the first of the verdict's lines.
     pub warnings: Vec<String>,
+    /// The Custodian's readiness endpoint (`JR2_CUSTODIAN_READY`): asked until it is ready (bounded) before the
+    /// first request.
+    pub custodian_ready: Option<crate::sidecar::Readiness>,
 }
 
 /// What one model's future reported so far.
@@ -207,11 +210,15 @@ pub async fn run(
         emit(&out, &event);
     };
     let work = async {
-        // A Custodian that is only starting refuses the first connection: wait for it to listen (bounded), as a
-        // Turn, which comes long after its pod started, never meets it.
+        // A Custodian that is only starting refuses the first connection: wait for it to be ready and to listen
+        // (bounded), as a Turn, which comes long after its pod started, never meets it.
+        let until = tokio::time::Instant::now() + crate::sidecar::LISTEN_WAIT;
+        if let Some(ready) = &options.custodian_ready {
+            crate::sidecar::until_ready(ready, until).await;
+        }
         let proxies = crate::sidecar::loopback_proxies(checker.factory().proxy(), targets);
         if !proxies.is_empty() {
-            crate::sidecar::until_listening(&proxies, crate::sidecar::LISTEN_WAIT).await;
+            crate::sidecar::until_listening(&proxies, until).await;
         }
         checker
             .check_all_observed(targets, &observer, |_, _| {})

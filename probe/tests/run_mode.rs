@@ -627,6 +627,101 @@ async fn the_probe_waits_for_a_loopback_proxy_that_does_not_listen_yet() {
     assert_eq!(posts, 1, "one request, through the proxy");
 }
 
+/// Issue 36: the driver gives the Custodian no startup probe when the probe can ask its readiness endpoint
+/// (`JR2_CUSTODIAN_READY`): the probe asks it (every 20 ms, where the kubelet asks every second at best) and sends
+/// nothing to the provider until it answers 200.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_probe_waits_for_the_custodian_s_readiness_endpoint() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+    let fake = FakeProvider::start().await;
+    let health = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = health.local_addr().unwrap().port();
+    let ready = Arc::new(AtomicBool::new(false));
+    let (asked, answered_ok) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (r, a, ok) = (ready.clone(), asked.clone(), answered_ok.clone());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = health.accept().await {
+            a.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 1024];
+            let n = conn.read(&mut buf).await.unwrap_or(0);
+            let status = if !buf[..n].starts_with(b"GET /healthz HTTP/1.1\r\n") {
+                "400 Bad Request"
+            } else if r.load(Ordering::SeqCst) {
+                ok.fetch_add(1, Ordering::SeqCst);
+                "200 OK"
+            } else {
+                "503 Service Unavailable"
+            };
+            let _ = conn
+                .write_all(format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n").as_bytes())
+                .await;
+        }
+    });
+    let spec = json!({"schema": "jr2.dev/provider-preflight-run/v1", "timeoutSeconds": 10, "maxTries": 1,
+                      "models": [custom("ok", &fake.base_url())]});
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_jr2-probe"))
+        .args(["run", "--spec-json", &spec.to_string()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("JR2_PROVIDER_API_KEY", GOOD_KEY)
+        .env(
+            "JR2_CUSTODIAN_READY",
+            format!("http://127.0.0.1:{port}/healthz"),
+        )
+        .env("RUST_LOG", "jr2_probe=info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), log.next_line())
+            .await
+            .expect("a log line")
+            .unwrap()
+            .expect("the probe says it waits for the Custodian");
+        if line.contains("the Custodian is not ready yet") {
+            break;
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = log.next_line().await {} });
+    // Still not ready a while later: asked again and again, nothing sent to the provider.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        asked.load(Ordering::SeqCst) >= 5,
+        "asked {asked:?} times in 300 ms"
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "nothing to the provider before the Custodian is ready"
+    );
+    ready.store(true, Ordering::SeqCst);
+    let mut rest = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the probe ends within its timeout")
+        .unwrap()
+    {
+        rest.push(line);
+    }
+    assert_eq!(child.wait().await.unwrap().code(), Some(0), "{rest:#?}");
+    let results: Vec<Value> = events(&rest.join("\n"))
+        .into_iter()
+        .filter(|e| e["event"] == "result")
+        .collect();
+    assert_eq!(results.len(), 1, "{rest:#?}");
+    assert_eq!(results[0]["result"]["outcome"], "ok", "{rest:#?}");
+    assert_eq!(
+        answered_ok.load(Ordering::SeqCst),
+        1,
+        "asked no more once ready"
+    );
+}
+
 /// Issue 25, item 11: a named pipe as `--termination-log` that no one reads would block the probe's open forever;
 /// it is not written, and the run ends with its verdict on stdout.
 #[cfg(unix)]

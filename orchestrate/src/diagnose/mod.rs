@@ -164,9 +164,11 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         return Diagnosis::Stopped { reason };
     }
 
-    // 4. The Custodian ran out of memory before the probe could start.
-    if !probe_started
-        && let Some(c) = custodian
+    // 4. The Custodian ran out of memory before the probe could start; or it is down after an OOM kill while the
+    // probe runs (the kubelet starts the probe once it has seen the sidecar run, which can be just before the kill:
+    // the step says whether the check had begun).
+    if let Some(c) = custodian
+        && (!probe_started || !running(c))
         && terminated(c).or(last_terminated(c)).is_some_and(is_oom)
     {
         return Diagnosis::CannotStart(StartFailure::OutOfMemory {
@@ -797,6 +799,29 @@ mod tests {
             panic!()
         };
         assert_eq!(f.stop_reason(), "probe ran out of memory, limit 64Mi");
+    }
+
+    /// The kubelet saw the Custodian run and started the probe, and then the Custodian was killed: down after its
+    /// OOM kill, it is named while the probe runs; up again after one, the probe's run goes on.
+    #[test]
+    fn a_custodian_killed_after_the_probe_started_is_named() {
+        let oom = json!({"terminated": {"reason": "OOMKilled", "exitCode": 137}});
+        let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+            "initContainerStatuses": [{"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": oom}],
+            "containerStatuses": [running("probe")]}));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a container ran out of memory: custodian (limit 64Mi)"
+        );
+        let p = pod(json!({"phase": "Running", "conditions": [scheduled()],
+            "initContainerStatuses": [{"name": "custodian", "image": "x", "imageID": "", "ready": true, "restartCount": 1,
+                "state": {"running": {"startedAt": "2026-12-04T18:36:50Z"}}, "lastState": oom}],
+            "containerStatuses": [running("probe")]}));
+        assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
     }
 
     /// Judged by the probe container, not the phase: the pod is `Running` while the sidecar lives on.
