@@ -10,7 +10,7 @@ mod common;
 use common::{NOW, RUN_ID, check_pods, example, full, now, plan_of, probe, spec, variants_json};
 
 /// The shapes a literal env value of a generated container may have: a Stand-in of its own name, the Custodian's
-/// loopback addresses, the no-proxy list, the CA paths, NODE_USE_ENV_PROXY, the deadline.
+/// loopback addresses, the no-proxy list, the CA paths, NODE_USE_ENV_PROXY, the deadline, the Custodian's readiness.
 fn allowed_literal(name: &str, value: &str) -> bool {
     let loopback_url = |v: &str| {
         v.strip_prefix("http://127.0.0.1:")
@@ -26,6 +26,29 @@ fn allowed_literal(name: &str, value: &str) -> bool {
             && value.ends_with(".crt")
             && !value.contains(".."))
         || (name == "JR2_PROBE_DEADLINE" && value == (NOW + 300).to_string())
+        || (name == "JR2_CUSTODIAN_READY" && custodian_readiness(value))
+}
+
+/// Where the probe asks the Custodian's readiness: its own loopback, a port, a plain path (the readiness probe's,
+/// which the pod spec already holds).
+fn custodian_readiness(value: &str) -> bool {
+    fn port_then(rest: &str) -> Option<&str> {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| &rest[digits..])
+    }
+    let plain_path = |p: &str| {
+        p.starts_with('/')
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/_.~-".contains(&b))
+    };
+    match (
+        value.strip_prefix("http://127.0.0.1:"),
+        value.strip_prefix("tcp://127.0.0.1:"),
+    ) {
+        (Some(rest), _) => port_then(rest).is_some_and(plain_path),
+        (_, Some(rest)) => port_then(rest) == Some(""),
+        _ => false,
+    }
 }
 
 /// Anything that looks like a key: provider prefixes, or a long run of base64/hex.

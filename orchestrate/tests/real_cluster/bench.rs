@@ -1,9 +1,18 @@
 //! The figure users care about, on the real cluster: the whole preflight (create → verdict → pod deleted) for 1, 4
-//! and 16 models on 1 and 2 placements; beside it, in the same run, jr2's current design (one `kubectl run --rm` of
-//! the probe per model, in sequence, with kubectl from the same build) and the floors this cluster sets: a bare pod of
-//! the probe image, and the check pod itself as the driver's dry run writes it (the probe with the Custodian as a
-//! native sidecar, which the kubelet starts first), each from create to the probe's first log line, with no driver. Where the time goes comes from a pod watch the bench keeps
-//! open (kubectl, in the cluster's namespace): created, scheduled, sandbox ready, probe started, probe ended, gone.
+//! and 16 models on 1 and 2 placements, against the floor this cluster sets: a bare pod of the probe image, create →
+//! its result line, with no driver. Beside them, in the same run: jr2's current design (one `kubectl run --rm` of the
+//! probe per model, in sequence, with kubectl from the same build), the preflight without a Custodian, and more floors
+//! created by kubectl, each create → the probe's result line: the check pod as the driver's dry run writes it (the
+//! Custodian as a native sidecar, which the kubelet starts first; the probe asks the Custodian's readiness itself), the
+//! same pod as the driver wrote it before issue 36 (the Custodian's readiness probe also its startup probe), and the
+//! same pod with the Custodian as a plain container beside the probe (the alternative to the native sidecar: both
+//! start in one kubelet sync).
+//!
+//! Where the time goes, per run: a pod watch the bench keeps open (kubectl, in the cluster's namespace) gives the
+//! moment each change of the pod arrives (scheduled, sandbox ready, the Custodian running and ready as the kubelet
+//! sees it, the probe running, the pod gone); the floors' first log line and result line come from `kubectl logs
+//! -f`, the preflight's result line and verdict from the driver's stderr and stdout as they come. The arrival times,
+//! not the status timestamps, which the API server keeps to the second.
 //!
 //! A benchmark, not a test: it prints medians and ratios and asserts only that every run passed.
 //!
@@ -16,7 +25,7 @@
 mod harness;
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
+use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,6 +35,9 @@ use serde_json::{Value, json};
 use harness::*;
 
 const REPS: usize = 3;
+/// `JR2_BENCH_FLOORS=N`: the floors alone, N runs of each (to weigh the pod's shapes on more runs than the whole
+/// bench can take).
+const FLOORS_ONLY: &str = "JR2_BENCH_FLOORS";
 
 /// One pod's moments, as the watch saw them (since the bench's start).
 #[derive(Default, Clone, Debug)]
@@ -33,8 +45,9 @@ struct Moments {
     created: Option<Duration>,
     scheduled: Option<Duration>,
     sandbox: Option<Duration>,
-    started: Option<Duration>,
-    ended: Option<Duration>,
+    custodian_started: Option<Duration>,
+    custodian_ready: Option<Duration>,
+    probe_started: Option<Duration>,
     gone: Option<Duration>,
 }
 
@@ -51,7 +64,19 @@ fn admin_kubectl() -> std::process::Command {
     cmd
 }
 
-/// A watch of the namespace's pods: each event's arrival time, per pod.
+/// The status of the container `name`, among the init containers' and the containers'.
+fn status_of<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+    ["initContainerStatuses", "containerStatuses"]
+        .iter()
+        .flat_map(|k| pod["status"][k].as_array().into_iter().flatten())
+        .find(|c| c["name"] == name)
+}
+
+fn ran(c: &Value) -> bool {
+    !c["state"]["running"].is_null() || !c["state"]["terminated"].is_null()
+}
+
+/// A watch of the namespace's pods: each change's arrival time, per pod.
 fn watch(ns: &str, t0: Instant) -> (std::process::Child, Seen) {
     let mut child = admin_kubectl()
         .args([
@@ -87,25 +112,24 @@ fn watch(ns: &str, t0: Instant) -> (std::process::Child, Seen) {
             if !pod["spec"]["nodeName"].is_null() {
                 m.scheduled.get_or_insert(at);
             }
-            let ready = pod["status"]["conditions"]
+            let sandbox = pod["status"]["conditions"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .any(|c| c["type"] == "PodReadyToStartContainers" && c["status"] == "True");
-            if ready {
+            if sandbox {
                 m.sandbox.get_or_insert(at);
             }
-            for c in pod["status"]["containerStatuses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                if !c["state"]["running"].is_null() || !c["state"]["terminated"].is_null() {
-                    m.started.get_or_insert(at);
+            if let Some(c) = status_of(pod, "custodian") {
+                if ran(c) {
+                    m.custodian_started.get_or_insert(at);
                 }
-                if !c["state"]["terminated"].is_null() {
-                    m.ended.get_or_insert(at);
+                if c["ready"] == true {
+                    m.custodian_ready.get_or_insert(at);
                 }
+            }
+            if status_of(pod, "probe").is_some_and(ran) {
+                m.probe_started.get_or_insert(at);
             }
             if ev["type"] == "DELETED" {
                 m.gone.get_or_insert(at);
@@ -124,28 +148,128 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// The phases of the pods whose names start with `prefix`, each relative to the run's start: the latest pod's.
-fn phases(seen: &Seen, prefix: &str, start: Duration) -> [f64; 6] {
+/// The columns of the table of where the time goes.
+const COLUMNS: [&str; 10] = [
+    "sched", "sandbox", "cust.run", "cust.rdy", "probe", "1st line", "result", "verdict", "gone",
+    "total",
+];
+
+/// One run: what, and its moments in ms since its start (NaN: not seen, or not for this run).
+struct Row {
+    what: String,
+    marks: [f64; 10],
+}
+
+/// The moments of the pods `ours` picks by name (the latest pod's, for a run of two), since `start`, with the run's
+/// own: the first log line, the result line, the verdict, the total.
+fn marks(
+    seen: &Seen,
+    ours: impl Fn(&str) -> bool,
+    start: Duration,
+    own: [Option<Duration>; 4],
+) -> [f64; 10] {
     let map = seen.lock().unwrap();
     let pods: Vec<&Moments> = map
         .iter()
-        .filter(|(n, _)| n.starts_with(prefix))
+        .filter(|(n, _)| ours(n))
         .map(|(_, m)| m)
         .collect();
-    let at = |f: fn(&Moments) -> Option<Duration>| {
-        pods.iter()
-            .filter_map(|m| f(m))
-            .max()
-            .map_or(f64::NAN, |d| d.saturating_sub(start).as_secs_f64() * 1000.0)
+    let ms = |d: Option<Duration>| {
+        d.map_or(f64::NAN, |d| d.saturating_sub(start).as_secs_f64() * 1000.0)
     };
+    let at = |f: fn(&Moments) -> Option<Duration>| ms(pods.iter().filter_map(|m| f(m)).max());
     [
-        at(|m| m.created),
         at(|m| m.scheduled),
         at(|m| m.sandbox),
-        at(|m| m.started),
-        at(|m| m.ended),
+        at(|m| m.custodian_started),
+        at(|m| m.custodian_ready),
+        at(|m| m.probe_started),
+        ms(own[0]),
+        ms(own[1]),
+        ms(own[2]),
         at(|m| m.gone),
+        ms(own[3]),
     ]
+}
+
+/// A driver run, timed: when its first result line came on stderr, when its verdict came on stdout.
+struct Timed {
+    run: DriverRun,
+    result: Option<Duration>,
+    verdict: Option<Duration>,
+}
+
+/// Runs `plan` as the least-privilege user with a JSON verdict, reading its output as it comes (times since `t0`).
+fn timed_run(plan: &Value, t0: Instant) -> Timed {
+    let path = write_plan(plan);
+    let began = Instant::now();
+    let mut child = spawn_driver(
+        As::User,
+        &["run", "--plan", path.to_str().unwrap(), "-o", "json"],
+    );
+    let mut out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let err_t = std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut result = None;
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if result.is_none() && line.contains("completed a tool call") {
+                result = Some(t0.elapsed());
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        (text, result)
+    });
+    let out_t = std::thread::spawn(move || {
+        let mut first = [0u8; 1];
+        let mut text = Vec::new();
+        let mut verdict = None;
+        if out.read(&mut first).unwrap_or(0) == 1 {
+            verdict = Some(t0.elapsed());
+            text.push(first[0]);
+            let _ = out.read_to_end(&mut text);
+        }
+        (String::from_utf8_lossy(&text).into_owned(), verdict)
+    });
+    let deadline = Duration::from_secs(180);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the driver did not end within {deadline:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let (stdout, verdict) = out_t.join().unwrap();
+    let (stderr, result) = err_t.join().unwrap();
+    Timed {
+        run: DriverRun {
+            status,
+            stdout,
+            stderr,
+        },
+        result,
+        verdict,
+    }
+}
+
+/// The check pod the driver's dry run writes for one model of a fresh plan, named `name`.
+fn dry_run_pod(ns: &str, name: &str) -> Value {
+    let plan = plan(ns, &[("floor", harness_spec(), &["ok"])]);
+    let path = write_plan(&plan);
+    let dry = driver(
+        As::User,
+        &["run", "--plan", path.to_str().unwrap(), "--dry-run"],
+    );
+    assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
+    let mut pod: Value = serde_yaml::from_str(&dry.stdout).expect("the dry run's pod");
+    pod["metadata"]["name"] = json!(name);
+    pod
 }
 
 fn main() {
@@ -153,52 +277,128 @@ fn main() {
     let ns = namespace("bench", &[]);
     let t0 = Instant::now();
     let (mut watcher, seen) = watch(&ns, t0);
-    let mut rows: Vec<(String, f64, [f64; 6])> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let floors_only: Option<usize> = std::env::var(FLOORS_ONLY)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0);
+    let floor_reps = floors_only.unwrap_or(REPS);
+    // Each floor: a pod created by kubectl, create → the probe's result line.
+    let floor_run = |rows: &mut Vec<Row>, what: &str, name: &str, pod: &Value| -> f64 {
+        let start = t0.elapsed();
+        let (ms, [first, result]) = to_result(&ns, name, &pod.to_string(), &seen, t0);
+        rows.push(Row {
+            what: what.to_owned(),
+            marks: marks(
+                &seen,
+                |n| n == name,
+                start,
+                [Some(first), Some(result), None, Some(result)],
+            ),
+        });
+        ms
+    };
 
-    // The floor: a bare pod of the probe image (one model), create → first log line.
+    // The floor: a bare pod of the probe image (one model).
     let mut floor = Vec::new();
-    for rep in 0..REPS {
+    for rep in 0..floor_reps {
         let name = format!("floor-{rep}");
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
             "spec": {"restartPolicy": "Never", "automountServiceAccountToken": false, "terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "probe", "image": probe_image(), "imagePullPolicy": "IfNotPresent",
                                      "args": ["check", "--base-url", env.provider.as_str(), "--model", "ok"]}]}});
-        let start = t0.elapsed();
-        let ms = first_log_line(&ns, &name, &pod.to_string(), &seen);
-        floor.push(ms);
-        rows.push((
-            format!("floor (bare pod, first log line) #{rep}"),
-            ms,
-            phases(&seen, &name, start),
+        floor.push(floor_run(
+            &mut rows,
+            &format!("floor: a bare probe pod #{rep}"),
+            &name,
+            &pod,
         ));
     }
 
     // The floor of the check pod's own shape: the pod the driver's dry run writes for one model (the Custodian as a
-    // native sidecar with its startup probe, then the probe), created by kubectl, create → the probe's first log line.
+    // native sidecar, then the probe).
     let mut sidecar_floor = Vec::new();
-    for rep in 0..REPS {
-        let plan = plan(&ns, &[("floor", harness_spec(), &["ok"])]);
-        let path = write_plan(&plan);
-        let dry = driver(
-            As::User,
-            &["run", "--plan", path.to_str().unwrap(), "--dry-run"],
-        );
-        assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
-        let doc: Value = serde_yaml::from_str(&dry.stdout).expect("the dry run's pod");
+    for rep in 0..floor_reps {
         let name = format!("floor-sidecar-{rep}");
-        let mut pod = doc;
-        pod["metadata"]["name"] = json!(name);
-        let start = t0.elapsed();
-        let ms = first_log_line(&ns, &name, &pod.to_string(), &seen);
-        sidecar_floor.push(ms);
-        rows.push((
-            format!("floor (check pod by kubectl, first log line) #{rep}"),
-            ms,
-            phases(&seen, &name, start),
+        let pod = dry_run_pod(&ns, &name);
+        sidecar_floor.push(floor_run(
+            &mut rows,
+            &format!("floor: the check pod by kubectl #{rep}"),
+            &name,
+            &pod,
         ));
     }
 
+    // The same pod as the driver wrote it before issue 36: the Custodian's readiness probe also its startup probe, and
+    // the probe not asking the Custodian itself (what the startup probe costs).
+    let mut startup_floor = Vec::new();
+    for rep in 0..floor_reps {
+        let name = format!("floor-startup-{rep}");
+        let mut pod = dry_run_pod(&ns, &name);
+        let custodian = &mut pod["spec"]["initContainers"][0];
+        let mut startup = custodian["readinessProbe"].clone();
+        let s = startup.as_object_mut().unwrap();
+        s.remove("initialDelaySeconds");
+        s.remove("successThreshold");
+        s.insert("periodSeconds".to_owned(), json!(1));
+        s.insert("failureThreshold".to_owned(), json!(60));
+        custodian["startupProbe"] = startup;
+        pod["spec"]["containers"][0]["env"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|e| e["name"] != "JR2_CUSTODIAN_READY");
+        startup_floor.push(floor_run(
+            &mut rows,
+            &format!("floor: the check pod with a startup probe #{rep}"),
+            &name,
+            &pod,
+        ));
+    }
+
+    // The alternative: the same pod with the Custodian as a plain container beside the probe (no startup probe).
+    let mut plain_floor = Vec::new();
+    for rep in 0..floor_reps {
+        let name = format!("floor-plain-{rep}");
+        let mut pod = dry_run_pod(&ns, &name);
+        let spec = pod["spec"].as_object_mut().unwrap();
+        let mut custodian = spec.remove("initContainers").unwrap()[0].clone();
+        let c = custodian.as_object_mut().unwrap();
+        c.remove("restartPolicy");
+        c.remove("startupProbe");
+        spec["containers"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, custodian);
+        spec.insert("terminationGracePeriodSeconds".to_owned(), json!(0));
+        plain_floor.push(floor_run(
+            &mut rows,
+            &format!("floor: Custodian as a plain container #{rep}"),
+            &name,
+            &pod,
+        ));
+    }
+
+    if floors_only.is_some() {
+        let _ = watcher.kill();
+        let _ = watcher.wait();
+        print_rows(&rows);
+        let floor_ms = median(floor);
+        println!(
+            "\nmedians of {floor_reps}, create → the probe's result line, and against the bare floor:"
+        );
+        for (what, v) in [
+            ("a bare probe pod", floor_ms),
+            ("the check pod by kubectl", median(sidecar_floor)),
+            ("the same, with the startup probe", median(startup_floor)),
+            ("the Custodian as a plain container", median(plain_floor)),
+        ] {
+            println!("  {what:<40} {v:>7.0} ms  {:>5.2}x", v / floor_ms);
+        }
+        return;
+    }
+
     // The preflight.
+    let prefix = format!("jr2-preflight-{ns}-");
     let mut preflight: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
     for placements in [1usize, 2] {
         for models in [1usize, 4, 16] {
@@ -225,30 +425,24 @@ fn main() {
                     .collect();
                 let plan = plan(&ns, &plan_placements);
                 let start = t0.elapsed();
-                let began = Instant::now();
-                let run = run_plan(&plan, &[]);
-                let ms = began.elapsed().as_secs_f64() * 1000.0;
-                assert_eq!(run.code(), Some(0), "{}", run.stderr);
-                let id = run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
-                let prefix = format!("jr2-preflight-{ns}-");
-                let ph = {
-                    let map = seen.lock().unwrap();
-                    let ours: Vec<String> = map
-                        .keys()
-                        .filter(|k| k.starts_with(&prefix) && k.ends_with(&id))
-                        .cloned()
-                        .collect();
-                    drop(map);
-                    ours.first()
-                        .map(|n| phases(&seen, &n[..n.len() - 8], start))
-                        .unwrap_or([f64::NAN; 6])
-                };
+                let timed = timed_run(&plan, t0);
+                let total = t0.elapsed();
+                let ms = total.saturating_sub(start).as_secs_f64() * 1000.0;
+                assert_eq!(timed.run.code(), Some(0), "{}", timed.run.stderr);
+                let id = timed.run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
+                let run_marks = marks(
+                    &seen,
+                    |n| n.starts_with(&prefix) && n.ends_with(&id),
+                    start,
+                    [None, timed.result, timed.verdict, Some(total)],
+                );
                 preflight.entry((placements, models)).or_default().push(ms);
-                rows.push((
-                    format!("preflight {models:>2} model(s), {placements} placement(s) #{rep}"),
-                    ms,
-                    ph,
-                ));
+                rows.push(Row {
+                    what: format!(
+                        "preflight {models:>2} model(s), {placements} placement(s) #{rep}"
+                    ),
+                    marks: run_marks,
+                });
             }
         }
     }
@@ -270,18 +464,22 @@ fn main() {
             .remove("custodianContainer");
         plan["models"][0]["keyHeld"] = json!(false);
         let start = t0.elapsed();
-        let began = Instant::now();
-        let run = run_plan(&plan, &[]);
-        let ms = began.elapsed().as_secs_f64() * 1000.0;
-        assert_eq!(run.code(), Some(0), "{}", run.stderr);
-        let id = run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
-        let prefix = format!("jr2-preflight-{ns}-direct-{id}");
+        let timed = timed_run(&plan, t0);
+        let total = t0.elapsed();
+        let ms = total.saturating_sub(start).as_secs_f64() * 1000.0;
+        assert_eq!(timed.run.code(), Some(0), "{}", timed.run.stderr);
+        let id = timed.run.verdict()["runId"].as_str().unwrap()[..8].to_owned();
+        let name = format!("{prefix}direct-{id}");
         direct.push(ms);
-        rows.push((
-            format!("preflight  1 model, no Custodian #{rep}"),
-            ms,
-            phases(&seen, &prefix, start),
-        ));
+        rows.push(Row {
+            what: format!("preflight  1 model, no Custodian #{rep}"),
+            marks: marks(
+                &seen,
+                |n| n == name,
+                start,
+                [None, timed.result, timed.verdict, Some(total)],
+            ),
+        });
     }
 
     // jr2's current design: one `kubectl run --rm` per model, in sequence.
@@ -323,63 +521,119 @@ fn main() {
     let _ = watcher.kill();
     let _ = watcher.wait();
 
-    println!(
-        "\nwhere the time goes, as a pod watch sees it (ms since each run's start; the run's latest pod): created, scheduled,\nsandbox ready, first container running (the Custodian, else the probe), a container ended (the probe), pod gone"
-    );
-    for (what, ms, ph) in &rows {
-        println!(
-            "{what:<48} {ms:>7.0} ms   {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0}",
-            ph[0], ph[1], ph[2], ph[3], ph[4], ph[5]
-        );
-    }
+    print_rows(&rows);
     let floor_ms = median(floor);
     let sidecar_floor_ms = median(sidecar_floor);
+    let plain_floor_ms = median(plain_floor);
+    let startup_floor_ms = median(startup_floor);
     let direct_ms = median(direct);
-    println!("\nmedians of {REPS} (create → verdict → pods deleted), on this cluster:");
-    println!("  floor: a bare probe pod, create → first log line      {floor_ms:>7.0} ms");
-    println!("  floor: the check pod by kubectl, → first log line     {sidecar_floor_ms:>7.0} ms");
-    println!("  preflight, 1 model, no Custodian                      {direct_ms:>7.0} ms");
+    println!("\nmedians of {REPS}, on this cluster:");
+    println!(
+        "  floor: a bare probe pod, create → its result line                 {floor_ms:>7.0} ms"
+    );
+    println!(
+        "  floor: the check pod by kubectl, → the probe's result line        {sidecar_floor_ms:>7.0} ms"
+    );
+    println!(
+        "  floor: the same, with the startup probe (before issue 36)         {startup_floor_ms:>7.0} ms"
+    );
+    println!(
+        "  floor: the Custodian as a plain container, → the result line      {plain_floor_ms:>7.0} ms"
+    );
+    println!(
+        "  preflight, 1 model, no Custodian (create → verdict → pods deleted) {direct_ms:>7.0} ms"
+    );
     for ((placements, models), v) in &preflight {
         println!(
-            "  preflight, {models:>2} model(s), {placements} placement(s)              {:>7.0} ms",
+            "  preflight, {models:>2} model(s), {placements} placement(s)                          {:>7.0} ms",
             median(v.clone())
         );
     }
+    for (models, ms) in &kubectl_run {
+        println!(
+            "  kubectl run --rm, one per model, {models:>2} model(s)                   {ms:>7.0} ms"
+        );
+    }
     let one = median(preflight[&(1, 1)].clone());
-    println!("\nratios:");
+    println!("\ngoals:");
     println!(
-        "  one model / floor of its own pod (the check pod)       {:>6.2}x  (goal ≤ 1.3x)",
-        one / sidecar_floor_ms
-    );
-    println!(
-        "  one model, no Custodian / floor (a bare probe pod)     {:>6.2}x  (goal ≤ 1.3x)",
-        direct_ms / floor_ms
-    );
-    println!(
-        "  one model / floor (a bare probe pod)                   {:>6.2}x  (the native sidecar's start included)",
+        "  one model, with the Custodian / the bare floor                   {:>6.2}x  (goal ≤ 1.3x)",
         one / floor_ms
+    );
+    println!(
+        "  one model, with the Custodian / kubectl run --rm of one model    {:>6.2}x  (goal ≤ 1x)",
+        one / kubectl_run[&1]
     );
     for placements in [1usize, 2] {
         let sixteen = median(preflight[&(placements, 16)].clone());
         let one_p = median(preflight[&(placements, 1)].clone());
         println!(
-            "  16 models / 1 model, {placements} placement(s)                  {:>6.2}x  (goal ≤ 1.2x)",
+            "  16 models / 1 model, {placements} placement(s)                             {:>6.2}x  (goal ≤ 1.2x)",
             sixteen / one_p
         );
     }
+    println!("ratios:");
+    println!(
+        "  one model / the floor of the check pod's own shape               {:>6.2}x",
+        one / sidecar_floor_ms
+    );
+    println!(
+        "  one model, no Custodian / the bare floor                         {:>6.2}x",
+        direct_ms / floor_ms
+    );
+    println!(
+        "  the check pod's own shape / the bare floor                       {:>6.2}x  (the native sidecar's start)",
+        sidecar_floor_ms / floor_ms
+    );
+    println!(
+        "  the check pod with a startup probe / the bare floor              {:>6.2}x  (before issue 36)",
+        startup_floor_ms / floor_ms
+    );
+    println!(
+        "  the Custodian as a plain container / the bare floor              {:>6.2}x  (the alternative)",
+        plain_floor_ms / floor_ms
+    );
     for models in [1usize, 4, 16] {
         let ours = median(preflight[&(1, models)].clone());
         println!(
-            "  kubectl run --rm per model / preflight, {models:>2} model(s)     {:>6.2}x  ({:.0} ms against {ours:.0} ms)",
-            kubectl_run[&models] / ours,
-            kubectl_run[&models]
+            "  kubectl run --rm per model / preflight, {models:>2} model(s)             {:>6.2}x",
+            kubectl_run[&models] / ours
         );
     }
 }
 
-/// Creates `pod` (JSON) as the admin, waits for its probe container to run as the watch sees it, and reads the first
-/// line of its log: the milliseconds from the create to that line. Deletes the pod, without waiting.
-fn first_log_line(ns: &str, name: &str, pod: &str, seen: &Seen) -> f64 {
+/// The table of where the time goes.
+fn print_rows(rows: &[Row]) {
+    println!(
+        "\nwhere the time goes (ms since each run's start, as they arrived: a pod watch, the floors' `kubectl logs -f`,\n\
+         the driver's stderr and stdout; the latest pod's for two placements): scheduled, sandbox ready, the Custodian\n\
+         running and ready (as the kubelet sees them), the probe running, its first log line (the floors), its result\n\
+         line (the floors: the log's; a preflight: the driver's first), the driver's verdict, the pod gone, the total\n\
+         (a floor's: to the result line; a preflight's: its end, the pods' deletes confirmed)"
+    );
+    print!("{:<48}", "");
+    for c in COLUMNS {
+        print!(" {c:>8}");
+    }
+    println!();
+    for Row { what, marks: m } in rows {
+        print!("{what:<48}");
+        for v in m {
+            if v.is_nan() {
+                print!(" {:>8}", "-");
+            } else {
+                print!(" {v:>8.0}");
+            }
+        }
+        println!();
+    }
+}
+
+/// Creates `pod` (JSON) as the admin, waits for its probe container to run as the watch sees it, and follows its
+/// log to the probe's result (its first line by hand, `check`; its `result` event in pod mode, `run`): when its first
+/// line came and when its result came (since `t0`), and the milliseconds from the create to the result. Deletes the
+/// pod, without waiting.
+fn to_result(ns: &str, name: &str, pod: &str, seen: &Seen, t0: Instant) -> (f64, [Duration; 2]) {
     let env = env();
     let began = Instant::now();
     env.cluster.kubectl_stdin(&["create", "-f", "-"], pod);
@@ -389,7 +643,7 @@ fn first_log_line(ns: &str, name: &str, pod: &str, seen: &Seen) -> f64 {
         .lock()
         .unwrap()
         .get(name)
-        .and_then(|m| m.started)
+        .and_then(|m| m.probe_started)
         .is_none()
     {
         assert!(
@@ -404,14 +658,24 @@ fn first_log_line(ns: &str, name: &str, pod: &str, seen: &Seen) -> f64 {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut BufReader::new(logs.stdout.take().unwrap()), &mut line)
-        .unwrap();
+    let pod_mode = pod.contains("\"--spec-json\"");
+    let mut first = None;
+    let mut result = None;
+    for line in BufReader::new(logs.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        first.get_or_insert(t0.elapsed());
+        if !pod_mode || line.contains(r#""event":"result""#) {
+            result = Some(t0.elapsed());
+            break;
+        }
+    }
     let ms = began.elapsed().as_secs_f64() * 1000.0;
-    assert!(!line.is_empty(), "{name} logged");
+    let (Some(first), Some(result)) = (first, result) else {
+        panic!("{name} logged no result");
+    };
     let _ = logs.kill();
     let _ = logs.wait();
     env.cluster
         .kubectl(&["-n", ns, "delete", "pod", name, "--wait=false"]);
-    ms
+    (ms, [first, result])
 }
