@@ -15,6 +15,9 @@
 #[allow(dead_code)]
 mod harness;
 
+/// The bench's cluster has one node.
+pub const NODES: usize = 1;
+
 use std::collections::BTreeMap;
 use std::io::BufReader;
 use std::process::Stdio;
