@@ -2,8 +2,8 @@
 //! pods.
 //!
 //! From the placement's Harness pod spec it copies the placement (`nodeSelector`, `affinity`, `tolerations`,
-//! `topologySpreadConstraints`, `nodeName`, `priorityClassName`, `runtimeClassName`, `schedulerName`; every other
-//! scheduling field is accounted for in `scheduling.rs`), with `preemptionPolicy: Never` of its own, `imagePullSecrets` (with those of the Harness's
+//! `topologySpreadConstraints`, `nodeName`, `runtimeClassName`, `schedulerName`; every other scheduling field is
+//! accounted for in `scheduling.rs`: no priority class, so that it never preempts), `imagePullSecrets` (with those of the Harness's
 //! ServiceAccount when the spec lists none: `pull_secrets.rs`), DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
 //! pod `securityContext` (made restricted where it is not); the Custodian container as a native sidecar
 //! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
@@ -245,10 +245,11 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         (LABEL_RUN.to_owned(), run.clone()),
         (LABEL_PLACEMENT.to_owned(), placement.name.clone()),
     ]);
-    let annotations = BTreeMap::from([(
+    let mut annotations = BTreeMap::from([(
         ANNOTATION_DEADLINE.to_owned(),
         jr2_probe::contract::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
     )]);
+    annotations.extend(scheduling::harness_priority_annotation(harness_spec));
 
     let spec = PodSpec {
         // Copied: the placement (a second scheduler places the Harness pods by its own rules), pulls, DNS, the pod
@@ -259,9 +260,9 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         // Every scheduling field a new Harness pod meets, or the reason it is left out: `scheduling.rs`.
         topology_spread_constraints: scheduling::topology_spread(harness_spec),
         node_name: harness_spec.node_name.clone(),
-        priority_class_name: harness_spec.priority_class_name.clone(),
-        // The class's priority orders the scheduler's queue; the check pod never evicts a pod to run.
-        preemption_policy: Some(scheduling::PREEMPTION_POLICY.to_owned()),
+        // No priority class: the class alone sets whether a pod preempts (the Priority admission refuses a pod whose
+        // `preemptionPolicy` differs from its class's), so the check pod runs at the default priority and evicts no
+        // pod to run; the Harness's class is kept in an annotation for the warning of `scheduling::would_preempt`.
         scheduler_name: harness_spec.scheduler_name.clone(),
         runtime_class_name: harness_spec.runtime_class_name.clone(),
         image_pull_secrets: harness_spec.image_pull_secrets.clone(),

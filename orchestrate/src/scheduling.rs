@@ -1,13 +1,19 @@
 //! Where the check pod goes, and the harm it never does (issue 39): every scheduling field of the Harness pod spec
 //! is copied into the check pod or left out for a reason ([`FIELDS`], which orchestrate/README.md's check-pod section
-//! lists), the check pod never preempts another pod (`preemptionPolicy: Never`, its priority class kept for the
-//! scheduler's queue), and where a Harness pod of the placement would have to preempt to run, the run says so as a
+//! lists); the check pod never takes the Harness's priority class, so it cannot preempt a pod of the default
+//! priority or above; and where a Harness pod of the placement may have to preempt to run, the run says so as a
 //! warning ([`would_preempt`]) rather than fail the models a Harness pod could in fact run.
+//!
+//! Why no class, rather than the class and `preemptionPolicy: Never`: the Priority admission plugin sets a pod's
+//! priority and preemption policy from its class alone, and refuses a pod that asks for another policy (`the string
+//! value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed
+//! PreemptLowerPriority from the given PriorityClass name`, seen on the 1.35 test cluster); a class of the driver's
+//! own that says `Never` is cluster-scoped, which a namespaced Role cannot create.
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec, TopologySpreadConstraint};
 
-/// The check pod's `preemptionPolicy`: it waits for room, it never makes room by evicting another pod.
-pub const PREEMPTION_POLICY: &str = "Never";
+/// The check pod's annotation that names the Harness's priority class, which the check pod does not take.
+pub const ANNOTATION_HARNESS_PRIORITY_CLASS: &str = "jr2.dev/harness-priority-class";
 
 /// What the check pod does with a field of the Harness pod spec that the scheduler (or the admission that feeds it)
 /// reads.
@@ -78,19 +84,18 @@ pub const FIELDS: &[(&str, Treatment, &str)] = &[
     ),
     (
         "priorityClassName",
-        Treatment::Copied,
-        "PrioritySort: the check pod waits in the scheduler's queue where a Harness pod would",
-    ),
-    (
-        "priority",
         Treatment::LeftOut,
-        "the Priority admission plugin sets it from priorityClassName (and refuses a pod whose value disagrees)",
+        "DefaultPreemption: a pod of the Harness's class may preempt pods of lower priority to run, and the class \
+         alone decides (the Priority admission refuses a pod whose preemptionPolicy differs from its class's), so \
+         the check pod runs at the namespace's default priority and evicts no pod of that priority or above; the \
+         class is named in its annotation jr2.dev/harness-priority-class, and where the check pod stays \
+         unschedulable for want of room a Harness pod of that class may preempt for, the run says so (a warning, \
+         PROVIDER_POD_WOULD_PREEMPT, its models not checked)",
     ),
     (
-        "preemptionPolicy",
-        Treatment::Own,
-        "Never: the check pod never evicts another pod to run; where a Harness pod of the placement would, the run \
-         says so (a warning, PROVIDER_POD_WOULD_PREEMPT, its models not checked)",
+        "priority, preemptionPolicy",
+        Treatment::LeftOut,
+        "the Priority admission sets both from the class (or the default), and refuses a pod whose values disagree",
     ),
     (
         "runtimeClassName",
@@ -147,6 +152,18 @@ pub fn topology_spread(harness: &PodSpec) -> Option<Vec<TopologySpreadConstraint
     harness.topology_spread_constraints.clone()
 }
 
+/// The annotation that names the Harness's priority class, when it names one.
+pub fn harness_priority_annotation(harness: &PodSpec) -> Option<(String, String)> {
+    let class = harness
+        .priority_class_name
+        .as_deref()
+        .filter(|c| !c.is_empty())?;
+    Some((
+        ANNOTATION_HARNESS_PRIORITY_CLASS.to_owned(),
+        class.to_owned(),
+    ))
+}
+
 /// The scheduler's reasons a preemption can resolve (a filter that failed with `Unschedulable`, not
 /// `UnschedulableAndUnresolvable`): room (`Insufficient <resource>`, `Too many pods`) and the anti-affinity of pods
 /// that could be evicted.
@@ -157,32 +174,28 @@ const RESOLVABLE_BY_PREEMPTION: &[&str] = &[
     "didn't match pod anti-affinity rules",
 ];
 
-/// The scheduler's words for a pod with `preemptionPolicy: Never` (`default_preemption.go`).
-const NOT_ELIGIBLE: &str = "not eligible due to preemptionPolicy=Never";
-
-/// The priority class of a check pod that stays unschedulable where a Harness pod of its placement would preempt:
-/// the scheduler said it cannot place the pod (`Unschedulable`), that it did not try to preempt because of the
-/// check pod's `preemptionPolicy: Never`, and that some node lacks only what an eviction frees (room, or the
-/// anti-affinity of a running pod); and the pod's priority class is above the default (its `priority`, which the
-/// admission set from the class, is positive, or not known). `message` is the scheduler's, as the pending line
-/// keeps it.
+/// The Harness's priority class, when the check pod stayed unschedulable where a Harness pod of that class may
+/// preempt to run: the scheduler could not place it (`Unschedulable`), some node lacks only what an eviction frees
+/// (room, or the anti-affinity of a running pod), and the Harness spec names a class (the check pod's annotation
+/// [`ANNOTATION_HARNESS_PRIORITY_CLASS`]). `message` is the scheduler's, as the pending line keeps it. The class's
+/// value is not read (PriorityClasses are cluster-scoped, outside the driver's Role): a class below the pods in the
+/// way would not preempt them, which the warning's "may" leaves open.
 pub fn would_preempt(pod: Option<&Pod>, reason: &str, message: &str) -> Option<String> {
-    let spec = pod?.spec.as_ref()?;
-    let class = spec.priority_class_name.as_deref()?;
-    let eligible = reason == "Unschedulable"
-        && message.contains(NOT_ELIGIBLE)
-        && spec.priority.is_none_or(|p| p > 0);
-    if !eligible {
+    let class = pod?
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_HARNESS_PRIORITY_CLASS)?;
+    if reason != "Unschedulable" || class.is_empty() {
         return None;
     }
-    // The filters' part of the message: before the post-filter plugins' words.
-    let filters = message
-        .find(NOT_ELIGIBLE)
-        .map_or(message, |end| &message[..end]);
+    // The filters' part of the message: before the post-filter plugins' words (`no new claims to deallocate`,
+    // `preemption: ...`).
+    let filters = message.split(". ").next().unwrap_or(message);
     RESOLVABLE_BY_PREEMPTION
         .iter()
         .any(|r| filters.contains(r))
-        .then(|| class.to_owned())
+        .then(|| class.clone())
 }
 
 #[cfg(test)]
@@ -190,41 +203,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(class: Option<&str>, priority: Option<i32>) -> Pod {
+    /// A check pod as created, with the Harness's class in its annotation or not.
+    fn pod(class: Option<&str>) -> Pod {
+        let annotations = class.map(|c| json!({ANNOTATION_HARNESS_PRIORITY_CLASS: c}));
         serde_json::from_value(json!({
-            "metadata": {"name": "p"},
-            "spec": {"containers": [], "priorityClassName": class, "priority": priority,
-                     "preemptionPolicy": "Never"}
+            "metadata": {"name": "p", "annotations": annotations},
+            "spec": {"containers": []}
         }))
         .unwrap()
     }
 
-    /// The 1.35 scheduler's words for a pod that does not fit and may not preempt.
-    const FULL: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.";
+    /// The 1.35 scheduler's words for a pod of the default priority that does not fit and finds no pod below it.
+    const FULL: &str = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.";
 
     #[test]
-    fn a_high_class_that_lacks_only_room_would_preempt() {
-        let p = pod(Some("jr2-high"), Some(1_000_000));
+    fn a_class_where_only_room_lacks_may_preempt() {
+        let p = pod(Some("jr2-high"));
         assert_eq!(
             would_preempt(Some(&p), "Unschedulable", FULL).as_deref(),
             Some("jr2-high")
         );
-        // Unknown priority (the pod as created, before admission's answer): the class decides.
-        let p = pod(Some("jr2-high"), None);
-        assert!(would_preempt(Some(&p), "Unschedulable", FULL).is_some());
-        let two = "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node affinity/selector. preemption: not eligible due to preemptionPolicy=Never.";
+        let two = "0/2 nodes are available: 1 Too many pods, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
         assert!(would_preempt(Some(&p), "Unschedulable", two).is_some());
     }
 
     #[test]
     fn nothing_an_eviction_frees_is_no_preemption() {
-        let p = pod(Some("jr2-high"), Some(1_000_000));
+        let p = pod(Some("jr2-high"));
         for message in [
             // A selector, a taint: no eviction makes a node fit.
-            "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.",
-            // The scheduler tried (a pod without the policy) and said it would not help.
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
-            "0/1 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label). preemption: not eligible due to preemptionPolicy=Never.",
+            "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+            "0/1 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
         ] {
             assert_eq!(
                 would_preempt(Some(&p), "Unschedulable", message),
@@ -233,16 +242,24 @@ mod tests {
             );
         }
         assert_eq!(would_preempt(Some(&p), "SchedulingGated", FULL), None);
-        // No class, or one no higher than the default: a Harness pod could not preempt either.
-        assert_eq!(
-            would_preempt(Some(&pod(None, Some(0))), "Unschedulable", FULL),
-            None
-        );
-        assert_eq!(
-            would_preempt(Some(&pod(Some("low"), Some(0))), "Unschedulable", FULL),
-            None
-        );
+        // No class in the Harness spec: a Harness pod could not preempt either.
+        assert_eq!(would_preempt(Some(&pod(None)), "Unschedulable", FULL), None);
         assert_eq!(would_preempt(None, "Unschedulable", FULL), None);
+    }
+
+    #[test]
+    fn the_annotation_names_the_harness_class() {
+        let spec: PodSpec =
+            serde_json::from_value(json!({"containers": [], "priorityClassName": "jr2-high"}))
+                .unwrap();
+        assert_eq!(
+            harness_priority_annotation(&spec),
+            Some((
+                ANNOTATION_HARNESS_PRIORITY_CLASS.to_owned(),
+                "jr2-high".to_owned()
+            ))
+        );
+        assert_eq!(harness_priority_annotation(&PodSpec::default()), None);
     }
 
     #[test]

@@ -78,7 +78,12 @@ async fn from_deployment_checks_the_placement_the_harness_runs_now() {
         pod["tolerations"],
         json!([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
     );
-    assert_eq!(pod["priorityClassName"], "jr2-harness");
+    // The Deployment's priority class, named (the check pod takes none: it never preempts, issue 39).
+    assert_eq!(
+        posted[0]["metadata"]["annotations"]["jr2.dev/harness-priority-class"],
+        "jr2-harness"
+    );
+    assert!(pod.get("priorityClassName").is_none(), "{pod}");
     assert!(
         s.kube.requests().iter().any(|r| r.method == "GET"
             && r.path == format!("/apis/apps/v1/namespaces/{NS}/deployments/jr2-instance-harness")),

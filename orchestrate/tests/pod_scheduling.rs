@@ -1,7 +1,8 @@
-//! The check pod's scheduling fields (issue 39): it never preempts (`preemptionPolicy: Never` on every pod, the
-//! priority class kept), it copies the fields that place a new Harness pod (`topologySpreadConstraints`, `nodeName`
-//! beside the placement fields), and it leaves out, whatever the Harness spec says, the ones
-//! `jr2_preflight::scheduling::FIELDS` gives a reason for; `--dry-run` prints them so.
+//! The check pod's scheduling fields (issue 39): it never preempts (no priority class, no priority, no preemption
+//! policy on any pod: the Priority admission sets them from a class alone; the Harness's class in an annotation), it
+//! copies the fields that place a new Harness pod (`topologySpreadConstraints`, `nodeName` beside the placement
+//! fields), and it leaves out, whatever the Harness spec says, the ones `jr2_preflight::scheduling::FIELDS` gives a
+//! reason for; `--dry-run` prints them so.
 
 use jr2_preflight::scheduling::{FIELDS, Treatment};
 use serde_json::{Value, json};
@@ -31,15 +32,25 @@ fn scheduled_json() -> Value {
 }
 
 #[test]
-fn every_check_pod_never_preempts() {
+fn no_check_pod_takes_a_priority_class() {
     for v in [example_json(), scheduled_json()] {
         let plan = plan_of(v).unwrap();
-        for pod in check_pods(&plan, RUN_ID, now()) {
+        for (pod, placement) in check_pods(&plan, RUN_ID, now())
+            .iter()
+            .zip(&plan.placements)
+        {
+            let s = spec(pod);
+            assert_eq!(s.priority_class_name, None, "{:?}", pod.metadata.name);
+            assert_eq!(s.priority, None);
+            assert_eq!(s.preemption_policy, None);
+            // The Harness's class, named for the warning.
             assert_eq!(
-                spec(&pod).preemption_policy.as_deref(),
-                Some("Never"),
-                "{:?}",
-                pod.metadata.name
+                pod.metadata
+                    .annotations
+                    .as_ref()
+                    .unwrap()
+                    .get("jr2.dev/harness-priority-class"),
+                placement.pod_spec.priority_class_name.as_ref()
             );
         }
     }
@@ -52,14 +63,16 @@ fn the_scheduling_fields_are_copied_or_left_out_as_the_list_says() {
     let h = &plan.placements[0].pod_spec;
     let s = spec(&pods[0]);
     // Copied.
-    assert_eq!(s.priority_class_name.as_deref(), Some("jr2-high"));
     assert_eq!(s.node_name.as_deref(), Some("node-b"));
     assert_eq!(s.topology_spread_constraints, h.topology_spread_constraints);
     assert!(s.topology_spread_constraints.is_some());
-    // Its own.
-    assert_eq!(s.preemption_policy.as_deref(), Some("Never"));
     // Left out.
+    assert_eq!(s.priority_class_name, None, "it never preempts");
     assert_eq!(s.priority, None, "admission sets it from the class");
+    assert_eq!(
+        s.preemption_policy, None,
+        "admission sets it from the class"
+    );
     assert_eq!(s.overhead, None, "admission sets it from the RuntimeClass");
     assert_eq!(s.resource_claims, None);
     assert_eq!(s.scheduling_gates, None);
@@ -79,11 +92,12 @@ fn the_scheduling_fields_are_copied_or_left_out_as_the_list_says() {
             .unwrap_or_else(|| panic!("{field} is in scheduling::FIELDS"))
             .1
     };
-    for field in ["priorityClassName", "nodeName", "topologySpreadConstraints"] {
+    for field in ["nodeName", "topologySpreadConstraints"] {
         assert_eq!(said(field), Treatment::Copied, "{field}");
     }
     for field in [
-        "priority",
+        "priorityClassName",
+        "priority, preemptionPolicy",
         "overhead",
         "resourceClaims",
         "schedulingGates",
@@ -92,12 +106,11 @@ fn the_scheduling_fields_are_copied_or_left_out_as_the_list_says() {
     ] {
         assert_eq!(said(field), Treatment::LeftOut, "{field}");
     }
-    assert_eq!(said("preemptionPolicy"), Treatment::Own);
 }
 
-/// `--dry-run` shows the spread constraints and the policy: the fields no longer dropped (the false pass of issue 39).
+/// `--dry-run` shows the spread constraints (no longer dropped: the false pass of issue 39) and no priority class.
 #[test]
-fn the_dry_run_shows_the_spread_and_the_policy() {
+fn the_dry_run_shows_the_spread_and_no_priority_class() {
     let dir = std::env::temp_dir().join(format!("jr2-pod-scheduling-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("plan.json");
@@ -120,7 +133,13 @@ fn the_dry_run_shows_the_spread_and_the_policy() {
         String::from_utf8_lossy(&out.stderr)
     );
     let yaml = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(yaml.matches("preemptionPolicy: Never").count(), 2, "{yaml}");
+    assert!(!yaml.contains("priorityClassName:"), "{yaml}");
+    assert_eq!(
+        yaml.matches("jr2.dev/harness-priority-class: jr2-sandbox")
+            .count(),
+        2,
+        "{yaml}"
+    );
     assert!(yaml.contains("topologySpreadConstraints:"), "{yaml}");
     assert!(
         yaml.contains("topologyKey: topology.kubernetes.io/zone"),

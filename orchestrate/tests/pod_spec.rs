@@ -136,10 +136,16 @@ fn every_field_of_contract_section_6() {
         );
         assert_eq!(
             pod.metadata.annotations.as_ref().unwrap(),
-            &BTreeMap::from([(
-                "jr2.dev/preflight-deadline".to_owned(),
-                "2026-01-01T00:05:00.000Z".to_owned()
-            )])
+            &BTreeMap::from([
+                (
+                    "jr2.dev/preflight-deadline".to_owned(),
+                    "2026-01-01T00:05:00.000Z".to_owned()
+                ),
+                (
+                    "jr2.dev/harness-priority-class".to_owned(),
+                    h.priority_class_name.clone().unwrap()
+                )
+            ])
         );
         assert_eq!(
             pod::deadline_of(pod),
@@ -151,7 +157,9 @@ fn every_field_of_contract_section_6() {
         assert_eq!(s.node_selector, h.node_selector);
         assert_eq!(s.affinity, h.affinity);
         assert_eq!(s.tolerations, h.tolerations);
-        assert_eq!(s.priority_class_name, h.priority_class_name);
+        // Not the priority class: the check pod never preempts (`scheduling.rs`).
+        assert_eq!(s.priority_class_name, None);
+        assert!(h.priority_class_name.is_some());
         assert_eq!(s.runtime_class_name, h.runtime_class_name);
         assert_eq!(s.scheduler_name, h.scheduler_name);
         assert_eq!(s.image_pull_secrets, h.image_pull_secrets);

@@ -24,6 +24,9 @@
 #[allow(dead_code)]
 mod harness;
 
+/// The bench's cluster has one node.
+pub const NODES: usize = 1;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;

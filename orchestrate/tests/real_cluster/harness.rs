@@ -101,6 +101,7 @@ pub fn env() -> &'static Env {
             supervisor: debug.join("jr2-kube-cluster"),
             bin: kube_dir.join("bin"),
             images,
+            nodes: crate::NODES,
         })
         .unwrap_or_else(|e| panic!("the test cluster did not start: {e}"));
         let mut provider_proc = cluster

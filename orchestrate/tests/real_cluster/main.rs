@@ -10,6 +10,9 @@
 //! cargo test -p jr2-preflight --test real_cluster
 //! ```
 
+/// One node: the tests of several nodes are `real_nodes` (`tests/real_nodes/main.rs`), on a cluster of their own.
+pub const NODES: usize = 1;
+
 mod admission;
 mod client;
 mod cluster_ways;

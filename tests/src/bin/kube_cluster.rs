@@ -2,10 +2,13 @@
 //! benchmark and the README's first command (`jr2_testkit::cluster`).
 //!
 //! ```text
-//! jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--keep] [--until-signal]
+//! jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--nodes N] [--keep] [--until-signal]
 //!     Starts the cluster, prints `ready DIR/cluster.json` (DIR/cluster.env for shells), and tears it all down when
 //!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
-//!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back).
+//!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back);
+//!     `stop <component>` stops one and leaves it stopped (`stopped <component>`), `start <component>` starts it
+//!     again (`started <component>`). --nodes N (1 to 4, default 1) starts N-1 extra nodes, each a containerd and a
+//!     kubelet of its own (`kubelet-b`, `containerd-b`, ...).
 //! jr2-kube-cluster sweep
 //!     Waits (30 s at most) for the supervisors still tearing down, then removes what stopped clusters left (a
 //!     supervisor killed with SIGKILL).
@@ -29,7 +32,7 @@ fn main() -> ExitCode {
         Some("up") => up(&args[1..]),
         _ => {
             eprintln!(
-                "usage: jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--keep] [--until-signal] | sweep"
+                "usage: jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--nodes N] [--keep] [--until-signal] | sweep"
             );
             ExitCode::from(2)
         }
@@ -42,6 +45,7 @@ fn up(args: &[String]) -> ExitCode {
     let mut images = Vec::new();
     let mut keep = false;
     let mut until_signal = false;
+    let mut nodes = 1;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -49,6 +53,13 @@ fn up(args: &[String]) -> ExitCode {
             "--bin" => bin = it.next().map(PathBuf::from),
             "--image" => images.extend(it.next().map(PathBuf::from)),
             "--keep" => keep = true,
+            "--nodes" => match it.next().and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) if n >= 1 => nodes = n,
+                _ => {
+                    eprintln!("jr2-kube-cluster: --nodes needs a number of at least 1");
+                    return ExitCode::from(2);
+                }
+            },
             "--until-signal" => until_signal = true,
             other => {
                 eprintln!("jr2-kube-cluster: unknown argument {other:?}");
@@ -66,15 +77,20 @@ fn up(args: &[String]) -> ExitCode {
         bin,
         images,
         keep,
+        nodes,
     }) {
         Ok((mut sup, info)) => {
             eprintln!(
-                "jr2-kube-cluster: Kubernetes {} ready in {:.1} s (namespace {}, node {} at {})",
+                "jr2-kube-cluster: Kubernetes {} ready in {:.1} s (namespace {}, node {} at {}{})",
                 info.server_version,
                 started.elapsed().as_secs_f64(),
                 info.netns,
                 info.node_name,
-                info.node_ip
+                info.node_ip,
+                info.extra_nodes
+                    .iter()
+                    .map(|n| format!(", node {} at {}", n.name, n.ip))
+                    .collect::<String>()
             );
             println!("ready {}", dir.join("cluster.json").display());
             sup.serve(until_signal);

@@ -38,20 +38,25 @@ contexts:\n- name: jr2-test\n  context:\n    cluster: jr2-test\n    user: {user}
 }
 
 pub(super) fn cni_config(dir: &Path) -> String {
+    cni_config_of(dir, "jr2-cni0", POD_CIDR, POD_GATEWAY)
+}
+
+/// The CNI conflist of a node: its own bridge, pod range and gateway, its own `host-local` data folder.
+pub(super) fn cni_config_of(dir: &Path, bridge: &str, subnet: &str, gateway: &str) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "cniVersion": "0.4.0",
         "name": "jr2",
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": "jr2-cni0",
+                "bridge": bridge,
                 "isGateway": true,
                 "ipMasq": false,
                 "hairpinMode": true,
                 "ipam": {
                     "type": "host-local",
                     "dataDir": dir.join("cni/ipam"),
-                    "ranges": [[{"subnet": POD_CIDR, "gateway": POD_GATEWAY}]],
+                    "ranges": [[{"subnet": subnet, "gateway": gateway}]],
                     "routes": [{"dst": "0.0.0.0/0"}]
                 }
             }
@@ -117,6 +122,39 @@ pub(super) fn kubelet_config(
     sock: &Path,
     resolv: &Path,
 ) -> String {
+    let node = KubeletNode {
+        cgroup_root: netns,
+        address: NODE_IP,
+        healthz_address: "127.0.0.1",
+    };
+    kubelet_config_of(&node, dir, ca, crt, key, sock, resolv)
+}
+
+/// What differs between the kubelets of one cluster (`nodes.rs`): their cgroup roots, and the addresses they
+/// listen on (two kubelets cannot share the healthz port of one address).
+pub(super) struct KubeletNode<'a> {
+    /// The `cgroupRoot`, without its leading `/`.
+    pub cgroup_root: &'a str,
+    /// The node's address (`address`, the API server's way in).
+    pub address: &'a str,
+    /// Where the healthz port listens.
+    pub healthz_address: &'a str,
+}
+
+pub(super) fn kubelet_config_of(
+    node: &KubeletNode<'_>,
+    dir: &Path,
+    ca: &Path,
+    crt: &Path,
+    key: &Path,
+    sock: &Path,
+    resolv: &Path,
+) -> String {
+    let KubeletNode {
+        cgroup_root,
+        address,
+        healthz_address,
+    } = node;
     // No clusterDNS, as a cluster without a DNS add-on: every pod then gets the kubelet's `MissingClusterDNS`
     // warning, which must never become the driver's pending reason.
     format!(
@@ -124,13 +162,13 @@ pub(super) fn kubelet_config(
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupRoot: /{netns}
+cgroupRoot: /{cgroup_root}
 podLogsDir: {logs}
 containerRuntimeEndpoint: unix://{sock}
-address: {NODE_IP}
+address: {address}
 port: 10250
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
+healthzBindAddress: {healthz_address}
 healthzPort: 10248
 tlsCertFile: {crt}
 tlsPrivateKeyFile: {key}

@@ -63,6 +63,49 @@ pub struct ClusterInfo {
     pub containerd_socket: PathBuf,
     /// The API server's version.
     pub server_version: String,
+    /// The nodes beyond the first (`StartOptions::nodes`), each labelled `jr2.dev/pool=<letter>` and tainted
+    /// `jr2.dev/dedicated=<letter>:NoSchedule`.
+    pub extra_nodes: Vec<ExtraNode>,
+}
+
+/// A node beyond the first: a containerd and a kubelet of its own (`up/nodes.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtraNode {
+    /// Its name (`jr2-node-b`).
+    pub name: String,
+    /// Its letter: its label `jr2.dev/pool=<letter>`, its taint, its components (`kubelet-<letter>`).
+    pub letter: char,
+    /// Its address, on the node bridge.
+    pub ip: String,
+    /// Its pods' range.
+    pub pod_cidr: String,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// Its containerd's socket.
+    pub containerd_socket: PathBuf,
+}
+
+impl ExtraNode {
+    /// Its kubelet's component name, for [`Cluster::stop`] and [`Cluster::start_component`].
+    pub fn kubelet(&self) -> String {
+        format!("kubelet-{}", self.letter)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"name": self.name, "letter": self.letter.to_string(), "ip": self.ip, "podCidr": self.pod_cidr,
+               "dir": self.dir, "containerdSocket": self.containerd_socket})
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        Some(Self {
+            name: v["name"].as_str()?.to_owned(),
+            letter: v["letter"].as_str()?.chars().next()?,
+            ip: v["ip"].as_str()?.to_owned(),
+            pod_cidr: v["podCidr"].as_str()?.to_owned(),
+            dir: PathBuf::from(v["dir"].as_str()?),
+            containerd_socket: PathBuf::from(v["containerdSocket"].as_str()?),
+        })
+    }
 }
 
 impl ClusterInfo {
@@ -73,6 +116,7 @@ impl ClusterInfo {
             "nodeName": self.node_name, "nodeIp": self.node_ip, "server": self.server,
             "adminKubeconfig": self.admin_kubeconfig, "userKubeconfig": self.user_kubeconfig,
             "containerdSocket": self.containerd_socket, "serverVersion": self.server_version,
+            "extraNodes": self.extra_nodes.iter().map(ExtraNode::to_json).collect::<Vec<_>>(),
         })
     }
 
@@ -92,6 +136,15 @@ impl ClusterInfo {
             user_kubeconfig: p("userKubeconfig")?,
             containerd_socket: p("containerdSocket")?,
             server_version: s("serverVersion")?,
+            // Absent from a one-node cluster's file of an older testkit: none.
+            extra_nodes: v["extraNodes"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(ExtraNode::from_json)
+                        .collect::<Option<Vec<_>>>()
+                })
+                .unwrap_or(Some(Vec::new()))?,
         })
     }
 
@@ -121,6 +174,10 @@ pub struct StartOptions {
     pub bin: PathBuf,
     /// Image archives to import (the pause image among them, `registry.k8s.io/pause:3.10`).
     pub images: Vec<PathBuf>,
+    /// How many nodes (1: the first only; at most 4). Each one beyond the first is labelled
+    /// `jr2.dev/pool=<letter>` and tainted `jr2.dev/dedicated=<letter>:NoSchedule`, so a pod goes there only when it
+    /// asks to.
+    pub nodes: usize,
 }
 
 /// A running cluster, owned by a test binary: torn down when the handle drops, or when the test process dies (the
@@ -150,6 +207,9 @@ impl Cluster {
             .arg(&opts.bin);
         for image in &opts.images {
             cmd.arg("--image").arg(image);
+        }
+        if opts.nodes > 1 {
+            cmd.arg("--nodes").arg(opts.nodes.to_string());
         }
         let mut child = cmd
             .stdin(Stdio::piped())
@@ -185,11 +245,26 @@ impl Cluster {
 
     /// Restarts a component (`kube-apiserver`, `kubelet`, ...) and waits until it is back (the API server: ready).
     pub fn restart(&self, component: &str) -> Result<(), String> {
+        self.control("restart", "restarted", component)
+    }
+
+    /// Stops a component and leaves it stopped (`kubelet-b`: a node that stops answering).
+    pub fn stop(&self, component: &str) -> Result<(), String> {
+        self.control("stop", "stopped", component)
+    }
+
+    /// Starts a component [`Cluster::stop`] stopped, with its arguments.
+    pub fn start_component(&self, component: &str) -> Result<(), String> {
+        self.control("start", "started", component)
+    }
+
+    /// One command to the supervisor, and its answer.
+    fn control(&self, verb: &str, done: &str, component: &str) -> Result<(), String> {
         use std::io::{BufRead, Write};
         let mut c = self.control.lock().map_err(|e| e.to_string())?;
         let Control { stdin, answers } = &mut *c;
         let stdin = stdin.as_mut().ok_or("the supervisor's stdin is closed")?;
-        writeln!(stdin, "restart {component}").map_err(|e| e.to_string())?;
+        writeln!(stdin, "{verb} {component}").map_err(|e| e.to_string())?;
         stdin.flush().map_err(|e| e.to_string())?;
         let mut line = String::new();
         answers
@@ -197,7 +272,7 @@ impl Cluster {
             .ok_or("no answers")?
             .read_line(&mut line)
             .map_err(|e| e.to_string())?;
-        if line.trim() == format!("restarted {component}") {
+        if line.trim() == format!("{done} {component}") {
             Ok(())
         } else {
             Err(line.trim().to_owned())

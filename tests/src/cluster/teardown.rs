@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 
 /// The pods' sandboxes, through the CRI (containerd removes their network namespaces and mounts).
 pub(super) fn teardown_node(dir: &Path, bin: &Path, netns: &str) {
-    let sock = dir.join("containerd.sock");
+    teardown_node_socket(&dir.join("containerd.sock"), bin, netns);
+}
+
+/// The pods' sandboxes of the containerd at `sock` (an extra node's, `up/nodes.rs`).
+pub(super) fn teardown_node_socket(sock: &Path, bin: &Path, netns: &str) {
     if sock.exists() {
         let _ = Command::new("timeout")
             .arg("60")
@@ -28,32 +32,40 @@ pub(super) fn teardown_node(dir: &Path, bin: &Path, netns: &str) {
 /// What a dead supervisor may have left: the shims, every process in the cgroup root, mounts, cgroups, the
 /// namespace, the folder.
 pub(super) fn teardown_rest(dir: &Path, netns: &str, keep: bool) {
-    let sock = dir.join("containerd.sock");
-    let sock_s = sock.display().to_string();
+    // Every node's containerd socket and cgroup root: the first node's, then the extra ones' (`up/nodes.rs`).
+    let mut nodes = vec![(netns.to_owned(), dir.join("containerd.sock"))];
+    nodes.extend(super::up::nodes::extra_nodes_of(dir, netns));
+    let sockets: Vec<String> = nodes
+        .iter()
+        .map(|(_, sock)| sock.display().to_string())
+        .collect();
     // containerd's shims outlive it; their `-address` names its socket.
     for (pid, cmdline) in processes() {
         if cmdline
             .first()
             .is_some_and(|c| c.ends_with("containerd-shim-runc-v2"))
-            && cmdline.iter().any(|a| a == &sock_s)
+            && cmdline.iter().any(|a| sockets.contains(a))
         {
             kill(pid, "KILL");
         }
     }
-    let cgroup_root = format!("/{netns}");
-    for hierarchy in cgroup_hierarchies() {
-        let root = hierarchy.join(cgroup_root.trim_start_matches('/'));
-        if root.exists() {
-            for pid in cgroup_pids(&root) {
-                kill(pid, "KILL");
+    for (cgroup_root, _) in &nodes {
+        for hierarchy in cgroup_hierarchies() {
+            let root = hierarchy.join(cgroup_root);
+            if root.exists() {
+                for pid in cgroup_pids(&root) {
+                    kill(pid, "KILL");
+                }
             }
         }
     }
     unmount_under(dir);
-    for hierarchy in cgroup_hierarchies() {
-        let root = hierarchy.join(cgroup_root.trim_start_matches('/'));
-        remove_cgroup(&root);
+    for (cgroup_root, _) in &nodes {
+        for hierarchy in cgroup_hierarchies() {
+            remove_cgroup(&hierarchy.join(cgroup_root));
+        }
     }
+    remove_log_links_into(dir);
     let _ = Command::new("ip")
         .args(["netns", "del", netns])
         .stderr(Stdio::null())
@@ -61,6 +73,19 @@ pub(super) fn teardown_rest(dir: &Path, netns: &str, keep: bool) {
     let _ = std::fs::remove_file(registry_dir().join(netns));
     if !keep {
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The kubelet links each container's log into `/var/log/containers`; a kubelet stopped before its pods were
+/// removed leaves links that point into the run's folder, which goes: they are removed.
+fn remove_log_links_into(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir("/var/log/containers") else {
+        return;
+    };
+    for e in entries.flatten() {
+        if std::fs::read_link(e.path()).is_ok_and(|target| target.starts_with(dir)) {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 

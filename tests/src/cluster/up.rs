@@ -23,9 +23,12 @@ use std::time::{Duration, Instant};
 use super::config::{cni_config, containerd_config, kubelet_config, service_ip, write_kubeconfig};
 use super::pki::{Identity, Pki};
 use super::teardown::{
-    make_cgroup_root, register, stop, sweep_stale, teardown_node, teardown_rest,
+    make_cgroup_root, register, stop, sweep_stale, teardown_node, teardown_node_socket,
+    teardown_rest,
 };
 use super::{ClusterInfo, NODE_IP, NODE_NAME, SERVICE_CIDR};
+
+pub(super) mod nodes;
 
 /// The options of `up`.
 pub struct UpOptions {
@@ -37,6 +40,8 @@ pub struct UpOptions {
     pub images: Vec<PathBuf>,
     /// The RBAC manifest whose ClusterRole-free Role the least-privilege user is bound by, per namespace.
     pub keep: bool,
+    /// How many nodes: 1 (the default), or up to 1 + [`nodes::MAX_EXTRA`] (`nodes.rs`).
+    pub nodes: usize,
 }
 
 /// A started component, with what started it (for a restart).
@@ -45,6 +50,8 @@ struct Component {
     program: PathBuf,
     args: Vec<String>,
     child: Child,
+    /// Stopped on purpose (`stop <component>`): its exit is no failure.
+    stopped: bool,
 }
 
 /// The running cluster, as the supervisor holds it.
@@ -86,6 +93,14 @@ impl Supervisor {
     }
 
     fn start(&mut self, opts: &UpOptions) -> Result<ClusterInfo, String> {
+        let extra = opts.nodes.saturating_sub(1);
+        if extra > nodes::MAX_EXTRA {
+            return Err(format!(
+                "--nodes {}: at most {}",
+                opts.nodes,
+                nodes::MAX_EXTRA + 1
+            ));
+        }
         let dir = self.dir.clone();
         std::fs::write(dir.join("supervisor.pid"), std::process::id().to_string()).map_err(io)?;
         self.network()?;
@@ -235,28 +250,7 @@ impl Supervisor {
                 .status()
                 .is_ok_and(|s| s.success())
         })?;
-        for image in &opts.images {
-            let out = Command::new("ctr")
-                .args([
-                    "--address",
-                    &p(&sock),
-                    "-n",
-                    "k8s.io",
-                    "images",
-                    "import",
-                    "--no-unpack",
-                ])
-                .arg(image)
-                .output()
-                .map_err(io)?;
-            if !out.status.success() {
-                return Err(format!(
-                    "ctr images import {}: {}",
-                    image.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
-            }
-        }
+        import_images(&sock, &opts.images)?;
         let resolv = dir.join("resolv.conf");
         // A resolver the pods' lookups never reach (there is no DNS in the namespace; the tests use addresses).
         std::fs::write(&resolv, format!("nameserver {NODE_IP}\n")).map_err(io)?;
@@ -287,19 +281,35 @@ impl Supervisor {
                 "--v=0".into(),
             ],
         )?;
-        self.wait("the node's Ready condition", |s| {
-            s.kubectl(
-                &admin,
-                &[
-                    "get",
-                    "node",
-                    NODE_NAME,
-                    "-o",
-                    r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#,
-                ],
-            )
-            .is_ok_and(|o| o.trim() == "True")
-        })?;
+        // The extra nodes, while the first one registers.
+        let shared = nodes::Shared {
+            pki: &pki,
+            ca: &ca,
+            server: &server,
+            images: &opts.images,
+            resolv: &resolv,
+        };
+        let mut extra_nodes = Vec::new();
+        for n in 0..extra {
+            extra_nodes.push(self.start_extra_node(n, &shared)?);
+        }
+        let names =
+            std::iter::once(NODE_NAME.to_owned()).chain(extra_nodes.iter().map(|n| n.name.clone()));
+        for name in names {
+            self.wait(&format!("the Ready condition of node {name}"), |s| {
+                s.kubectl(
+                    &admin,
+                    &[
+                        "get",
+                        "node",
+                        &name,
+                        "-o",
+                        r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#,
+                    ],
+                )
+                .is_ok_and(|o| o.trim() == "True")
+            })?;
+        }
         self.wait("the default ServiceAccount", |s| {
             s.kubectl(
                 &admin,
@@ -333,6 +343,7 @@ impl Supervisor {
             user_kubeconfig: user,
             containerd_socket: sock,
             server_version: version,
+            extra_nodes,
         };
         std::fs::write(
             dir.join("cluster.json"),
@@ -411,6 +422,7 @@ impl Supervisor {
             program: program.to_owned(),
             args: args.to_vec(),
             child,
+            stopped: false,
         });
         Ok(())
     }
@@ -422,7 +434,7 @@ impl Supervisor {
             if ready(self) {
                 return Ok(());
             }
-            for c in &mut self.components {
+            for c in self.components.iter_mut().filter(|c| !c.stopped) {
                 if let Ok(Some(status)) = c.child.try_wait() {
                     return Err(format!("waiting for {what}: {} exited ({status})", c.name));
                 }
@@ -459,13 +471,42 @@ impl Supervisor {
     /// Stops a component and starts it again with the same arguments (its log goes on); for the API server, waits
     /// until it is ready again.
     pub fn restart(&mut self, name: &str) -> Result<(), String> {
-        let i = self
-            .components
-            .iter()
-            .position(|c| c.name == name)
-            .ok_or_else(|| format!("no component {name}"))?;
+        self.stop_component(name)?;
+        self.start_component(name)
+    }
+
+    /// Stops a component (SIGTERM, then SIGKILL after 10 s) and leaves it stopped: a node whose kubelet is down.
+    pub fn stop_component(&mut self, name: &str) -> Result<(), String> {
+        let i = self.component(name)?;
         let c = self.components.remove(i);
+        let program = c.program.clone();
+        let args = c.args.clone();
         stop(c.child);
+        // A stand-in that has exited, so the component keeps its place and its arguments for `start`.
+        let child = Command::new("true").spawn().map_err(io)?;
+        self.components.insert(
+            i,
+            Component {
+                name: c.name,
+                program,
+                args,
+                child,
+                stopped: true,
+            },
+        );
+        Ok(())
+    }
+
+    /// Starts a stopped component again with the same arguments (its log goes on); for the API server, waits until
+    /// it is ready again.
+    pub fn start_component(&mut self, name: &str) -> Result<(), String> {
+        let i = self.component(name)?;
+        if !self.components[i].stopped {
+            return Err(format!("{name} runs"));
+        }
+        let mut c = self.components.remove(i);
+        // The stand-in `stop_component` left.
+        let _ = c.child.wait();
         let log = std::fs::OpenOptions::new()
             .append(true)
             .open(self.dir.join("logs").join(format!("{}.log", c.name)))
@@ -479,8 +520,15 @@ impl Supervisor {
             .stdout(log.try_clone().map_err(io)?)
             .stderr(log)
             .spawn()
-            .map_err(|e| format!("restart {name}: {e}"))?;
-        self.components.insert(i, Component { child, ..c });
+            .map_err(|e| format!("start {name}: {e}"))?;
+        self.components.insert(
+            i,
+            Component {
+                child,
+                stopped: false,
+                ..c
+            },
+        );
         if name == "kube-apiserver" {
             let admin = self.dir.join("admin.kubeconfig");
             self.wait("the API server's /readyz", |s| {
@@ -489,6 +537,13 @@ impl Supervisor {
             })?;
         }
         Ok(())
+    }
+
+    fn component(&self, name: &str) -> Result<usize, String> {
+        self.components
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| format!("no component {name}"))
     }
 
     /// Serves its caller until it goes away: each stdin line is a command (`restart <component>`, answered on
@@ -525,6 +580,14 @@ impl Supervisor {
                     Ok(()) => format!("restarted {name}"),
                     Err(e) => format!("error {}", e.replace('\n', " ")),
                 },
+                Some(("stop", name)) => match self.stop_component(name) {
+                    Ok(()) => format!("stopped {name}"),
+                    Err(e) => format!("error {}", e.replace('\n', " ")),
+                },
+                Some(("start", name)) => match self.start_component(name) {
+                    Ok(()) => format!("started {name}"),
+                    Err(e) => format!("error {}", e.replace('\n', " ")),
+                },
                 _ => format!("error unknown command {command:?}"),
             };
             println!("{answer}");
@@ -555,12 +618,22 @@ impl Supervisor {
         let comps = std::mem::take(&mut self.components);
         let mut by_name: Vec<(&'static str, Child)> =
             comps.into_iter().map(|c| (c.name, c.child)).collect();
-        // The kubelet first, so nothing restarts what is being removed.
-        if let Some(i) = by_name.iter().position(|(n, _)| *n == "kubelet") {
+        // The kubelets first, so nothing restarts what is being removed.
+        while let Some(i) = by_name.iter().position(|(n, _)| n.starts_with("kubelet")) {
             let (_, child) = by_name.remove(i);
             stop(child);
         }
         teardown_node(&self.dir, &self.bin, &self.netns);
+        for (_, sock) in nodes::extra_nodes_of(&self.dir, &self.netns) {
+            teardown_node_socket(&sock, &self.bin, &self.netns);
+        }
+        while let Some(i) = by_name
+            .iter()
+            .position(|(n, _)| n.starts_with("containerd-"))
+        {
+            let (_, child) = by_name.remove(i);
+            stop(child);
+        }
         for name in [
             "containerd",
             "kube-scheduler",
@@ -578,6 +651,27 @@ impl Supervisor {
         }
         teardown_rest(&self.dir, &self.netns, self.keep);
     }
+}
+
+/// Imports image archives into the containerd of `sock` (never pulled: the namespace has no route out).
+fn import_images(sock: &Path, images: &[PathBuf]) -> Result<(), String> {
+    for image in images {
+        let out = Command::new("ctr")
+            .arg("--address")
+            .arg(sock)
+            .args(["-n", "k8s.io", "images", "import", "--no-unpack"])
+            .arg(image)
+            .output()
+            .map_err(io)?;
+        if !out.status.success() {
+            return Err(format!(
+                "ctr images import {}: {}",
+                image.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn run(program: &str, args: &[&str]) -> Result<(), String> {

@@ -31,8 +31,8 @@ pub fn node_did_not_start(seconds: &str, node: &str) -> String {
     )
 }
 
-/// The check pod stayed unschedulable where a Harness pod of the placement would preempt to run (the check pod has
-/// `preemptionPolicy: Never`): `warning: provider: the check pod could not run without evicting another pod — a
+/// The check pod stayed unschedulable where a Harness pod of the placement would preempt to run (the check pod
+/// takes no priority class, so it never does): `warning: provider: the check pod could not run without evicting another pod — a
 /// Harness pod of priority class "<class>" would preempt pods of lower priority to run, and the check pod never does
 /// (<Reason>: <message>)`, followed by a `  not checked: <model>` line per model.
 pub fn would_preempt(class: &str, reason: &str, message: &str) -> String {
@@ -69,7 +69,7 @@ mod tests {
             would_preempt(
                 "jr2-high",
                 "Unschedulable",
-                "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.",
+                "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.",
             ),
             not_checked("vllm/ok"),
         ];

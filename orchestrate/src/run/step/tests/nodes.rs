@@ -27,8 +27,8 @@ fn marked_not_ready(one: &mut One) -> Box<Pod> {
     pod
 }
 
-/// The scheduler's words for a pod that does not fit and may not preempt (1.35).
-const NO_ROOM: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.";
+/// The scheduler's words for a pod of the default priority that does not fit and finds no pod below it (1.35).
+const NO_ROOM: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
 
 #[test]
 fn a_node_that_stops_answering_ends_the_check_at_once_and_is_named() {
@@ -120,13 +120,12 @@ fn a_pod_bound_to_a_silent_node_names_the_node_at_the_deadline() {
     assert!(matches!(one.failure(), FailureKind::DidNotStart { .. }));
 }
 
-/// A placement of a high priority class on a full node: the check pod waits (it never preempts), and at the
+/// A placement of a high priority class on a full node: the check pod (of the default priority) waits, and at the
 /// deadline the run warns that a Harness pod would preempt; its models are not checked, as a warning.
 #[test]
 fn unschedulable_where_a_harness_pod_would_preempt_is_a_warning() {
     let mut one = One::new(rules());
-    one.posted["spec"]["priorityClassName"] = json!("jr2-high");
-    one.posted["spec"]["priority"] = json!(1_000_000);
+    one.posted["metadata"]["annotations"]["jr2.dev/harness-priority-class"] = json!("jr2-high");
     one.begin();
     one.seen(&Stage::Unschedulable(NO_ROOM));
     assert_eq!(
@@ -140,7 +139,7 @@ fn unschedulable_where_a_harness_pod_would_preempt_is_a_warning() {
     assert_eq!(one.failure().code(), PodCode::WouldPreempt);
     assert!(one.run().ok(), "a warning: the run is not failed by it");
 
-    // The same pod without a priority class: a pod that did not start, an error.
+    // The same pod of a Harness spec without a priority class: a pod that did not start, an error.
     let mut one = One::new(rules());
     one.begin();
     one.seen(&Stage::Unschedulable(NO_ROOM));
