@@ -312,20 +312,7 @@ mod tests {
             "reason": "Injected", "message": "bootstrap eyJhbGciOiJIUzI1NiJ9.eyJtZXNoIjoiUFc0MjQyIn0.PW4242sig"
         }))
         .unwrap();
-        let mut pod = crate::run::PodRun {
-            name: "jr2-preflight-demo-harness-run0001".to_owned(),
-            uid: None,
-            node: None,
-            models: Vec::new(),
-            results: Vec::new(),
-            outcome: crate::run::PodOutcome::Failed(crate::run::PodFailure {
-                kind: crate::run::FailureKind::Interrupted,
-                lines: Vec::new(),
-            }),
-            evidence: crate::run::Evidence::default(),
-            kept: false,
-            node_ahead: None,
-        };
+        let mut pod = interrupted_pod();
         pod.evidence.pod = Some(injected);
         pod.evidence.events = vec![event];
         let run = RunResult {
@@ -347,13 +334,9 @@ mod tests {
         fs::remove_dir_all(&base).unwrap();
     }
 
-    /// Issue 25, item 9: what a pod wrote is redacted by shape and escaped, and the bundle is its owner's only.
-    #[test]
-    fn the_bundle_is_redacted_escaped_and_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let base = scratch("scrubbed");
-        let dir = base.join("evidence");
-        let mut pod = crate::run::PodRun {
+    /// A check pod of the demo Instance whose run was interrupted, with no evidence yet.
+    fn interrupted_pod() -> crate::run::PodRun {
+        crate::run::PodRun {
             name: "jr2-preflight-demo-harness-run0001".to_owned(),
             uid: None,
             node: None,
@@ -366,7 +349,16 @@ mod tests {
             evidence: crate::run::Evidence::default(),
             kept: false,
             node_ahead: None,
-        };
+        }
+    }
+
+    /// Issue 25, item 9: what a pod wrote is redacted by shape and escaped, and the bundle is its owner's only.
+    #[test]
+    fn the_bundle_is_redacted_escaped_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = scratch("scrubbed");
+        let dir = base.join("evidence");
+        let mut pod = interrupted_pod();
         pod.evidence.custodian_log = vec![
             "debug: upstream key sk-ant-api03-PW4242abcdefghijkl and AIzaSyPW4242abcdefghijklmnopqrstuvwxyz1".to_owned(),
             "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J proxy http://corp:PW4242@proxy:3128".to_owned(),
