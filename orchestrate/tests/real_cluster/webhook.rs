@@ -254,6 +254,14 @@ fn a_webhook_slower_than_the_run_is_a_create_timeout() {
         run.stderr
     );
     assert!(!run.stderr.contains("refused"), "{}", run.stderr);
+    // Cut at 10 s by the run's deadline, the create has nothing more to wait: no `waiting up to 10 s` line.
+    assert!(
+        !run.lines()
+            .iter()
+            .any(|l| l.starts_with("provider: the API server has not answered")),
+        "{}",
+        run.stderr
+    );
     let v = run.verdict();
     assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_CREATE_TIMEOUT", "{v}");
     assert!(
