@@ -3,9 +3,8 @@
 //!
 //! - A slow admission webhook (item 1): the fake answers a create whose `timeout` is shorter than its admission
 //!   with the API server's `504 Timeout`, as the real one does when a webhook of `timeoutSeconds: 30` takes 25 s.
-//!   The fake, not the real cluster: a webhook needs an HTTPS server the API server reaches inside the cluster's
-//!   network namespace, with a CA in its configuration, and the admission's timing is the API server's own timeout
-//!   filter, which the fake plays with the create's `timeout` exactly.
+//!   The real cluster runs it through a real webhook too (`tests/real_cluster/webhook.rs`); here the fake plays
+//!   the API server's own timeout filter with the create's `timeout` exactly, and the requests are counted.
 //! - The API server's `Warning:` headers on the create (item 11), and a namespace being deleted (item 12): also on
 //!   the real cluster (`tests/real_cluster/admission.rs`).
 

@@ -161,8 +161,10 @@ impl CreateNotes {
         }
     }
 
+    /// Says, once for the run, that a create waits: only when it may still wait (its limit beyond what it waited),
+    /// never `after 10 s ... waiting up to 10 s` for a create the run's near deadline cut at 10 s.
     fn slow(&self, waited: Duration, limit: Duration) {
-        if self.slow_said.swap(true, Ordering::SeqCst) {
+        if limit <= waited || self.slow_said.swap(true, Ordering::SeqCst) {
             return;
         }
         if let Some(tx) = &self.progress {
@@ -414,6 +416,26 @@ async fn ours_after_conflict(
 mod tests {
     use super::super::cleanup::CleanupReport;
     use super::*;
+
+    /// The waiting line is said once, and only for a create that may wait longer than it has (issue 40, item 1: a
+    /// create cut at 10 s by a near deadline said `after 10 s ... waiting up to 10 s` on the real cluster).
+    #[test]
+    fn the_waiting_line_only_when_the_create_may_wait_longer() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let notes = CreateNotes::new(Some(tx));
+        notes.slow(CREATE_SLOW_NOTE, CREATE_SLOW_NOTE);
+        assert!(rx.try_recv().is_err());
+        notes.slow(CREATE_SLOW_NOTE, CREATE_SERVER_TIMEOUT);
+        notes.slow(CREATE_SLOW_NOTE, CREATE_SERVER_TIMEOUT);
+        let lines: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|u| match u {
+                RunUpdate::Note { line } => line,
+                _ => panic!("a note"),
+            })
+            .collect();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].ends_with("waiting up to 40 s"), "{lines:?}");
+    }
 
     /// A connection that could not be opened wrote nothing: the pod is not deleted by name, and the words say the
     /// cluster cannot be reached (issue 25, item 4: only a create whose request went has an unknown outcome).

@@ -1,7 +1,7 @@
 //! What the real API server's admission and namespace lifecycle do to the check pod (issue 40): a
 //! ValidatingAdmissionPolicy in `Warn` mode, whose `Warning:` header the driver says once (item 11); a namespace
-//! being deleted, at the create and during the run (item 12). The slow webhook and the clocks are played on the fake
-//! (`orchestrate/tests/e2e_cluster_ways.rs`, which says why).
+//! being deleted, at the create and during the run (item 12). The slow webhook is `webhook.rs`; the clocks are
+//! played on the fake (`orchestrate/tests/e2e_cluster_ways.rs`, which says why).
 
 use std::time::{Duration, Instant};
 

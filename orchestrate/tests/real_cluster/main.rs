@@ -24,3 +24,4 @@ mod rbac;
 mod runs;
 mod scheduling;
 mod signals;
+mod webhook;
