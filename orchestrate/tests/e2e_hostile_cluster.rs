@@ -563,8 +563,9 @@ async fn ctrl_c_during_a_create(faults: Faults) -> (Setup, DriverRun) {
 
 // ---------------------------------------------------------------------------------------------------------------
 // What a real cluster does to the check pod (issue 40). On the fake API server: the test cluster has no policy
-// engine or mutating admission to write these Events or inject an init container, and an Event storm there would
-// cost the shared cluster's etcd for every test beside it.
+// engine to write these Events, and an Event storm there would cost the shared cluster's etcd for every test beside
+// it. The injected init container runs on the real cluster too, by a MutatingAdmissionPolicy
+// (`real_cluster/mutation.rs`); here its pod's own deadline ends it at once.
 
 /// Items 9 and 10: a policy engine in audit mode writes 4,084 Warning Events about the pod, each message different,
 /// and a `FailedMount` naming a volume the pod does not have; the pod then starts and its check passes. None of it is

@@ -19,6 +19,7 @@ mod cluster_ways;
 mod control_plane;
 mod harness;
 mod kubelet;
+mod mutation;
 mod pod_security;
 mod rbac;
 mod runs;

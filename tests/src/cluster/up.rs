@@ -190,7 +190,11 @@ impl Supervisor {
                 ),
                 format!("--service-cluster-ip-range={SERVICE_CIDR}"),
                 "--authorization-mode=Node,RBAC".into(),
-                "--enable-admission-plugins=NodeRestriction".into(),
+                // Mutating admission without a webhook server (MutatingAdmissionPolicy, CEL, beta and off by
+                // default in 1.35): what a platform's policy does to the check pod (issue 40, items 2, 4 and 7).
+                "--enable-admission-plugins=NodeRestriction,MutatingAdmissionPolicy".into(),
+                "--feature-gates=MutatingAdmissionPolicy=true".into(),
+                "--runtime-config=admissionregistration.k8s.io/v1beta1=true".into(),
                 "--profiling=false".into(),
                 "--v=0".into(),
             ],
