@@ -4,8 +4,8 @@
 //! per node, the scheduler's reasons over two nodes, a spread over zones the nodes do not label, a node whose kubelet
 //! stops mid-check or before it starts the pod, and a check pod that would have to preempt (it never does).
 //!
-//! Not in `cargo test`'s default set (`test = false`): it needs what `real_cluster` needs. `tests/run.sh`'s
-//! `cluster-nodes` step runs it:
+//! Not in `cargo test`'s default set (`test = false`): it needs what `real_cluster` needs. It is not a step of
+//! `tests/run.sh` yet (tests/README.md, "Several nodes"); by hand:
 //!
 //! ```sh
 //! cargo test -p jr2-preflight --test real_nodes
