@@ -172,6 +172,22 @@ async fn a_namespace_deleted_during_the_run_is_named() {
     );
 }
 
+/// One model, a pod deadline of 60 s and a timeout of 20 s, with the fake cluster's clocks `api_ahead_secs` and
+/// `node_ahead_secs` ahead of this machine's: the setup (to check it is cleaned up) and the driver's run.
+async fn one_model_with_clocks(api_ahead_secs: i64, node_ahead_secs: i64) -> (Setup, DriverRun) {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.set_clocks(Clocks {
+        api_ahead_secs,
+        node_ahead_secs,
+    });
+    let mut plan = plan(&s.provider.base_url(), &[("sandbox", &["ok"])]);
+    plan["deadlineSeconds"] = serde_json::json!(60);
+    plan["timeoutSeconds"] = serde_json::json!(20);
+    let plan = s.write_plan(&plan);
+    let run = s.run(s.args(&plan, &[])).await;
+    (s, run)
+}
+
 /// Items 3 and 6 run on the fake's clocks (`FakeKube::set_clocks`): its API server's `Date` headers and the
 /// `creationTimestamp` it writes, and the deadline its node's probe finds, are moved as a cluster on another machine's
 /// clock moves them; the driver's own clock is this machine's.
@@ -181,16 +197,7 @@ async fn a_namespace_deleted_during_the_run_is_named() {
 /// had passed 15 s before the probe started`, every model not checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_clock_behind_the_clusters_does_not_cut_the_check() {
-    let s = Setup::new(Scenario::AllOk).await;
-    s.kube.set_clocks(Clocks {
-        api_ahead_secs: 75,
-        node_ahead_secs: 75,
-    });
-    let mut plan = plan(&s.provider.base_url(), &[("sandbox", &["ok"])]);
-    plan["deadlineSeconds"] = serde_json::json!(60);
-    plan["timeoutSeconds"] = serde_json::json!(20);
-    let plan = s.write_plan(&plan);
-    let run = s.run(s.args(&plan, &[])).await;
+    let (s, run) = one_model_with_clocks(75, 75).await;
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_passes(&run.lines(), &["ok"]);
     s.assert_cleaned_up();
@@ -201,16 +208,7 @@ async fn a_driver_clock_behind_the_clusters_does_not_cut_the_check() {
 /// take. Before: the pod's `code` and `nextAction` were null, and the models said to run once more or skip.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_clock_ahead_of_the_api_server_is_named() {
-    let s = Setup::new(Scenario::AllOk).await;
-    s.kube.set_clocks(Clocks {
-        api_ahead_secs: 0,
-        node_ahead_secs: 75,
-    });
-    let mut plan = plan(&s.provider.base_url(), &[("sandbox", &["ok"])]);
-    plan["deadlineSeconds"] = serde_json::json!(60);
-    plan["timeoutSeconds"] = serde_json::json!(20);
-    let plan = s.write_plan(&plan);
-    let run = s.run(s.args(&plan, &[])).await;
+    let (s, run) = one_model_with_clocks(0, 75).await;
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
     let v = run.verdict();
     assert_eq!(v["pods"][0]["code"], "PROVIDER_CLOCK_SKEW", "{v}");
