@@ -113,8 +113,8 @@ step "image" images/test
 # manager, the scheduler, containerd and the kubelet in a network namespace of the run's own), then its benchmark.
 collect "kube"
 step "cluster" cargo test -p jr2-preflight --locked --test real_cluster
-# The driver on a real cluster of two nodes (orchestrate/tests/real_nodes) is not a step yet: on the merged tree two of
-# its eight tests fail (tests/README.md, "Several nodes"), and a step that fails stops every run.
+# The driver on a real cluster of two nodes (orchestrate/tests/real_nodes: a second containerd and kubelet, node B).
+step "cluster-nodes" cargo test -p jr2-preflight --locked --test real_nodes
 step "cluster-bench" cargo test -p jr2-preflight --locked --test cluster_bench
 # What a killed test process's clusters left (none, when each supervisor saw its caller go).
 step "cluster-sweep" "$CARGO_TARGET_DIR/debug/jr2-kube-cluster" sweep

@@ -12,14 +12,19 @@
 //! - a missing **optional** one is a warning that says what the run will lack (Events: the verdict rests on the
 //!   pod's status alone; NetworkPolicies: no comparison with the Harness pods'; a ServiceAccount: its pull secrets;
 //!   the Namespace: its Pod Security level is not known before the create, and the check pod does not carry the
-//!   Harness pods' labels; LimitRanges and ResourceQuotas: the probe's resources are not fitted to them).
+//!   Harness pods' labels; LimitRanges and ResourceQuotas: the probe's resources are not fitted to them; nodes: a
+//!   check pod's node that stops answering is not named before `--timeout`).
 //!
 //! A review that cannot be made (no answer, an API server without the authorization API, a 403 on the review
 //! itself) proves nothing either way: the run goes on and the API server's own answers say the rest.
 //!
-//! The Role and RoleBinding of the repo (`orchestrate/rbac/jr2-preflight.yaml`, bound to the group `jr2-preflight`) are
-//! [`role`] and [`role_binding`] printed: a test compares them, and another reads
-//! every request the driver sends to the fake API server as its authorizer does, and finds each in [`ALL`].
+//! Nodes are cluster-scoped, which no Role can grant: `list`/`watch nodes` (the one Node a check pod is bound to, by
+//! its name) are a ClusterRole of their own ([`cluster_role`], [`CLUSTER_ROLE_NAME`]), reviewed without a namespace.
+//!
+//! The Role and RoleBinding of the repo (`orchestrate/rbac/jr2-preflight.yaml`, bound to the group `jr2-preflight`),
+//! then the ClusterRole and its ClusterRoleBinding, are [`role`], [`role_binding`], [`cluster_role`] and
+//! [`cluster_role_binding`] printed: a test compares them, and another reads every request the driver sends to the
+//! fake API server as its authorizer does, and finds each in [`ALL`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,7 +33,9 @@ use futures_util::future::join_all;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -38,6 +45,10 @@ pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The name of the Role (and RoleBinding) `jr2-preflight rbac` prints.
 pub const ROLE_NAME: &str = "jr2-preflight";
+
+/// The name of the ClusterRole `jr2-preflight rbac` prints (nodes), and of its ClusterRoleBinding (with the
+/// namespace after it, when one is given: one binding per namespace's subjects).
+pub const CLUSTER_ROLE_NAME: &str = "jr2-preflight-nodes";
 
 /// Why the driver asks for a permission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +69,9 @@ pub enum Use {
     LimitRanges,
     /// Every run, optional: the namespace's ResourceQuotas, which say what every container must state.
     ResourceQuotas,
+    /// Every run, optional: the Node each check pod is bound to, watched by its name (a node that stops answering).
+    /// Cluster-scoped: a ClusterRole grants it.
+    Nodes,
 }
 
 /// One permission: an RBAC verb on a resource of the namespace.
@@ -84,6 +98,11 @@ impl Permission {
             Some(sub) => format!("{}/{sub}", self.resource),
             None => self.resource.to_owned(),
         }
+    }
+
+    /// A resource of the cluster, not of a namespace: a ClusterRole grants it, and its review names no namespace.
+    pub fn cluster_scoped(&self) -> bool {
+        self.used_for == Use::Nodes
     }
 
     /// `pods/log`, `deployments.apps`: the resource with its group, as `kubectl auth can-i` takes it.
@@ -127,8 +146,9 @@ const fn p(
 /// - serviceaccounts get (`pull_secrets.rs`);
 /// - namespaces get (the Pod Security label; a Role grants it on its own namespace);
 /// - deployments get (`workload.rs`);
-/// - limitranges and resourcequotas list (`admission/`).
-pub const ALL: [Permission; 13] = [
+/// - limitranges and resourcequotas list (`admission/`);
+/// - nodes list and watch, cluster-wide (`run/watch.rs`: the check pod's node, by its name).
+pub const ALL: [Permission; 15] = [
     p("create", "", "pods", None, Use::Pods, true),
     p("list", "", "pods", None, Use::Pods, true),
     p("watch", "", "pods", None, Use::Pods, true),
@@ -163,6 +183,8 @@ pub const ALL: [Permission; 13] = [
         Use::ResourceQuotas,
         false,
     ),
+    p("list", "", "nodes", None, Use::Nodes, false),
+    p("watch", "", "nodes", None, Use::Nodes, false),
 ];
 
 /// What a run will do, so what it needs.
@@ -185,7 +207,8 @@ impl Needs {
                 | Use::Events
                 | Use::Namespace
                 | Use::LimitRanges
-                | Use::ResourceQuotas => true,
+                | Use::ResourceQuotas
+                | Use::Nodes => true,
                 Use::NetworkPolicies => self.network_policies,
                 Use::ServiceAccounts => self.service_accounts,
                 Use::Deployment => self.deployment,
@@ -296,15 +319,26 @@ pub fn lacking_lines(access: &Access, namespace: &str) -> Vec<String> {
             Use::ResourceQuotas => {
                 "a quota on ephemeral storage is not known, so the probe does not state it"
             }
+            Use::Nodes => {
+                "a check pod's node that stops answering is not watched, so such a check ends at its --timeout without naming the node"
+            }
             // Required: never lacking.
             Use::Pods | Use::Deployment => continue,
         };
-        lines.push(jr2_probe::contract::render::permission_lacking(
-            &verbs,
-            &denied[0].qualified(),
-            namespace,
-            lack,
-        ));
+        lines.push(if denied[0].cluster_scoped() {
+            jr2_probe::contract::render::cluster_permission_lacking(
+                &verbs,
+                &denied[0].qualified(),
+                lack,
+            )
+        } else {
+            jr2_probe::contract::render::permission_lacking(
+                &verbs,
+                &denied[0].qualified(),
+                namespace,
+                lack,
+            )
+        });
     }
     lines
 }
@@ -316,7 +350,7 @@ pub fn request(perm: &Permission, namespace: &str) -> SelfSubjectAccessReview {
         metadata: ObjectMeta::default(),
         spec: SelfSubjectAccessReviewSpec {
             resource_attributes: Some(ResourceAttributes {
-                namespace: Some(namespace.to_owned()),
+                namespace: (!perm.cluster_scoped()).then(|| namespace.to_owned()),
                 verb: Some(perm.verb.to_owned()),
                 group: Some(perm.group.to_owned()),
                 resource: Some(perm.resource.to_owned()),
@@ -330,19 +364,36 @@ pub fn request(perm: &Permission, namespace: &str) -> SelfSubjectAccessReview {
     }
 }
 
-/// The Role that grants every permission of [`ALL`], one rule per API group and resource with its verbs (sorted),
-/// in `namespace` when one is given.
+/// The Role that grants every permission of [`ALL`] of the namespace, one rule per API group and resource with its
+/// verbs (sorted), in `namespace` when one is given.
 pub fn role(namespace: Option<&str>) -> Role {
+    Role {
+        metadata: meta(ROLE_NAME, namespace),
+        rules: Some(rules(false)),
+    }
+}
+
+/// The ClusterRole that grants the cluster-scoped permissions of [`ALL`] (nodes), as [`role`] does the rest.
+pub fn cluster_role() -> ClusterRole {
+    ClusterRole {
+        metadata: meta(CLUSTER_ROLE_NAME, None),
+        rules: Some(rules(true)),
+        ..ClusterRole::default()
+    }
+}
+
+/// The rules of the permissions of [`ALL`] that are cluster-scoped, or not.
+fn rules(cluster_scoped: bool) -> Vec<PolicyRule> {
     let mut rules: BTreeMap<(&str, String), Vec<&str>> = BTreeMap::new();
     let mut order: Vec<(&str, String)> = Vec::new();
-    for perm in &ALL {
+    for perm in ALL.iter().filter(|p| p.cluster_scoped() == cluster_scoped) {
         let key = (perm.group, perm.resource_name());
         if !order.contains(&key) {
             order.push(key.clone());
         }
         rules.entry(key).or_default().push(perm.verb);
     }
-    let rules = order
+    order
         .into_iter()
         .map(|key| {
             let mut verbs: Vec<String> = rules[&key].iter().map(|v| (*v).to_owned()).collect();
@@ -354,11 +405,7 @@ pub fn role(namespace: Option<&str>) -> Role {
                 ..PolicyRule::default()
             }
         })
-        .collect();
-    Role {
-        metadata: meta(namespace),
-        rules: Some(rules),
-    }
+        .collect()
 }
 
 /// Who a RoleBinding binds the Role to.
@@ -375,43 +422,66 @@ pub enum Bound {
 /// The RoleBinding of [`role`] to `subjects`.
 pub fn role_binding(namespace: Option<&str>, subjects: &[Bound]) -> RoleBinding {
     RoleBinding {
-        metadata: meta(namespace),
+        metadata: meta(ROLE_NAME, namespace),
         role_ref: RoleRef {
             api_group: "rbac.authorization.k8s.io".to_owned(),
             kind: "Role".to_owned(),
             name: ROLE_NAME.to_owned(),
         },
-        subjects: Some(
-            subjects
-                .iter()
-                .map(|s| match s {
-                    Bound::User(name) => Subject {
-                        api_group: Some("rbac.authorization.k8s.io".to_owned()),
-                        kind: "User".to_owned(),
-                        name: name.clone(),
-                        namespace: None,
-                    },
-                    Bound::Group(name) => Subject {
-                        api_group: Some("rbac.authorization.k8s.io".to_owned()),
-                        kind: "Group".to_owned(),
-                        name: name.clone(),
-                        namespace: None,
-                    },
-                    Bound::ServiceAccount(name) => Subject {
-                        api_group: None,
-                        kind: "ServiceAccount".to_owned(),
-                        name: name.clone(),
-                        namespace: namespace.map(str::to_owned),
-                    },
-                })
-                .collect(),
-        ),
+        subjects: Some(subjects_of(namespace, subjects)),
     }
 }
 
-fn meta(namespace: Option<&str>) -> ObjectMeta {
+/// The ClusterRoleBinding of [`cluster_role`] to `subjects` (a ServiceAccount's of `namespace`): named
+/// [`CLUSTER_ROLE_NAME`], then `-<namespace>` when one is given, so that the bindings of two namespaces do not
+/// replace each other.
+pub fn cluster_role_binding(namespace: Option<&str>, subjects: &[Bound]) -> ClusterRoleBinding {
+    let name = match namespace {
+        Some(ns) => format!("{CLUSTER_ROLE_NAME}-{ns}"),
+        None => CLUSTER_ROLE_NAME.to_owned(),
+    };
+    let mut metadata = meta(CLUSTER_ROLE_NAME, None);
+    metadata.name = Some(name);
+    ClusterRoleBinding {
+        metadata,
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".to_owned(),
+            kind: "ClusterRole".to_owned(),
+            name: CLUSTER_ROLE_NAME.to_owned(),
+        },
+        subjects: Some(subjects_of(namespace, subjects)),
+    }
+}
+
+fn subjects_of(namespace: Option<&str>, subjects: &[Bound]) -> Vec<Subject> {
+    subjects
+        .iter()
+        .map(|s| match s {
+            Bound::User(name) => Subject {
+                api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                kind: "User".to_owned(),
+                name: name.clone(),
+                namespace: None,
+            },
+            Bound::Group(name) => Subject {
+                api_group: Some("rbac.authorization.k8s.io".to_owned()),
+                kind: "Group".to_owned(),
+                name: name.clone(),
+                namespace: None,
+            },
+            Bound::ServiceAccount(name) => Subject {
+                api_group: None,
+                kind: "ServiceAccount".to_owned(),
+                name: name.clone(),
+                namespace: namespace.map(str::to_owned),
+            },
+        })
+        .collect()
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
     ObjectMeta {
-        name: Some(ROLE_NAME.to_owned()),
+        name: Some(name.to_owned()),
         namespace: namespace.map(str::to_owned),
         labels: Some(BTreeMap::from([(
             crate::pod::LABEL_MANAGED_BY.to_owned(),
@@ -445,7 +515,9 @@ mod tests {
                 "watch events",
                 "get namespaces",
                 "list limitranges",
-                "list resourcequotas"
+                "list resourcequotas",
+                "list nodes",
+                "watch nodes"
             ]
         );
         let all = Needs {
@@ -472,6 +544,39 @@ mod tests {
                 attrs.name
             ),
             (Some("get"), Some("pods"), Some("log"), None)
+        );
+        let nodes = ALL.iter().find(|p| p.used_for == Use::Nodes).unwrap();
+        let attrs = request(nodes, "team-a").spec.resource_attributes.unwrap();
+        assert_eq!(
+            (attrs.resource.as_deref(), attrs.namespace, attrs.name),
+            (Some("nodes"), None, None),
+            "a cluster-scoped review names no namespace"
+        );
+    }
+
+    /// The Role holds what a namespace can grant, the ClusterRole the nodes: every permission of [`ALL`] once.
+    #[test]
+    fn nodes_are_in_the_cluster_role_alone() {
+        let resources = |rules: Vec<PolicyRule>| -> Vec<String> {
+            rules
+                .into_iter()
+                .flat_map(|r| r.resources.unwrap_or_default())
+                .collect()
+        };
+        let role = resources(role(Some("team-a")).rules.unwrap());
+        assert!(!role.contains(&"nodes".to_owned()), "{role:?}");
+        let cluster = cluster_role().rules.unwrap();
+        assert_eq!(resources(cluster.clone()), ["nodes"]);
+        assert_eq!(cluster[0].verbs, ["list", "watch"]);
+        let binding = cluster_role_binding(Some("team-a"), &[Bound::ServiceAccount("ci".into())]);
+        assert_eq!(
+            binding.metadata.name.as_deref(),
+            Some("jr2-preflight-nodes-team-a")
+        );
+        let subject = &binding.subjects.unwrap()[0];
+        assert_eq!(
+            (subject.kind.as_str(), subject.namespace.as_deref()),
+            ("ServiceAccount", Some("team-a"))
         );
     }
 }

@@ -409,7 +409,8 @@ async fn check(args: CheckArgs) -> ExitCode {
     session::execute(plan, &session, signals).await.into()
 }
 
-/// `jr2-preflight rbac`: the Role of `access::ALL`, and the RoleBinding to the subjects named.
+/// `jr2-preflight rbac`: the Role of `access::ALL`, the RoleBinding to the subjects named, then the ClusterRole of
+/// its nodes and its ClusterRoleBinding.
 fn rbac(args: &RbacArgs) -> ExitCode {
     if let Some(ns) = &args.namespace
         && let Err(e) = jr2_preflight::plan::check_namespace(Field::Flag("--namespace"), ns)
@@ -448,6 +449,14 @@ fn rbac(args: &RbacArgs) -> ExitCode {
         docs.push(
             serde_json::to_value(access::role_binding(ns, &subjects))
                 .expect("a RoleBinding serializes"),
+        );
+    }
+    // Nodes are no namespace's: their ClusterRole, optional (without it, a warning and no node watch).
+    docs.push(serde_json::to_value(access::cluster_role()).expect("a ClusterRole serializes"));
+    if !subjects.is_empty() {
+        docs.push(
+            serde_json::to_value(access::cluster_role_binding(ns, &subjects))
+                .expect("a ClusterRoleBinding serializes"),
         );
     }
     let text = jr2_preflight::yaml::documents(docs).expect("JSON values serialize");

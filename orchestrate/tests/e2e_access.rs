@@ -108,6 +108,7 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
         Use::Namespace,
         Use::LimitRanges,
         Use::ResourceQuotas,
+        Use::Nodes,
     ] {
         let s = Setup::new(Scenario::AllOk).await;
         let denied: Vec<_> = ALL.iter().filter(|p| p.used_for == used_for).collect();
@@ -139,9 +140,14 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
             .map(|p| p.verb)
             .collect::<Vec<_>>()
             .join(" and ");
+        let scope = if denied[0].cluster_scoped() {
+            "(cluster-wide)".to_owned()
+        } else {
+            format!("in namespace \"{NS}\"")
+        };
         assert!(
             warning.starts_with(&format!(
-                "warning: provider: not allowed to {verbs} {} in namespace \"{NS}\" — ",
+                "warning: provider: not allowed to {verbs} {} {scope} — ",
                 denied[0].qualified()
             )),
             "{label}: {warning}"
@@ -200,6 +206,16 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
             }
             Use::ResourceQuotas => {
                 assert!(!sent("/resourcequotas"), "the ResourceQuotas were listed")
+            }
+            Use::Nodes => {
+                assert_eq!(
+                    warning,
+                    "warning: provider: not allowed to list and watch nodes (cluster-wide) — a check pod's node that stops answering is not watched, so such a check ends at its --timeout without naming the node"
+                );
+                assert!(
+                    !requests.iter().any(|r| r.path.starts_with("/api/v1/nodes")),
+                    "the node was watched"
+                );
             }
             Use::Pods | Use::Deployment => unreachable!(),
         }
@@ -281,7 +297,11 @@ fn the_role_in_the_repo_is_what_the_code_asks_for() {
         .split("---\n")
         .filter(|d| !d.trim().is_empty())
         .collect();
-    assert_eq!(docs.len(), 2, "a Role and its RoleBinding");
+    assert_eq!(
+        docs.len(),
+        4,
+        "a Role and its RoleBinding, the nodes' ClusterRole and its ClusterRoleBinding"
+    );
     let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_yaml::from_str(docs[1]).unwrap();
     assert_eq!(
         (
@@ -299,10 +319,30 @@ fn the_role_in_the_repo_is_what_the_code_asks_for() {
         ),
         (1, "Group", "jr2-preflight")
     );
-    // The Role's rules, read back, are ALL: each permission once, nothing else.
+    let cluster_binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding =
+        serde_yaml::from_str(docs[3]).unwrap();
+    assert_eq!(
+        (
+            cluster_binding.role_ref.kind.as_str(),
+            cluster_binding.role_ref.name.as_str()
+        ),
+        ("ClusterRole", access::CLUSTER_ROLE_NAME)
+    );
+    assert_eq!(cluster_binding.subjects, Some(subjects));
+    // The Role's rules and the ClusterRole's, read back, are ALL: each permission once, nothing else; nodes (no
+    // namespace's) in the ClusterRole alone.
     let role: k8s_openapi::api::rbac::v1::Role = serde_yaml::from_str(docs[0]).unwrap();
+    let cluster_role: k8s_openapi::api::rbac::v1::ClusterRole =
+        serde_yaml::from_str(docs[2]).unwrap();
+    let cluster_rules = cluster_role.rules.unwrap();
+    assert!(
+        cluster_rules
+            .iter()
+            .all(|r| r.resources.as_deref() == Some(&["nodes".to_owned()][..])),
+        "{cluster_rules:?}"
+    );
     let mut granted: Vec<(String, String, String)> = Vec::new();
-    for rule in role.rules.unwrap() {
+    for rule in role.rules.unwrap().into_iter().chain(cluster_rules) {
         for group in rule.api_groups.unwrap() {
             for resource in rule.resources.clone().unwrap() {
                 for verb in &rule.verbs {
@@ -343,7 +383,7 @@ fn the_role_and_binding_validate_against_kubernetes_1_35() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         text.matches("\nkind: ").count() + usize::from(text.starts_with("kind: ")),
-        2
+        4
     );
     let file = dir.join("rbac.yaml");
     std::fs::write(&file, &text).unwrap();

@@ -41,7 +41,7 @@ pub use kubelet::{
     missing_key, missing_secret, tells_why_it_waits,
 };
 use kubelet::{events_of, from_kubelet, mount_failure_is_fatal, unmounted_volumes, volume_names};
-pub use node::{NODE_NOT_READY, node_lost, silent_node};
+pub use node::{NODE_NOT_READY, node_down, node_lost, silent_node};
 
 /// What the check pod's state says.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,14 +1,21 @@
-//! The check pod's node, as the pod shows it (issue 39): a node that stopped answering while the pod was on it, and
-//! a node the pod was bound to whose kubelet never wrote a word of it. Read off the pod and its Events only: the
-//! driver does not read Node objects (no `get nodes` in its Role).
+//! The check pod's node (issue 39): a node that stopped answering while the pod was on it, and a node the pod was
+//! bound to whose kubelet never wrote a word of it.
 //!
-//! When a node stops renewing its lease, the node lifecycle controller marks every pod on it not ready once the
-//! node monitor's grace period has passed (`MarkPodsNotReady`, `pkg/controller/util/node/controller_utils.go`): it
-//! sets the pod's `Ready` condition to `False`, leaving `ContainersReady` as the kubelet last wrote it, and records a
-//! Warning Event `NodeNotReady` (`Node is not ready`) on the pod. The kubelet itself never writes `Ready=False`
-//! beside `ContainersReady=True` (a pod with readiness gates aside, which a check pod has none of).
+//! When a node stops renewing its lease, the node lifecycle controller, once the node monitor's grace period has
+//! passed (`monitorNodeHealth`, `pkg/controller/nodelifecycle`), sets the Node's `Ready` condition to `Unknown`
+//! (`NodeStatusUnknown: Kubelet stopped posting node status.`) and taints it `node.kubernetes.io/unreachable`
+//! (`NoSchedule`, and `NoExecute` for the taint eviction); a kubelet that still answers but says its node is not ready
+//! writes `Ready=False` itself. [`node_down`] reads that off the Node the pod is bound to, which the run watches by
+//! its name (`list`/`watch nodes`, optional: without them this signal is not there, and a warning said so).
+//!
+//! On the pod, the same controller marks every pod of the node not ready (`MarkPodsNotReady`,
+//! `pkg/controller/util/node/controller_utils.go`): it sets the pod's `Ready` condition to `False` and records a
+//! Warning Event `NodeNotReady` (`Node is not ready`), but only when that changes the condition. The check pod's
+//! readiness gate (`jr2.dev/check-pod-never-ready`, which keeps it out of every Service's endpoints) holds `Ready` at
+//! `False` for its whole life, so on a check pod neither comes: [`node_lost`] reads them still (a cluster that strips
+//! the gate, a pod seen before it), but the Node is what names a lost node.
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 
 use super::condition;
 use super::kubelet::events_of;
@@ -34,6 +41,46 @@ pub fn node_lost(pod: &Pod, events: &[Event]) -> Option<String> {
         && containers_ready.status == "True"
         && ready.reason.as_deref() != Some("ReadinessGatesNotReady");
     marked.then(|| "the pod's Ready condition is False while its containers are ready".to_owned())
+}
+
+/// The taints the node lifecycle controller puts on a node that stopped answering, or whose kubelet says it is not
+/// ready.
+const NODE_DOWN_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/not-ready",
+];
+
+/// What the Node says of itself when it stopped answering (raw: the line cleans it): its `Ready` condition `Unknown`
+/// or `False` (`Ready is Unknown: NodeStatusUnknown: Kubelet stopped posting node status.`), else the taint the node
+/// lifecycle controller put on it (`tainted node.kubernetes.io/unreachable`). `None` while it is ready and
+/// untainted (or says nothing of readiness yet).
+pub fn node_down(node: &Node) -> Option<String> {
+    let ready = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    if let Some(ready) = ready.filter(|c| c.status == "Unknown" || c.status == "False") {
+        let said: Vec<&str> = [ready.reason.as_deref(), ready.message.as_deref()]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        return Some(if said.is_empty() {
+            format!("Ready is {}", ready.status)
+        } else {
+            format!("Ready is {}: {}", ready.status, said.join(": "))
+        });
+    }
+    let taint = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .into_iter()
+        .flatten()
+        .find(|t| NODE_DOWN_TAINTS.contains(&t.key.as_str()))?;
+    Some(format!("tainted {}:{}", taint.key, taint.effect))
 }
 
 /// The node a pod is bound to whose kubelet has reported nothing of it: no container status, no condition but the
@@ -128,6 +175,45 @@ mod tests {
         let gated = pod(json!({"phase": "Running", "conditions": [
             {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady"}, cond("ContainersReady", "True")]}));
         assert_eq!(node_lost(&gated, &[]), None);
+    }
+
+    fn node(conditions: Value, taints: Value) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": "node-b"},
+            "spec": {"taints": taints},
+            "status": {"conditions": conditions}
+        }))
+        .unwrap()
+    }
+
+    /// The Node as the 1.35 node lifecycle controller leaves it once the kubelet stopped posting its status: `Ready`
+    /// `Unknown` and the unreachable taints; a kubelet's own `NotReady`; a ready node is no loss.
+    #[test]
+    fn a_node_not_ready_or_unreachable_is_down() {
+        let unknown = json!([{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                              "message": "Kubelet stopped posting node status."}]);
+        let unreachable = json!([
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "2026-12-06T10:00:00Z"},
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-12-06T10:00:00Z"}]);
+        assert_eq!(
+            node_down(&node(unknown, unreachable.clone())).as_deref(),
+            Some("Ready is Unknown: NodeStatusUnknown: Kubelet stopped posting node status.")
+        );
+        let not_ready = json!([{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                "message": "container runtime is down"}]);
+        assert_eq!(
+            node_down(&node(not_ready, json!([]))).as_deref(),
+            Some("Ready is False: KubeletNotReady: container runtime is down")
+        );
+        // The taint before the condition is seen (or a condition the watch has not shown yet).
+        let ready = json!([{"type": "Ready", "status": "True", "reason": "KubeletReady"}]);
+        assert_eq!(
+            node_down(&node(ready.clone(), unreachable)).as_deref(),
+            Some("tainted node.kubernetes.io/unreachable:NoSchedule")
+        );
+        let own = json!([{"key": "jr2.dev/dedicated", "value": "b", "effect": "NoSchedule"}]);
+        assert_eq!(node_down(&node(ready, own)), None);
+        assert_eq!(node_down(&node(json!([]), json!([]))), None);
     }
 
     /// Bound to a node whose kubelet never took the pod: the scheduler's condition and Event only.

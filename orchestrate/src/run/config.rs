@@ -48,6 +48,9 @@ pub struct RunConfig {
     /// The caller already warned that the Events cannot be read (a SelfSubjectAccessReview said so): the run does
     /// not say it again when their watch is refused.
     pub events_forbidden_said: bool,
+    /// The pre-check found `list`/`watch nodes` denied (and said so): the check pods' nodes are not watched, and a
+    /// node that stops answering shows only as the pod does (issue 39, `diagnose/node.rs`).
+    pub nodes_denied: bool,
     /// When the check pods' own deadline comes (`JR2_PROBE_DEADLINE`, written on the API server's clock): the
     /// probe's budget is compared with the time left to it, and one much shorter names a node whose clock is ahead
     /// (`clock.rs`). `None`: not compared.
@@ -69,6 +72,7 @@ impl Default for RunConfig {
             cleanup: None,
             cancel: None,
             events_forbidden_said: false,
+            nodes_denied: false,
             pod_deadline: None,
         }
     }
@@ -125,6 +129,8 @@ pub(super) struct Rules {
     pub(super) redactor: Redactor,
     /// [`RunConfig::pod_deadline`].
     pub(super) deadline: Option<tokio::time::Instant>,
+    /// Each check pod's node is watched once the pod is bound to it (not [`RunConfig::nodes_denied`]).
+    pub(super) watch_nodes: bool,
 }
 
 impl Rules {
@@ -139,6 +145,7 @@ impl Rules {
             keep_failed: opts.keep_failed,
             redactor: opts.redactor.clone(),
             deadline: opts.pod_deadline,
+            watch_nodes: !opts.nodes_denied,
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use futures_util::stream::{self, BoxStream, SelectAll, StreamExt};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
@@ -32,6 +32,8 @@ enum Arrived {
     Pod(usize, Box<Result<watcher::Event<Pod>, watcher::Error>>),
     /// The Events watch of pod `usize`.
     Events(usize, Box<Result<watcher::Event<Event>, watcher::Error>>),
+    /// The watch of pod `usize`'s node.
+    Node(usize, Box<Result<watcher::Event<Node>, watcher::Error>>),
     /// The probe's log of pod `usize`, of that generation.
     Log(usize, u32, LogItem),
     /// The Custodian's log of pod `usize`.
@@ -233,6 +235,12 @@ impl Run {
                 self.watch_events(i);
                 None
             }
+            Action::WatchNode(node) => {
+                let w: Watch<Node> = watch::node(self.client.clone(), &node);
+                self.streams
+                    .push(w.map(move |r| Arrived::Node(i, Box::new(r))).boxed());
+                None
+            }
             Action::OpenLog { generation } => {
                 self.open_log(i, generation);
                 None
@@ -318,6 +326,15 @@ impl Run {
                         tracing::debug!(error = %e, "the watch of the Events failed; it is re-established");
                     }
                 }
+            },
+            Arrived::Node(i, r) => match *r {
+                Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => {
+                    self.input(i, Input::Node(Box::new(n)), now);
+                }
+                Ok(_) => {}
+                // Refused (a pre-check that could not tell), or not answered: the pod's own signs are left, and
+                // the pre-check's warning (when it could tell) said so.
+                Err(e) => tracing::debug!(error = %e, "the watch of a check pod's node failed"),
             },
             Arrived::Log(i, generation, LogItem::Line(line)) => {
                 self.input(i, Input::LogLine { generation, line }, now);

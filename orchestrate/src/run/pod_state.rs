@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::ResourceExt;
 use tokio::time::Instant;
 
@@ -110,6 +110,8 @@ pub(super) struct Seen {
     pub(super) events_forbidden: bool,
     /// Its audit Warnings, counted (`events.rs`).
     pub(super) tally: super::events::Tally,
+    /// The node it is bound to, once its watch was asked for (by name), and the Node as last watched.
+    pub(super) node: Option<(String, Option<Node>)>,
 }
 
 /// What the probe's log said.

@@ -7,7 +7,7 @@
 //! Events that cannot be read) is an action here and the run's to word once (`machine.rs`); whether the cluster's
 //! unreachability was already said comes in with the input.
 
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use tokio::time::Instant;
 
 use jr2_probe::contract::outcome::PodCode;
@@ -72,6 +72,8 @@ pub(super) enum Input {
     Event(Box<Event>),
     /// Its Events watch was refused (403): the API server's message.
     EventsForbidden(String),
+    /// The watch of its node showed the Node (listed, added or modified).
+    Node(Box<Node>),
     /// A line of the probe's log, of that read (its generation).
     LogLine {
         /// The read.
@@ -101,6 +103,8 @@ pub(super) enum Input {
 pub(super) enum Action {
     /// Watch the pod's Events.
     WatchEvents,
+    /// Watch the Node the pod is bound to, by its name.
+    WatchNode(String),
     /// Open (again) the probe's log, from its beginning: its lines are of this read.
     OpenLog {
         /// The read.
@@ -267,6 +271,12 @@ impl Step<'_> {
                         render::events_forbidden_warning(&self.rules.redactor.clean(&message));
                     self.actions.push(Action::EventsForbidden(line));
                 }
+            }
+            Input::Node(node) => {
+                if let Some((_, seen)) = &mut st.seen.node {
+                    *seen = Some(*node);
+                }
+                self.evaluate();
             }
             Input::LogLine { generation, line } => {
                 if generation == st.log.generation && !st.done() {
@@ -437,6 +447,14 @@ impl Step<'_> {
         let Some(pod) = st.seen.last.clone() else {
             return;
         };
+        // Bound: its node is watched (once), whose own word names a node that stopped answering.
+        if self.rules.watch_nodes
+            && st.seen.node.is_none()
+            && let Some(node) = diagnose::node_name(&pod)
+        {
+            st.seen.node = Some((node.to_owned(), None));
+            self.actions.push(Action::WatchNode(node.to_owned()));
+        }
         if let Some(req) = diagnose::custodian_log_request(&pod)
             && st.custodian.asked != Some((req.restart_count, req.previous))
         {
@@ -459,7 +477,13 @@ impl Step<'_> {
             diagnosis,
             Diagnosis::Running | Diagnosis::Starting { .. } | Diagnosis::Pending { .. }
         ) && let Some(node) = diagnose::node_name(&pod)
-            && let Some(said) = diagnose::node_lost(&pod, &st.seen.events)
+            && let Some(said) = st
+                .seen
+                .node
+                .as_ref()
+                .and_then(|(name, n)| n.as_ref().filter(|_| name == node))
+                .and_then(diagnose::node_down)
+                .or_else(|| diagnose::node_lost(&pod, &st.seen.events))
         {
             st.node_lost(node.to_owned(), said, self.rules);
             return;
@@ -840,6 +864,8 @@ mod tests {
             keep_failed: false,
             redactor: Redactor::default(),
             deadline: None,
+            // The node watch (issue 39) is `tests/nodes.rs`'s; the other stories are told without it.
+            watch_nodes: false,
         }
     }
 

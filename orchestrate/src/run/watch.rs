@@ -3,7 +3,7 @@
 //! now it refuses for the whole run).
 
 use futures_util::stream::{self, BoxStream, StreamExt};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -30,6 +30,13 @@ pub(super) fn pods(api: &Api<Pod>, pods: &[Pod]) -> Vec<(String, Watch<Pod>)> {
 pub(super) fn events(client: Client, namespace: &str, pod: &str) -> Watch<Event> {
     let api: Api<Event> = Api::namespaced(client, namespace);
     let config = watcher::Config::default().fields(&format!("involvedObject.name={pod}"));
+    until_forbidden(watcher(api, config).default_backoff().boxed())
+}
+
+/// The watch of one Node, by its name (`fieldSelector=metadata.name=<node>`): the node a check pod is bound to.
+pub(super) fn node(client: Client, name: &str) -> Watch<Node> {
+    let api: Api<Node> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     until_forbidden(watcher(api, config).default_backoff().boxed())
 }
 

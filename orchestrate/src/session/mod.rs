@@ -386,6 +386,7 @@ async fn run_checks(
         cleanup: Some(cleanup.clone()),
         cancel: Some(cancel.clone()),
         events_forbidden_said: connected.access.denied(access::Use::Events),
+        nodes_denied: connected.access.denied(access::Use::Nodes),
         pod_deadline: connected.pod_deadline,
         ..RunConfig::default()
     };

@@ -63,6 +63,24 @@ fn restart_kubelet_b() {
     });
 }
 
+/// Node B's kubelet, stopped while it is held: started again (and B Ready) when it is dropped, a failed assertion's
+/// unwinding included. Held under [`alone`], so no other test sees node B down, nor after a test that failed with
+/// it down.
+struct KubeletBStopped;
+
+impl KubeletBStopped {
+    fn stop() -> Self {
+        env().cluster.stop(KUBELET_B).unwrap();
+        Self
+    }
+}
+
+impl Drop for KubeletBStopped {
+    fn drop(&mut self) {
+        restart_kubelet_b();
+    }
+}
+
 #[test]
 fn a_placement_that_selects_node_b_lands_on_b() {
     let _g = shared();
@@ -161,11 +179,10 @@ fn a_spread_over_zones_no_node_labels_is_no_pass() {
 #[test]
 fn node_b_stops_answering_and_comes_back() {
     let _g = alone();
-    let cluster = &env().cluster;
 
     // 1. The kubelet is down, the API still says Ready: the pod is bound to B and never started.
     let ns = namespace("rn-silent", &[]);
-    cluster.stop(KUBELET_B).unwrap();
+    let stopped = KubeletBStopped::stop();
     let run = run_plan(
         &plan(&ns, &[("pool-b", on_node_b(), &["ok"])]),
         &["--timeout", "12s"],
@@ -175,7 +192,7 @@ fn node_b_stops_answering_and_comes_back() {
     assert!(run.lines().contains(&error), "{}", run.stderr);
     assert_eq!(run.verdict()["pods"][0]["code"], "PROVIDER_POD_NODE_LOST");
     assert_no_pod_left(&ns);
-    restart_kubelet_b();
+    drop(stopped);
 
     // 2. The kubelet stops mid-check: the node is named within the check's deadline.
     let ns = namespace("rn-lost", &[]);
@@ -194,7 +211,7 @@ fn node_b_stops_answering_and_comes_back() {
         ],
     );
     wait_for_probe_running(&ns);
-    cluster.stop(KUBELET_B).unwrap();
+    let down = KubeletBStopped::stop();
     let stopped = started.elapsed();
     let run = finish(child, started, Duration::from_secs(170));
     let took = started.elapsed();
@@ -221,7 +238,7 @@ fn node_b_stops_answering_and_comes_back() {
     assert_no_pod_left(&ns);
 
     // 3. Back: B runs a check again.
-    restart_kubelet_b();
+    drop(down);
     let ns = namespace("rn-back", &[]);
     let run = run_plan(&plan(&ns, &[("pool-b", on_node_b(), &["ok"])]), &[]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr);

@@ -22,6 +22,7 @@
 //! - NetworkPolicies (`networking.k8s.io/v1`): list and watch, none unless a test adds them.
 //! - Deployments (`apps/v1`): `GET` by name (404 `deployments.apps "<name>" not found`), none unless a test adds them.
 //! - ServiceAccounts: `GET` by name (404 `serviceaccounts "<name>" not found`), none unless a test adds them.
+//! - Nodes (cluster-scoped): `list`/`watch`, none unless a test sets one (`set_node`).
 //! - SelfSubjectAccessReviews (`authorization.k8s.io/v1`): answered from what the test denied ([`FakeKube::deny`]),
 //!   which the other routes then refuse with the API server's `403 Forbidden` (`authz`).
 //! - LimitRanges and ResourceQuotas: list, always empty.
@@ -316,6 +317,14 @@ impl FakeKube {
     /// Adds a ServiceAccount to `namespace` (served by `GET /api/v1/namespaces/<ns>/serviceaccounts/<name>`).
     pub fn add_service_account(&self, namespace: &str, account: Value) {
         self.add_object(Kind::ServiceAccount, namespace, account);
+    }
+
+    /// Sets the Node `node` (its `metadata.name`) as the node lifecycle controller or a kubelet would write it: added,
+    /// or modified (a watch of it shows the change).
+    pub fn set_node(&self, node: Value) {
+        self.inner.mutate(|st| {
+            st.put(Kind::Node, node, "MODIFIED");
+        });
     }
 
     /// Stores an object as the API server would on create: its namespace, a uid, a creation time (and a generation

@@ -223,6 +223,8 @@ async fn route(api: &Api, method: &Method, req: &ApiRequest) -> Response<Body> {
         }
         ("GET", ["api", "v1", "pods"]) => collection(inner, Kind::Pod, None, req),
         ("GET", ["api", "v1", "events"]) => collection(inner, Kind::Event, None, req),
+        // The cluster's nodes: none unless a test sets one (`FakeKube::set_node`).
+        ("GET", ["api", "v1", "nodes"]) => collection(inner, Kind::Node, None, req),
         ("GET", ["apis", "networking.k8s.io", "v1", "networkpolicies"]) => {
             collection(inner, Kind::NetworkPolicy, None, req)
         }

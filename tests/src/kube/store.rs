@@ -36,12 +36,13 @@ pub(super) enum Kind {
     NetworkPolicy,
     Deployment,
     ServiceAccount,
+    Node,
 }
 
 impl Kind {
     pub(super) fn api_version(self) -> &'static str {
         match self {
-            Kind::Pod | Kind::Event | Kind::ServiceAccount => "v1",
+            Kind::Pod | Kind::Event | Kind::ServiceAccount | Kind::Node => "v1",
             Kind::NetworkPolicy => "networking.k8s.io/v1",
             Kind::Deployment => "apps/v1",
         }
@@ -54,6 +55,7 @@ impl Kind {
             Kind::NetworkPolicy => "NetworkPolicy",
             Kind::Deployment => "Deployment",
             Kind::ServiceAccount => "ServiceAccount",
+            Kind::Node => "Node",
         }
     }
 
@@ -64,6 +66,7 @@ impl Kind {
             Kind::NetworkPolicy => "networkpolicies",
             Kind::Deployment => "deployments",
             Kind::ServiceAccount => "serviceaccounts",
+            Kind::Node => "nodes",
         }
     }
 

@@ -234,6 +234,12 @@ pub fn permission_lacking(verbs: &str, resource: &str, namespace: &str, lack: &s
     )
 }
 
+/// Beyond the contract: an optional permission on a cluster-scoped resource (nodes), denied:
+/// `warning: provider: not allowed to <verbs> <resource> (cluster-wide) — <lack>`.
+pub fn cluster_permission_lacking(verbs: &str, resource: &str, lack: &str) -> String {
+    format!("warning: provider: not allowed to {verbs} {resource} (cluster-wide) — {lack}")
+}
+
 /// Beyond the contract: the namespace's Pod Security level would refuse the check pod; said before the create, with
 /// what breaks it (`what`, as PSA words a check) and the check pod's field (`field`). The pod is not created.
 pub fn pod_security_refusal(

@@ -1427,6 +1427,14 @@ mod tests {
                 )]
             ),
             (
+                "an optional permission of the cluster denied",
+                vec![cluster_permission_lacking(
+                    "list and watch",
+                    "nodes",
+                    "a check pod's node that stops answering is not watched, so such a check ends at its --timeout without naming the node"
+                )]
+            ),
+            (
                 "Pod Security would refuse the pod",
                 vec![
                     pod_security_refusal(

@@ -27,6 +27,42 @@ fn marked_not_ready(one: &mut One) -> Box<Pod> {
     pod
 }
 
+/// The Node as the 1.35 node lifecycle controller leaves it once its kubelet stopped posting its status.
+fn node_unknown(name: &str) -> Box<Node> {
+    Box::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"taints": [
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "2026-12-06T10:00:00Z"},
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-12-06T10:00:00Z"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                       "message": "Kubelet stopped posting node status."}]}
+        }))
+        .unwrap(),
+    )
+}
+
+fn node_ready(name: &str) -> Box<Node> {
+    Box::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}
+        }))
+        .unwrap(),
+    )
+}
+
+const SAID_UNKNOWN: &str =
+    "Ready is Unknown: NodeStatusUnknown: Kubelet stopped posting node status.";
+
+/// The rules of a run that may read nodes.
+fn watching() -> Rules {
+    Rules {
+        watch_nodes: true,
+        ..rules()
+    }
+}
+
 /// The scheduler's words for a pod of the default priority that does not fit and finds no pod below it (1.35).
 const NO_ROOM: &str = "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
 
@@ -52,6 +88,71 @@ fn a_node_that_stops_answering_ends_the_check_at_once_and_is_named() {
     assert!(
         run.results[0].is_some(),
         "the model that passed keeps its result"
+    );
+}
+
+/// The check pod's readiness gate holds its `Ready` at `False`, so the node controller marks nothing on it: the Node
+/// itself, watched once the pod is bound to it, says it stopped answering, and the check ends at once.
+#[test]
+fn the_watched_node_gone_unknown_ends_the_check_at_once_and_is_named() {
+    let mut one = One::new(watching());
+    one.begin();
+    let actions = one.seen(&running());
+    assert_eq!(
+        actions
+            .iter()
+            .filter(|a| matches!(a, Action::WatchNode(_)))
+            .collect::<Vec<_>>(),
+        [&Action::WatchNode("worker-2".to_owned())],
+        "the node it is bound to, watched by name"
+    );
+    one.lines(&[ev_start(), ev_started(0), ev_result(0), ev_started(1)]);
+    assert!(
+        !one.seen(&running())
+            .iter()
+            .any(|a| matches!(a, Action::WatchNode(_))),
+        "once"
+    );
+    one.step(Input::Node(node_ready("worker-2")));
+    assert!(matches!(one.st.phase, Phase::Running), "a ready node");
+    let actions = one.step(Input::Node(node_unknown("worker-2")));
+    assert_eq!(actions.last(), Some(&Action::Release { keep: false }));
+    assert_eq!(
+        one.failure_lines(),
+        [
+            render::node_lost("worker-2", SAID_UNKNOWN, &[MODELS[1]]),
+            render::not_checked(MODELS[2]),
+        ]
+    );
+    assert_eq!(one.failure().code(), PodCode::NodeLost);
+    assert_eq!(one.run().node.as_deref(), Some("worker-2"));
+}
+
+/// A pod still starting on a node that goes: named too, before any model.
+#[test]
+fn a_node_gone_before_the_probe_ran_is_named() {
+    let mut one = One::new(watching());
+    one.begin();
+    one.seen(&scheduled(
+        c_waiting("custodian", "ContainerCreating", None),
+        c_waiting("probe", "PodInitializing", None),
+    ));
+    one.step(Input::Node(node_unknown("worker-2")));
+    assert_eq!(
+        one.failure_lines()[0],
+        render::node_lost_before_any_model("worker-2", SAID_UNKNOWN)
+    );
+}
+
+/// Without the permission (the pre-check warned), no node is watched: the run is as before.
+#[test]
+fn nodes_not_readable_are_not_watched() {
+    let mut one = One::new(rules());
+    one.begin();
+    let actions = one.seen(&running());
+    assert!(
+        !actions.iter().any(|a| matches!(a, Action::WatchNode(_))),
+        "{actions:?}"
     );
 }
 
