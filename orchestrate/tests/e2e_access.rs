@@ -209,7 +209,7 @@ async fn each_optional_permission_denied_is_a_warning_and_the_run_goes_on() {
             }
             Use::Nodes => {
                 assert_eq!(
-                    warning,
+                    *warning,
                     "warning: provider: not allowed to list and watch nodes (cluster-wide) — a check pod's node that stops answering is not watched, so such a check ends at its --timeout without naming the node"
                 );
                 assert!(

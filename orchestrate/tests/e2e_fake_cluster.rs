@@ -911,3 +911,80 @@ async fn a_slow_model_prints_progress_and_a_known_cause_its_line() {
     assert_verdict_lines(&run, &v);
     s.assert_cleaned_up();
 }
+
+/// The Node a check pod is bound to, as the 1.35 node lifecycle controller leaves it once the kubelet stopped
+/// posting its status (`Ready` `Unknown`, the unreachable taints), or as a kubelet that answers writes it.
+fn node_object(ready: &str) -> Value {
+    let mut node = json!({"metadata": {"name": NODE, "uid": "node-uid-1"}, "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": ready, "reason": "KubeletReady",
+                                   "message": "kubelet is posting ready status"}]}});
+    if ready == "Unknown" {
+        node["status"]["conditions"][0]["reason"] = json!("NodeStatusUnknown");
+        node["status"]["conditions"][0]["message"] = json!("Kubelet stopped posting node status.");
+        node["spec"]["taints"] = json!([
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "2026-12-06T10:00:00Z"},
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "2026-12-06T10:00:00Z"}]);
+    }
+    node
+}
+
+/// The check pod's node stops answering mid-check (issue 39): the check pod's readiness gate keeps its `Ready`
+/// `False`, so the pod shows nothing; the Node, watched by its name, turns `Ready` `Unknown`, and the check ends at
+/// once, naming the node and what it says, the model it was on not checked, the pod deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_stops_answering_mid_check_is_named_at_once() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.set_node(node_object("True"));
+    let plan = s.plan(&[("harness", &["ok-delay-30000@a"])]);
+    let started = std::time::Instant::now();
+    let (run, ()) = tokio::join!(s.run(s.args(&plan, &[])), async {
+        // Once the probe runs, the node stops answering.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !s
+            .kube
+            .created()
+            .first()
+            .is_some_and(|p| s.kube.pod_times(p).probe_started.is_some())
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the probe never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        s.kube.set_node(node_object("Unknown"));
+    });
+    let took = started.elapsed();
+    assert_eq!(run.code(), Some(1), "{}", run.stderr);
+    assert!(
+        took < Duration::from_secs(20),
+        "long before the model's 30 s: {took:?}"
+    );
+    let lines = run.lines();
+    let said = "Ready is Unknown: NodeStatusUnknown: Kubelet stopped posting node status.";
+    let on = format!(
+        "error: provider preflight: the check pod's node {NODE} stopped answering ({said}) while the check was on model \"vllm/ok-delay-30000@a\""
+    );
+    let before = format!(
+        "error: provider preflight: the check pod's node {NODE} stopped answering ({said}) before any model was checked"
+    );
+    assert!(lines.iter().any(|l| *l == on || *l == before), "{lines:#?}");
+    let v = run.verdict();
+    assert_eq!(v["pods"][0]["code"], "PROVIDER_POD_NODE_LOST");
+    assert_eq!(v["pods"][0]["node"], NODE);
+    assert_eq!(
+        outcomes(&v),
+        owned(&[("vllm/ok-delay-30000@a", "not_checked")])
+    );
+    // The node was watched by its name, and nothing else of the cluster's nodes.
+    assert!(
+        s.kube
+            .requests()
+            .iter()
+            .filter(|r| r.path.starts_with("/api/v1/nodes"))
+            .all(|r| r.query.get("fieldSelector") == Some(&format!("metadata.name={NODE}"))),
+        "{:?}",
+        s.kube.requests()
+    );
+    s.assert_cleaned_up();
+}

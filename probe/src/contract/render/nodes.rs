@@ -48,15 +48,15 @@ mod tests {
 
     #[test]
     fn node_lines() {
-        let said = "NodeNotReady: Node is not ready";
+        let said = "Ready is Unknown: NodeStatusUnknown: Kubelet stopped posting node status.";
         let lines = [
-            "# node lost, one model in flight".to_owned(),
+            "# node lost, one model in flight (the Node, watched)".to_owned(),
             node_lost("node-b", said, &["vllm/ok-delay-30000"]),
             not_checked("vllm/ok"),
-            "# node lost, two models in flight, two placements".to_owned(),
+            "# node lost, two models in flight, two placements (the pod's Event)".to_owned(),
             node_lost(
                 "node-b",
-                "the pod's Ready condition is False while its containers are ready",
+                "NodeNotReady: Node is not ready",
                 &["vllm/a", "vllm/b"],
             ),
             placement_detail("pool-b", Some("node-b")),
