@@ -940,12 +940,13 @@ async fn a_node_that_stops_answering_mid_check_is_named_at_once() {
     let (run, ()) = tokio::join!(s.run(s.args(&plan, &[])), async {
         // Once the probe runs, the node stops answering.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !s
-            .kube
-            .created()
-            .first()
-            .is_some_and(|p| s.kube.pod_times(p).probe_started.is_some())
-        {
+        let probe_started = || {
+            let created = s.kube.created();
+            created
+                .first()
+                .is_some_and(|p| s.kube.pod_times(p).probe_started.is_some())
+        };
+        while !probe_started() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the probe never started"

@@ -274,8 +274,9 @@ pub enum FailureKind {
         /// The permissions denied: `create pods`, `get pods/log`.
         missing: Vec<String>,
     },
-    /// The pod's node stopped answering while the pod was on it (issue 39): the node lifecycle controller's
-    /// `NodeNotReady`, or the pod's `Ready` condition it turned `False`.
+    /// The pod's node stopped answering while the pod was on it (issue 39): the Node's `Ready` condition
+    /// `Unknown`/`False` or its unreachable taint (the node watched), else the node lifecycle controller's
+    /// `NodeNotReady` on the pod, or the pod's `Ready` condition it turned `False`.
     NodeLost {
         /// The node.
         node: String,
