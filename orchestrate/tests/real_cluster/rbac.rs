@@ -3,6 +3,8 @@
 //! of it removed in turn, the driver's SelfSubjectAccessReviews name what is missing: a required permission is an
 //! `error:` line and nothing is created; an optional one is a warning, and the run goes on.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::harness::*;
@@ -136,4 +138,84 @@ fn each_permission_removed_gives_its_line() {
             assert_no_pod_left(&ns);
         }
     }
+}
+
+/// Whether the least-privilege user may list nodes, as the API server's authorizer answers now (its RBAC cache
+/// follows a binding's delete or create a moment later).
+fn user_may_list_nodes() -> bool {
+    let cluster = &env().cluster;
+    let out = cluster.kubectl_output(
+        &cluster.info().user_kubeconfig,
+        &["auth", "can-i", "list", "nodes"],
+        None,
+    );
+    String::from_utf8_lossy(&out.stdout).trim() == "yes"
+}
+
+/// The shipped ClusterRoleBinding of the nodes, taken away while held (the user then may not list or watch nodes,
+/// whatever namespace applied it), and applied again from the shipped file when dropped, a failed assertion's
+/// unwinding included. Held under [`alone`]: no other test runs without it.
+struct NodesUnbound;
+
+impl NodesUnbound {
+    fn take() -> Self {
+        env().cluster.kubectl(&[
+            "delete",
+            "clusterrolebinding",
+            "jr2-preflight-nodes",
+            "--ignore-not-found",
+        ]);
+        env()
+            .cluster
+            .wait_for("the nodes unbound", Duration::from_secs(30), || {
+                !user_may_list_nodes()
+            });
+        Self
+    }
+}
+
+impl Drop for NodesUnbound {
+    fn drop(&mut self) {
+        let binding = RBAC
+            .split("---\n")
+            .find(|d| d.contains("\nkind: ClusterRoleBinding\n"))
+            .expect("the shipped ClusterRoleBinding");
+        env().cluster.kubectl_stdin(&["apply", "-f", "-"], binding);
+        env().cluster.wait_for(
+            "the nodes bound again",
+            Duration::from_secs(30),
+            user_may_list_nodes,
+        );
+    }
+}
+
+/// Nodes are cluster-scoped: the shipped file grants `list`/`watch nodes` by a ClusterRole and its binding, which the
+/// real authorizer honours for a review without a namespace (no warning then). Without the binding, one warning says
+/// what the run lacks, and the run goes on and passes.
+#[test]
+fn without_the_nodes_cluster_role_the_run_warns_and_goes_on() {
+    let _g = alone();
+    let ns = namespace("rc-rbac-nodes", &[]);
+    let plan = plan(&ns, &[("sandbox", harness_spec(), &["ok"])]);
+    let nodes_warning = |run: &DriverRun| {
+        run.lines()
+            .into_iter()
+            .filter(|l| l.starts_with("warning: provider: not allowed to list and watch nodes"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let run = run_plan(&plan, &[]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_eq!(nodes_warning(&run), Vec::<String>::new(), "granted");
+    let unbound = NodesUnbound::take();
+    let run = run_plan(&plan, &[]);
+    drop(unbound);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_eq!(
+        nodes_warning(&run),
+        [
+            "warning: provider: not allowed to list and watch nodes (cluster-wide) — a check pod's node that stops answering is not watched, so such a check ends at its --timeout without naming the node"
+        ]
+    );
+    assert_no_pod_left(&ns);
 }
