@@ -38,8 +38,9 @@ enum Command {
     /// Print every image the check pods would pull, one a line: what a mirror of an air-gapped cluster must hold.
     /// Contacts nothing.
     Images(ImagesArgs),
-    /// Print the Role (and with a subject, the RoleBinding) that grants what the driver needs in a namespace, for
-    /// `kubectl apply -f -`. Contacts nothing.
+    /// Print the Role (and with a subject, the RoleBinding) that grants what the driver needs in a namespace, then
+    /// the ClusterRole of the nodes it may watch, optional (and its ClusterRoleBinding), for `kubectl apply -f -`.
+    /// Contacts nothing.
     Rbac(RbacArgs),
 }
 
@@ -49,15 +50,15 @@ struct RbacArgs {
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     namespace: Option<String>,
 
-    /// Bind the Role to this user (repeatable).
+    /// Bind the Role (and the ClusterRole) to this user (repeatable).
     #[arg(long, value_name = "NAME")]
     user: Vec<String>,
 
-    /// Bind the Role to this group (repeatable).
+    /// Bind the Role (and the ClusterRole) to this group (repeatable).
     #[arg(long, value_name = "NAME")]
     group: Vec<String>,
 
-    /// Bind the Role to this ServiceAccount of the namespace (repeatable; needs -n).
+    /// Bind the Role (and the ClusterRole) to this ServiceAccount of the namespace (repeatable; needs -n).
     #[arg(long, value_name = "NAME", requires = "namespace")]
     service_account: Vec<String>,
 }
