@@ -218,6 +218,30 @@ impl LiveOrder {
     }
 }
 
+/// A model's lines; a connect that failed where the NetworkPolicies that select the check pod deny it the model's
+/// destination names them in place of the hints (issue 35): the `error:` line, then the policies' line.
+fn model_lines(
+    r: &ModelResult,
+    origin: &Origin,
+    check: &CheckPod,
+    plan_index: usize,
+) -> Vec<String> {
+    let mut lines = render::model_lines(r, origin);
+    if r.outcome == Outcome::Unreachable
+        && let Some(d) = check.denied_egress.get(&plan_index)
+        && !lines.is_empty()
+    {
+        lines.truncate(1);
+        lines.push(render::network_policy_denies(
+            &d.names,
+            &d.destination,
+            d.harness_too,
+            &d.check_labels,
+        ));
+    }
+    lines
+}
+
 /// Puts a run's results back in plan order and writes the final lines: every model's from the `written`-th of the
 /// plan on (the first `written` passed, and their lines were written as they came: [`LiveOrder`]), a pass's
 /// included, whether its result came from the log or from the termination message. `checks` are the pods the run
@@ -280,7 +304,7 @@ pub fn assemble(
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
                 Some(r) if plan_index >= written => {
-                    final_lines.extend(render::model_lines(r, &origin));
+                    final_lines.extend(model_lines(r, &origin, &checks[pod_index], plan_index));
                 }
                 _ => {}
             },
@@ -300,7 +324,7 @@ pub fn assemble(
                         if let Some(Some(r)) = pod_run.results.get(index)
                             && p >= written
                         {
-                            final_lines.extend(render::model_lines(r, &origin));
+                            final_lines.extend(model_lines(r, &origin, &checks[pod_index], p));
                         }
                     }
                     final_lines.extend(failures[pod_index].iter().cloned());

@@ -27,6 +27,35 @@ pub fn network_policy_check_only_warning(name: &str) -> String {
     )
 }
 
+/// A connect that failed where the NetworkPolicies that select the check pod allow it no egress to the provider's
+/// address and port (issue 35): the hint line that names them, in place of the localhost, model id and vLLM hints.
+/// `names`: the policies (at least one); `destination`: `<address>:<port>`; `harness_too`: they deny the Harness
+/// pods that destination as well (a Turn is refused the same), else `check_labels` are the check pod's own labels
+/// to allow the egress for.
+pub fn network_policy_denies(
+    names: &[String],
+    destination: &str,
+    harness_too: bool,
+    check_labels: &str,
+) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let (which, verb, allow) = if names.len() == 1 {
+        ("NetworkPolicy", "selects", "allows")
+    } else {
+        ("NetworkPolicies", "select", "allow")
+    };
+    let who = quoted.join(", ");
+    if harness_too {
+        format!(
+            "  - {which} {who} {verb} the check pod and the Harness pods and {allow} them no egress to {destination}: a Turn is refused the same; allow that egress for the Harness pods' labels"
+        )
+    } else {
+        format!(
+            "  - {which} {who} {verb} the check pod, not the Harness pods, and {allow} it no egress to {destination}: a Turn is not refused; allow that egress for the check pod's labels ({check_labels})"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +83,11 @@ mod tests {
                 String::new(),
                 "# a NetworkPolicy over the check pod alone".to_owned(),
                 network_policy_check_only_warning("deny-preflight"),
+                String::new(),
+                "# a refused connect, and the policies that deny the check pod that destination".to_owned(),
+                "error: provider preflight failed for model \"vllm/qwen\" against 10.0.0.7:8000 (from a pod on node n1, as a Turn calls it): connection refused".to_owned(),
+                network_policy_denies(&["deny-egress".to_owned()], "10.0.0.7:8000", true, "app.kubernetes.io/name=jr2-provider-preflight"),
+                network_policy_denies(&["deny-preflight".to_owned(), "deny-more".to_owned()], "10.0.0.7:8000", false, "app.kubernetes.io/name=jr2-provider-preflight"),
             ]
             .join("\n")
         );
