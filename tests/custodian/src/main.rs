@@ -9,6 +9,9 @@
 //! - A health endpoint on `--health` (default `0.0.0.0:15021`, `GET /healthz`) for the readiness and startup probes;
 //!   `--never-ready` answers 503 forever (a Custodian whose startup probe never passes).
 //! - `--allocate-mib N`: N MiB touched at start and held (a Custodian over its memory limit).
+//! - `--dial ADDR`: no proxy; a Harness-like pod's dialer instead (issue 35): a TCP connect to ADDR every 250 ms from
+//!   the container's start, each written as a line `dial <ms since start> ok` or `dial <ms> <error>`, forever: what
+//!   a Turn's connection to the provider meets under the namespace's NetworkPolicies, and from when.
 //!
 //! Every read is bounded (a request head of at most 64 KiB) and every connection has a 60 s idle deadline.
 
@@ -28,6 +31,24 @@ struct Config {
     allocate_mib: usize,
 }
 
+/// `--dial ADDR`: connects every 250 ms (each within 2 s), forever; one line per attempt.
+fn dial(addr: &str) -> ! {
+    let start = std::time::Instant::now();
+    let Ok(target) = addr.parse::<std::net::SocketAddr>() else {
+        die(&format!("--dial {addr:?}: not an address:port"))
+    };
+    loop {
+        let at = start.elapsed().as_millis();
+        let outcome = match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        println!("dial {at} {outcome}");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 fn main() {
     let mut cfg = Config {
         listen: "127.0.0.1:15001".into(),
@@ -43,6 +64,7 @@ fn main() {
             "--health" => cfg.health = args.next().unwrap_or_default(),
             "--values" => cfg.values = PathBuf::from(args.next().unwrap_or_default()),
             "--never-ready" => cfg.never_ready = true,
+            "--dial" => dial(&args.next().unwrap_or_default()),
             "--allocate-mib" => {
                 cfg.allocate_mib = args.next().and_then(|n| n.parse().ok()).unwrap_or(0)
             }

@@ -422,6 +422,17 @@ impl Supervisor {
             "--v=0".to_owned(),
         ];
         if np.default_deny {
+            // The dataplane's default mode beside it, stopped: `kube-router-default-mode`, for a test that measures
+            // the start race (it stops `kube-router` and starts this one, alone on the cluster).
+            let child = Command::new("true").spawn().map_err(io)?;
+            self.components.push(Component {
+                name: "kube-router-default-mode",
+                program: np.binary.clone(),
+                args: args.clone(),
+                child,
+                stopped: true,
+            });
+            std::fs::write(self.dir.join("logs/kube-router-default-mode.log"), b"").map_err(io)?;
             args.push("--netpol-default-deny".to_owned());
         }
         self.spawn_path("kube-router", &np.binary.clone(), &args)?;
@@ -693,6 +704,7 @@ impl Supervisor {
         }
         for name in [
             "kube-router",
+            "kube-router-default-mode",
             "containerd",
             "kube-scheduler",
             "kube-controller-manager",
