@@ -758,6 +758,104 @@ mod tests {
         );
     }
 
+    /// A refused connect is named (issue 35): the Egress policies that select the check pod and allow it no egress to
+    /// the model's address and port, and whether they deny the Harness pods too; none where a rule allows it or the
+    /// destination is a host name.
+    #[test]
+    fn the_policies_that_deny_the_check_pod_its_destination_are_found() {
+        let plan_at = |base_url: &str| {
+            let mut raw: serde_json::Value =
+                serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
+            let mut custom = raw["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["source"] == "custom")
+                .unwrap()
+                .clone();
+            custom["baseUrl"] = serde_json::json!(base_url);
+            raw["models"] = serde_json::json!([custom]);
+            let plan = crate::plan::RawPlan::parse(&raw.to_string())
+                .and_then(crate::plan::RawPlan::validate)
+                .unwrap();
+            let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
+            (plan, checks)
+        };
+        let deny_all = policy(
+            "deny-all",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),
+        );
+        let deny_check = policy(
+            "deny-preflight",
+            serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-provider-preflight"}},
+                "policyTypes": ["Egress"]}),
+        );
+        let allow_lan = policy(
+            "allow-lan",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 8000}]}]}),
+        );
+        let found = |base_url: &str, policies: &[NetworkPolicy]| {
+            let (plan, mut checks) = plan_at(base_url);
+            find_denied(&plan, &mut checks, policies);
+            checks
+                .into_iter()
+                .flat_map(|c| c.denied_egress.into_values())
+                .collect::<Vec<_>>()
+        };
+        let denied = found("http://10.0.0.7:8000/v1", std::slice::from_ref(&deny_all));
+        assert_eq!(
+            denied,
+            vec![DeniedEgress {
+                names: vec!["deny-all".to_owned()],
+                destination: "10.0.0.7:8000".to_owned(),
+                harness_too: true,
+                check_labels: "app.kubernetes.io/name=jr2-provider-preflight".to_owned(),
+            }]
+        );
+        let denied = found("http://10.0.0.7:8000/v1", std::slice::from_ref(&deny_check));
+        assert_eq!(denied.len(), 1);
+        assert_eq!(denied[0].names, ["deny-preflight"]);
+        assert!(
+            !denied[0].harness_too,
+            "the Harness pods are under no policy"
+        );
+        // A rule that allows the destination: nothing denies it. One that allows another port: denied.
+        assert_eq!(
+            found(
+                "http://10.0.0.7:8000/v1",
+                &[deny_all.clone(), allow_lan.clone()]
+            ),
+            Vec::new()
+        );
+        assert_eq!(
+            found(
+                "http://10.0.0.7:9000/v1",
+                &[deny_all.clone(), allow_lan.clone()]
+            )[0]
+            .names,
+            ["deny-all", "allow-lan"]
+        );
+        // A host name under a rule by address: unknown, nothing said; under a policy with no rule: denied.
+        assert_eq!(
+            found(
+                "http://vllm.lan.example:8000/v1",
+                &[deny_all.clone(), allow_lan]
+            ),
+            Vec::new()
+        );
+        assert_eq!(
+            found(
+                "http://vllm.lan.example:8000/v1",
+                std::slice::from_ref(&deny_all)
+            )
+            .len(),
+            1
+        );
+        // No policy: nothing.
+        assert_eq!(found("http://10.0.0.7:8000/v1", &[]), Vec::new());
+    }
+
     /// The ingress side (issue 27, item 2): a provider in the cluster behind a policy that admits the Harness pods by
     /// their labels refuses the check pod, so the check can fail where a Turn passes; Ingress policies over the same
     /// pods add up; one that admits every pod of the namespace, or every source, says nothing.
