@@ -314,10 +314,10 @@ fn destinations(plan: &ValidPlan, placement: &str) -> Vec<(Option<std::net::IpAd
         if m.placement != placement {
             continue;
         }
-        if let Some(d) = destinations_of(plan, i) {
-            if !out.contains(&d) {
-                out.push(d);
-            }
+        if let Some(d) = destinations_of(plan, i)
+            && !out.contains(&d)
+        {
+            out.push(d);
         }
     }
     out
