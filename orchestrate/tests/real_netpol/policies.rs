@@ -231,7 +231,7 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             "NetworkPolicy \"{name}\" selects the check pod and the Harness pods and allows them no egress to {addr}"
         )
     };
-    let rows = vec![
+    let rows = [
         Row {
             name: "deny-harness",
             policies: vec![deny("deny-harness", harness.clone())],
