@@ -218,8 +218,9 @@ impl LiveOrder {
     }
 }
 
-/// A model's lines; a connect that failed where the NetworkPolicies that select the check pod deny it the model's
-/// destination names them in place of the hints (issue 35): the `error:` line, then the policies' line.
+/// A model's lines; a connect that failed (the probe's, or the Custodian's 502) where the NetworkPolicies that select
+/// the check pod deny it the model's destination names them in place of the hints (issue 35): the `error:` line, then
+/// the policies' line.
 fn model_lines(
     r: &ModelResult,
     origin: &Origin,
@@ -227,7 +228,11 @@ fn model_lines(
     plan_index: usize,
 ) -> Vec<String> {
     let mut lines = render::model_lines(r, origin);
-    if r.outcome == Outcome::Unreachable
+    // A connect that failed: the probe's own (`unreachable`), or the Custodian's on its behalf (its 502: it runs in
+    // the check pod, under the same policies).
+    let connect_failed = r.outcome == Outcome::Unreachable
+        || (r.outcome == Outcome::CustodianRefused && r.http_status == Some(502));
+    if connect_failed
         && let Some(d) = check.denied_egress.get(&plan_index)
         && !lines.is_empty()
     {

@@ -121,6 +121,9 @@ struct Row {
     expect: Expect,
     /// The documented exception, when the two differ.
     exception: Option<&'static str>,
+    /// The check goes through the Custodian (the Harness pod spec of `harness_spec`), whose connect fails in its
+    /// place (its 502).
+    custodian: bool,
 }
 
 /// A plan of one placement with no Custodian (the probe dials the provider itself, as a Turn's pod does), whose
@@ -157,7 +160,14 @@ fn run_row(row: &Row) {
         row.name,
         if reaches { "reaches" } else { "does not reach" }
     );
-    let run = run_plan(&direct_plan(&ns), &[]);
+    let plan = if row.custodian {
+        let mut p = plan(&ns, &[("sandbox", harness_spec(), &["ok"])]);
+        p["networkPolicyCheck"] = json!({"harnessPodLabels": {"sandbox": harness_labels()}});
+        p
+    } else {
+        direct_plan(&ns)
+    };
+    let run = run_plan(&plan, &[]);
     let lines = run.lines();
     let v = run.verdict();
     match &row.expect {
@@ -172,11 +182,12 @@ fn run_row(row: &Row) {
         }
         Expect::Refused(named) => {
             assert_ne!(run.code(), Some(0), "{}: {}", row.name, run.stderr);
-            assert_eq!(
-                v["models"][0]["code"], "PROVIDER_UNREACHABLE",
-                "{}: {v:#}",
-                row.name
-            );
+            let code = if row.custodian {
+                "PROVIDER_CUSTODIAN_REFUSED"
+            } else {
+                "PROVIDER_UNREACHABLE"
+            };
+            assert_eq!(v["models"][0]["code"], code, "{}: {v:#}", row.name);
             for n in named {
                 assert!(
                     lines.iter().any(|l| l.contains(n.as_str())),
@@ -239,6 +250,7 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             // The check pod carries the Harness labels: the policy selects it too.
             expect: Expect::Refused(vec![both("deny-harness")]),
             exception: None,
+            custodian: false,
         },
         Row {
             name: "allow-provider",
@@ -253,6 +265,7 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             harness_reaches: true,
             expect: Expect::Passes,
             exception: None,
+            custodian: false,
         },
         Row {
             name: "deny-check-only",
@@ -268,6 +281,7 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             exception: Some(
                 "a policy that selects the check pod alone: the check fails where a Turn passes, and says so by name",
             ),
+            custodian: false,
         },
         Row {
             name: "deny-all",
@@ -275,6 +289,19 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             harness_reaches: false,
             expect: Expect::Refused(vec![both("deny-all")]),
             exception: None,
+            custodian: false,
+        },
+        Row {
+            name: "deny-all-custodian",
+            policies: vec![deny("deny-all", json!({}))],
+            harness_reaches: false,
+            // The Custodian's connect is refused in the check pod: its 502 names the policy as the probe's would.
+            expect: Expect::Refused(vec![
+                format!("jr2 custodian: {addr} could not be reached"),
+                both("deny-all"),
+            ]),
+            exception: None,
+            custodian: true,
         },
     ];
     std::thread::scope(|s| {
