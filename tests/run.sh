@@ -69,10 +69,11 @@ background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orch
   orchestrate/npm/preflight/check.sh && tests/kube/build.sh && tests/kube/kube-router.sh &&
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
 # The real cluster's components (tests/kube/build.sh: the Kubernetes components, etcd and crictl from the Go module
-# proxy, about 9 minutes of CPU cold, a no-op when cached; then kube-router's firewall, tests/kube/kube-router.sh,
-# about 4 minutes of CPU cold), beside everything up to the `cluster` step: the apt packages its node needs are the
-# installs job's.
-background "kube" env JR2_KUBE_NO_APT=1 bash -c 'tests/kube/build.sh && tests/kube/kube-router.sh'
+# proxy, about 9 minutes of CPU cold, a no-op when cached), beside everything up to the `cluster` step: the apt
+# packages its node needs are the installs job's. kube-router's firewall (tests/kube/kube-router.sh, about 4 minutes
+# of CPU cold, a no-op when cached) beside it, up to the `cluster-netpol` step; its apt packages are the installs job's.
+background "kube" env JR2_KUBE_NO_APT=1 tests/kube/build.sh
+background "kube-router" env JR2_KUBE_NO_APT=1 tests/kube/kube-router.sh
 step "peers" tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
@@ -116,6 +117,7 @@ collect "kube"
 step "cluster" cargo test -p jr2-preflight --locked --test real_cluster
 # The same cluster with kube-router's firewall enforcing NetworkPolicy (orchestrate/tests/real_netpol, issue 35): the
 # preflight beside a Harness-like pod under each policy setup, and the default mode's start race.
+collect "kube-router"
 step "cluster-netpol" cargo test -p jr2-preflight --locked --test real_netpol
 # The driver on a real cluster of two nodes (orchestrate/tests/real_nodes) is not a step yet: on the merged tree two of
 # its eight tests fail (tests/README.md, "Several nodes"), and a step that fails stops every run.
