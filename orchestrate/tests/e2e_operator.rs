@@ -570,6 +570,16 @@ async fn a_refused_connect_names_the_policy_that_denies_it() {
             .any(|l| l.contains("localhost never works") || l.contains("vLLM")),
         "{lines:#?}"
     );
+    // The verdict's next action points at the policy, not at the address.
+    let v = run.verdict();
+    assert_eq!(v["models"][0]["code"], "PROVIDER_UNREACHABLE", "{v:#}");
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        format!(
+            "allow the Harness pods' labels egress to {closed} (TCP) in a NetworkPolicy of the namespace: NetworkPolicy \"default-deny-egress\" denies it to the Harness pods and the check pod alike, so a Turn is refused the same, then run jr2 up again"
+        ),
+        "{v:#}"
+    );
     s.assert_cleaned_up();
 }
 
