@@ -40,18 +40,104 @@ fn egress_policy(name: &str, selector: Value, egress: Value) -> Value {
            "spec": {"podSelector": selector, "policyTypes": ["Egress"], "egress": egress}})
 }
 
-/// The Harness-like pod: the Harness labels, dialing the provider.
-fn start_dialer(ns: &str, name: &str) {
-    apply(
-        ns,
-        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": harness_labels()},
+/// An Ingress policy over the provider that runs in the cluster, admitting the pods with `labels` to its port 8000.
+fn ingress_from(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name},
+           "spec": {"podSelector": {"matchLabels": provider_labels()}, "policyTypes": ["Ingress"],
+                    "ingress": [{"from": [{"podSelector": {"matchLabels": labels}}],
+                                 "ports": [{"protocol": "TCP", "port": 8000}]}]}})
+}
+
+/// The Harness-like pod: the Harness labels, dialing the provider at `target` (`<address>:<port>`).
+fn start_dialer(ns: &str, name: &str, target: &str) {
+    apply(ns, &dialer(name, target));
+}
+
+/// The Harness-like pod's manifest.
+fn dialer(name: &str, target: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": harness_labels()},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": false,
                 "containers": [{"name": "dial", "image": CUSTODIAN_IMAGE, "imagePullPolicy": "IfNotPresent",
-                    "args": ["--dial", provider_addr()],
+                    "args": ["--dial", target],
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+                    "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+                        "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}]}})
+}
+
+/// The labels of the provider that runs in the cluster.
+fn provider_labels() -> Value {
+    json!({"app": "in-cluster-provider"})
+}
+
+/// A provider that runs in the cluster: a pod serving the fake provider on its own address, port 8000
+/// (`jr2-test-custodian --forward`, each connection relayed to the fake provider on the node's address); its
+/// `<address>:<port>` once it runs.
+fn start_in_cluster_provider(ns: &str) -> String {
+    apply(
+        ns,
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "provider", "labels": provider_labels()},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": false,
+                "containers": [{"name": "serve", "image": CUSTODIAN_IMAGE, "imagePullPolicy": "IfNotPresent",
+                    "args": ["--listen", "0.0.0.0:8000", "--forward", provider_addr()],
+                    "ports": [{"containerPort": 8000}],
                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
                     "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false,
                         "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}]}}),
     );
+    let c = &env().cluster;
+    let mut ip = String::new();
+    c.wait_for(
+        &format!("the provider pod of {ns} to run"),
+        Duration::from_secs(90),
+        || {
+            let out = c.kubectl_output(
+                &c.info().admin_kubeconfig,
+                &[
+                    "-n",
+                    ns,
+                    "get",
+                    "pod",
+                    "provider",
+                    "-o",
+                    "jsonpath={.status.phase} {.status.podIP}",
+                ],
+                None,
+            );
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            match text.split_once(' ') {
+                Some(("Running", a)) if !a.is_empty() => {
+                    ip = a.to_owned();
+                    true
+                }
+                _ => false,
+            }
+        },
+    );
+    format!("{ip}:8000")
+}
+
+/// A server-side dry run of `pod` as the admin: `Err` with the API server's words when refused.
+fn server_dry_run(ns: &str, pod: &Value) -> Result<(), String> {
+    let c = &env().cluster;
+    let out = c.kubectl_output(
+        &c.info().admin_kubeconfig,
+        &[
+            "-n",
+            ns,
+            "create",
+            "--dry-run=server",
+            "-o",
+            "name",
+            "-f",
+            "-",
+        ],
+        Some(&pod.to_string()),
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
 }
 
 /// One dial: its time from the container's start, and whether it connected (else its error).
@@ -109,13 +195,34 @@ fn harness_reaches(ns: &str, name: &str) -> bool {
 enum Expect {
     /// It passes, and no line names a NetworkPolicy.
     Passes,
-    /// It fails to connect, and the lines hold each of these (the policies named in place of the hints).
-    Refused(Vec<String>),
+    /// It fails to connect, the lines hold each of these (the policies named in place of the hints), and the model's
+    /// `nextAction` is the second.
+    Refused(Vec<String>, String),
+    /// It fails to connect (a provider in the cluster whose Ingress policies refuse the caller): the model's code.
+    NotReached(&'static str),
+    /// The API server refuses the check pod, and the line after says it refuses a Harness pod as well.
+    Inadmissible,
+}
+
+/// How the Harness-like pod's fate is found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// It runs, dialing the provider: `harness_reaches` is whether it connects.
+    Dials,
+    /// A server-side dry run of it: `harness_reaches` is whether the API server admits it.
+    DryRun,
 }
 
 struct Row {
     name: &'static str,
+    /// The namespace's labels (Pod Security's).
+    ns_labels: &'static [(&'static str, &'static str)],
+    /// The objects of the setup (NetworkPolicies, a ResourceQuota), applied before the dialer starts.
     policies: Vec<Value>,
+    /// The provider runs in the cluster ([`start_in_cluster_provider`]), and the plan's base URL is its pod's
+    /// address; else the fake provider on the node's address.
+    in_cluster: bool,
+    fate: Fate,
     /// What the Harness-like pod meets.
     harness_reaches: bool,
     expect: Expect,
@@ -134,7 +241,7 @@ fn direct_plan(ns: &str) -> Value {
         "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [{"name": "harness", "image": "registry.jr2.test/harness:1", "env": [
             {"name": "JR2_PROVIDER_API_KEY", "valueFrom": {"secretKeyRef": {"name": "jr2-held-secrets", "key": "JR2_PROVIDER_API_KEY"}}}
-        ]}]
+        ], "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}}]
     });
     let mut plan = plan(ns, &[("sandbox", spec, &["ok"])]);
     plan["placements"][0]
@@ -147,12 +254,36 @@ fn direct_plan(ns: &str) -> Value {
 }
 
 fn run_row(row: &Row) {
-    let ns = namespace(&format!("np-{}", row.name), &[]);
+    let ns = namespace(&format!("np-{}", row.name), row.ns_labels);
     for p in &row.policies {
         apply(&ns, p);
     }
-    start_dialer(&ns, "harness-dialer");
-    let reaches = harness_reaches(&ns, "harness-dialer");
+    let target = if row.in_cluster {
+        start_in_cluster_provider(&ns)
+    } else {
+        provider_addr()
+    };
+    let reaches = match row.fate {
+        Fate::Dials => {
+            start_dialer(&ns, "harness-dialer", &target);
+            harness_reaches(&ns, "harness-dialer")
+        }
+        Fate::DryRun => {
+            // Until the quota controller has counted the namespace's use, the quota admission refuses with "status
+            // unknown": wait for its own words.
+            let mut last = Ok(());
+            env().cluster.wait_for(
+                &format!("{}: the quota to refuse a Harness pod", row.name),
+                Duration::from_secs(60),
+                || {
+                    last = server_dry_run(&ns, &dialer("harness-dialer", &target));
+                    last.as_ref().is_err_and(|e| e.contains("exceeded quota"))
+                },
+            );
+            eprintln!("{}: a Harness pod's dry run: {last:?}", row.name);
+            last.is_ok()
+        }
+    };
     assert_eq!(
         reaches,
         row.harness_reaches,
@@ -160,13 +291,16 @@ fn run_row(row: &Row) {
         row.name,
         if reaches { "reaches" } else { "does not reach" }
     );
-    let plan = if row.custodian {
+    let mut plan = if row.custodian {
         let mut p = plan(&ns, &[("sandbox", harness_spec(), &["ok"])]);
         p["networkPolicyCheck"] = json!({"harnessPodLabels": {"sandbox": harness_labels()}});
         p
     } else {
         direct_plan(&ns)
     };
+    if row.in_cluster {
+        plan["models"][0]["baseUrl"] = json!(format!("http://{target}/v1"));
+    }
     let run = run_plan(&plan, &[]);
     let lines = run.lines();
     let v = run.verdict();
@@ -180,7 +314,28 @@ fn run_row(row: &Row) {
                 run.stderr
             );
         }
-        Expect::Refused(named) => {
+        Expect::NotReached(code) => {
+            assert_ne!(run.code(), Some(0), "{}: {}", row.name, run.stderr);
+            assert_eq!(v["models"][0]["code"], *code, "{}: {v:#}", row.name);
+        }
+        Expect::Inadmissible => {
+            assert_eq!(run.code(), Some(1), "{}: {}", row.name, run.stderr);
+            let at = lines
+                .iter()
+                .position(|l| {
+                    l.starts_with("error: provider preflight: the cluster refused the check pod: ")
+                })
+                .unwrap_or_else(|| panic!("{}: {}", row.name, run.stderr));
+            assert!(
+                lines.get(at + 1).is_some_and(|l| l.starts_with(
+                    "  the namespace refuses a Harness pod of placement \"sandbox\" as well (a server-side dry run of one): "
+                )),
+                "{}: {}",
+                row.name,
+                run.stderr
+            );
+        }
+        Expect::Refused(named, next_action) => {
             assert_ne!(run.code(), Some(0), "{}: {}", row.name, run.stderr);
             let code = if row.custodian {
                 "PROVIDER_CUSTODIAN_REFUSED"
@@ -188,6 +343,12 @@ fn run_row(row: &Row) {
                 "PROVIDER_UNREACHABLE"
             };
             assert_eq!(v["models"][0]["code"], code, "{}: {v:#}", row.name);
+            assert_eq!(
+                v["models"][0]["nextAction"],
+                next_action.as_str(),
+                "{}: {v:#}",
+                row.name
+            );
             for n in named {
                 assert!(
                     lines.iter().any(|l| l.contains(n.as_str())),
@@ -212,6 +373,22 @@ fn run_row(row: &Row) {
         }
     }
     let agree = matches!(row.expect, Expect::Passes) == row.harness_reaches;
+    eprintln!(
+        "row {:<20} a Harness pod: {:<16} the preflight: {:<8} {}",
+        row.name,
+        match (row.fate, row.harness_reaches) {
+            (Fate::Dials, true) => "reaches",
+            (Fate::Dials, false) => "blocked",
+            (Fate::DryRun, true) => "admitted",
+            (Fate::DryRun, false) => "refused",
+        },
+        if matches!(row.expect, Expect::Passes) {
+            "passes"
+        } else {
+            "fails"
+        },
+        row.exception.unwrap_or("they agree")
+    );
     assert_eq!(
         agree,
         row.exception.is_none(),
@@ -231,8 +408,9 @@ fn run_row(row: &Row) {
 #[test]
 fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
     let _g = shared();
-    let started = Instant::now();
+    // The cluster is up before the clock starts (its start, and the images' build, are not the table's).
     let addr = provider_addr();
+    let started = Instant::now();
     let (ip, port) = addr.rsplit_once(':').unwrap();
     let port: u16 = port.parse().unwrap();
     let deny = |name: &str, selector: Value| egress_policy(name, selector, json!([]));
@@ -242,15 +420,23 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             "NetworkPolicy \"{name}\" selects the check pod and the Harness pods and allows them no egress to {addr}"
         )
     };
+    let allow_harness = |name: &str| {
+        format!(
+            "allow the Harness pods' labels egress to {addr} (TCP) in a NetworkPolicy of the namespace: NetworkPolicy \"{name}\" denies it to the Harness pods and the check pod alike, so a Turn is refused the same, then run jr2 up again"
+        )
+    };
     let rows = [
         Row {
             name: "deny-harness",
             policies: vec![deny("deny-harness", harness.clone())],
             harness_reaches: false,
             // The check pod carries the Harness labels: the policy selects it too.
-            expect: Expect::Refused(vec![both("deny-harness")]),
+            expect: Expect::Refused(vec![both("deny-harness")], allow_harness("deny-harness")),
             exception: None,
             custodian: false,
+            ns_labels: &[],
+            in_cluster: false,
+            fate: Fate::Dials,
         },
         Row {
             name: "allow-provider",
@@ -266,6 +452,9 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             expect: Expect::Passes,
             exception: None,
             custodian: false,
+            ns_labels: &[],
+            in_cluster: false,
+            fate: Fate::Dials,
         },
         Row {
             name: "deny-check-only",
@@ -277,19 +466,25 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             expect: Expect::Refused(vec![
                 "warning: provider: NetworkPolicy \"deny-check-only\" limits the egress of the check pod, and the Harness pods are not under it".to_owned(),
                 format!("NetworkPolicy \"deny-check-only\" selects the check pod, not the Harness pods, and allows it no egress to {addr}: a Turn is not refused; allow that egress for the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight)"),
-            ]),
+            ], format!("remove NetworkPolicy \"deny-check-only\" (it selects the check pod, not the Harness pods), or allow the check pod's labels (app.kubernetes.io/name=jr2-provider-preflight) egress to {addr} (TCP) in it, then run jr2 up again")),
             exception: Some(
                 "a policy that selects the check pod alone: the check fails where a Turn passes, and says so by name",
             ),
             custodian: false,
+            ns_labels: &[],
+            in_cluster: false,
+            fate: Fate::Dials,
         },
         Row {
             name: "deny-all",
             policies: vec![deny("deny-all", json!({}))],
             harness_reaches: false,
-            expect: Expect::Refused(vec![both("deny-all")]),
+            expect: Expect::Refused(vec![both("deny-all")], allow_harness("deny-all")),
             exception: None,
             custodian: false,
+            ns_labels: &[],
+            in_cluster: false,
+            fate: Fate::Dials,
         },
         Row {
             name: "deny-all-custodian",
@@ -299,9 +494,64 @@ fn the_preflight_and_a_harness_pod_agree_under_each_policy_setup() {
             expect: Expect::Refused(vec![
                 format!("jr2 custodian: {addr} could not be reached"),
                 both("deny-all"),
-            ]),
+            ], allow_harness("deny-all")),
             exception: None,
             custodian: true,
+            ns_labels: &[],
+            in_cluster: false,
+            fate: Fate::Dials,
+        },
+        // Pod Security `restricted` on the namespace: the Harness pod (restricted as it is) runs and reaches the
+        // provider, and the check pod, restricted by the driver, is admitted and passes.
+        Row {
+            name: "restricted",
+            ns_labels: &[("pod-security.kubernetes.io/enforce", "restricted")],
+            policies: vec![],
+            in_cluster: false,
+            fate: Fate::Dials,
+            harness_reaches: true,
+            expect: Expect::Passes,
+            exception: None,
+            custodian: false,
+        },
+        // A provider that runs in the cluster, behind an Ingress policy that admits the Harness pods by their labels:
+        // the check pod carries them, so it is admitted as a Turn is.
+        Row {
+            name: "ingress-harness",
+            ns_labels: &[],
+            policies: vec![ingress_from("from-harness", harness_labels())],
+            in_cluster: true,
+            fate: Fate::Dials,
+            harness_reaches: true,
+            expect: Expect::Passes,
+            exception: None,
+            custodian: false,
+        },
+        // ... and behind one that admits other pods only: a Turn is refused, and so is the check.
+        Row {
+            name: "ingress-others",
+            ns_labels: &[],
+            policies: vec![ingress_from("from-others", json!({"app": "someone-else"}))],
+            in_cluster: true,
+            fate: Fate::Dials,
+            harness_reaches: false,
+            expect: Expect::NotReached("PROVIDER_UNREACHABLE"),
+            exception: None,
+            custodian: false,
+        },
+        // A namespace that refuses everyone (a quota of no pods): a Harness pod's dry run is refused, and the
+        // preflight stops with the line that says the namespace refuses a Harness pod as well.
+        Row {
+            name: "refuses-everyone",
+            ns_labels: &[],
+            policies: vec![json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "no-pods"},
+                "spec": {"hard": {"pods": "0"}}})],
+            in_cluster: false,
+            fate: Fate::DryRun,
+            harness_reaches: false,
+            expect: Expect::Inadmissible,
+            exception: None,
+            custodian: false,
         },
     ];
     std::thread::scope(|s| {
@@ -347,7 +597,7 @@ fn the_default_mode_polices_a_new_pod_late() {
     let ns = namespace("np-race", &[]);
     apply(&ns, &egress_policy("deny-all", json!({}), json!([])));
     // The policy holds for a pod that runs already: the dialer of a first pod is refused.
-    start_dialer(&ns, "settled");
+    start_dialer(&ns, "settled", &provider_addr());
     cluster.wait_for(
         "a running pod to be refused under the policy",
         Duration::from_secs(90),
@@ -356,7 +606,7 @@ fn the_default_mode_polices_a_new_pod_late() {
     let mut windows = Vec::new();
     for i in 0..3 {
         let name = format!("race-{i}");
-        start_dialer(&ns, &name);
+        start_dialer(&ns, &name, &provider_addr());
         let mut seen = Vec::new();
         cluster.wait_for(
             &format!("{name} to be refused"),
