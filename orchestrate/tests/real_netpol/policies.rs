@@ -1,7 +1,13 @@
 //! The issue's second table (issue 35, "NetworkPolicy, enforced"), on the real dataplane: for each setup of the
 //! namespace's NetworkPolicies, a Harness-like pod (the Harness labels; `jr2-test-custodian --dial`, a TCP connect to
 //! the provider on the node's address every 250 ms) and the preflight's verdict, side by side. They agree, or the row
-//! names the documented exception. And the start race of the dataplane's default mode, measured.
+//! names the documented exception; a refused connect's `nextAction` points at the policy. Beside them, the issue's other
+//! rows: Pod Security `restricted` on the namespace, a provider that runs in the cluster behind an Ingress policy that
+//! admits the Harness labels (the check pod carries them) and one that does not, and a namespace that refuses every
+//! pod (a quota of none; the Harness pod's fate is a server-side dry run of it). Held by `real_cluster`, not here:
+//! Pod Security variant by variant (`pod_security`), and the quota, LimitRange and ValidatingAdmissionPolicy that admit
+//! a Harness pod, and a policy that refuses only check pods (`admission`). And the start race of the dataplane's
+//! default mode, measured.
 
 use std::time::{Duration, Instant};
 
