@@ -66,12 +66,14 @@ trap 'exit 130' INT TERM
 # keeps the cores busy while these wait on the network: each script installs its own and stops (JR2_INSTALL_ONLY=1).
 # The crates of both workspaces are fetched there too (the network, not the cores).
 background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orchestrate/npm/test.sh && images/test &&
-  orchestrate/npm/preflight/check.sh && tests/kube/build.sh &&
+  orchestrate/npm/preflight/check.sh && tests/kube/build.sh && tests/kube/kube-router.sh &&
   cargo fetch --locked && cargo fetch --locked --manifest-path fuzz/Cargo.toml'
 # The real cluster's components (tests/kube/build.sh: the Kubernetes components, etcd and crictl from the Go module
 # proxy, about 9 minutes of CPU cold, a no-op when cached), beside everything up to the `cluster` step: the apt
-# packages its node needs are the installs job's.
+# packages its node needs are the installs job's. kube-router's firewall (tests/kube/kube-router.sh, about 4 minutes
+# of CPU cold, a no-op when cached) beside it, up to the `cluster-netpol` step; its apt packages are the installs job's.
 background "kube" env JR2_KUBE_NO_APT=1 tests/kube/build.sh
+background "kube-router" env JR2_KUBE_NO_APT=1 tests/kube/kube-router.sh
 step "peers" tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
@@ -115,6 +117,10 @@ collect "kube"
 step "cluster" cargo test -p jr2-preflight --locked --test real_cluster
 # The driver on a real cluster of two nodes (orchestrate/tests/real_nodes: a second containerd and kubelet, node B).
 step "cluster-nodes" cargo test -p jr2-preflight --locked --test real_nodes
+# The same cluster with kube-router's firewall enforcing NetworkPolicy (orchestrate/tests/real_netpol, issue 35): the
+# preflight beside a Harness-like pod under each policy setup, and the default mode's start race.
+collect "kube-router"
+step "cluster-netpol" cargo test -p jr2-preflight --locked --test real_netpol
 step "cluster-bench" cargo test -p jr2-preflight --locked --test cluster_bench
 # What a killed test process's clusters left (none, when each supervisor saw its caller go).
 step "cluster-sweep" "$CARGO_TARGET_DIR/debug/jr2-kube-cluster" sweep

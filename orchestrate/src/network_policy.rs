@@ -70,6 +70,79 @@ pub fn judge(plan: &ValidPlan, checks: &[CheckPod], policies: &[NetworkPolicy]) 
         .collect()
 }
 
+/// The Egress policies that select a check pod and allow it no egress to a model's destination (issue 35): a connect
+/// that fails there is named by them, in place of the hints about localhost and the model's server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeniedEgress {
+    /// The policies that select the check pod and are of type Egress (none of their rules allows the destination).
+    pub names: Vec<String>,
+    /// `<address>:<port>`.
+    pub destination: String,
+    /// The Harness pods are denied that destination too.
+    pub harness_too: bool,
+    /// The check pod's own label, to allow the egress for.
+    pub check_labels: String,
+}
+
+/// For each check pod and each of its models, the policies that deny the pod the model's destination
+/// ([`DeniedEgress`]), kept in `check.denied_egress`. Only a destination the policies surely deny is kept (an address
+/// outside every rule, or no rule at all); a host name or a selector peer makes it unknown, and nothing is said.
+pub fn find_denied(plan: &ValidPlan, checks: &mut [CheckPod], policies: &[NetworkPolicy]) {
+    for check in checks.iter_mut() {
+        let empty = BTreeMap::new();
+        let check_labels = check.pod.metadata.labels.clone().unwrap_or_default();
+        let harness = plan.harness_pod_labels(&check.placement).unwrap_or(&empty);
+        let selecting = |labels: &BTreeMap<String, String>| -> Vec<&NetworkPolicy> {
+            policies
+                .iter()
+                .filter(|p| {
+                    p.spec
+                        .as_ref()
+                        .is_some_and(|s| of_type_egress(s) && selects(&s.pod_selector, labels))
+                })
+                .collect()
+        };
+        let for_check = selecting(&check_labels);
+        if for_check.is_empty() {
+            continue;
+        }
+        let for_harness = selecting(harness);
+        let mut denied = BTreeMap::new();
+        for &m in &check.models {
+            if let Some(d) = destinations_of(plan, m) {
+                if reach(&specs_of(&for_check), &d) != Reach::Denied {
+                    continue;
+                }
+                let destination = match d.0 {
+                    Some(std::net::IpAddr::V6(a)) => format!("[{a}]:{}", d.2),
+                    _ => format!("{}:{}", d.1, d.2),
+                };
+                denied.insert(
+                    m,
+                    DeniedEgress {
+                        names: for_check
+                            .iter()
+                            .map(|p| p.metadata.name.clone().unwrap_or_default())
+                            .collect(),
+                        destination,
+                        harness_too: plan.harness_pod_labels(&check.placement).is_some()
+                            && reach(&specs_of(&for_harness), &d) == Reach::Denied,
+                        check_labels: check_labels
+                            .get("app.kubernetes.io/name")
+                            .map(|v| format!("app.kubernetes.io/name={v}"))
+                            .unwrap_or_default(),
+                    },
+                );
+            }
+        }
+        check.denied_egress = denied;
+    }
+}
+
+fn specs_of<'a>(policies: &[&'a NetworkPolicy]) -> Vec<&'a NetworkPolicySpec> {
+    policies.iter().filter_map(|p| p.spec.as_ref()).collect()
+}
+
 /// How a policy makes the check pod's egress differ from the Harness pods'.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Difference {
@@ -241,27 +314,32 @@ fn destinations(plan: &ValidPlan, placement: &str) -> Vec<(Option<std::net::IpAd
         if m.placement != placement {
             continue;
         }
-        let Ok(url) = plan.resolved(i).base_url.parse::<http::Uri>() else {
-            continue;
-        };
-        let Some(host) = url.host() else { continue };
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        let port = url
-            .port_u16()
-            .unwrap_or(if url.scheme_str() == Some("http") {
-                80
-            } else {
-                443
-            });
-        let d = (host.parse().ok(), host, port);
-        if !out.contains(&d) {
+        if let Some(d) = destinations_of(plan, i)
+            && !out.contains(&d)
+        {
             out.push(d);
         }
     }
     out
+}
+
+/// Where one model (its index into `plan.models`) sends its requests: its base URL's host and port (none when the
+/// URL cannot be read).
+fn destinations_of(plan: &ValidPlan, i: usize) -> Option<(Option<std::net::IpAddr>, String, u16)> {
+    let url = plan.resolved(i).base_url.parse::<http::Uri>().ok()?;
+    let host = url
+        .host()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = url
+        .port_u16()
+        .unwrap_or(if url.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
+    Some((host.parse().ok(), host, port))
 }
 
 /// Whether the pod these Egress policies select reaches `(address, host, port)` over TCP: no policy, everything;
@@ -678,6 +756,104 @@ mod tests {
             differences(&plan, &checks, &[allow("10.0.0.0/8")]),
             BTreeSet::from([("allow-harness".to_owned(), Difference::CheckFreer)])
         );
+    }
+
+    /// A refused connect is named (issue 35): the Egress policies that select the check pod and allow it no egress to
+    /// the model's address and port, and whether they deny the Harness pods too; none where a rule allows it or the
+    /// destination is a host name.
+    #[test]
+    fn the_policies_that_deny_the_check_pod_its_destination_are_found() {
+        let plan_at = |base_url: &str| {
+            let mut raw: serde_json::Value =
+                serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
+            let mut custom = raw["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["source"] == "custom")
+                .unwrap()
+                .clone();
+            custom["baseUrl"] = serde_json::json!(base_url);
+            raw["models"] = serde_json::json!([custom]);
+            let plan = crate::plan::RawPlan::parse(&raw.to_string())
+                .and_then(crate::plan::RawPlan::validate)
+                .unwrap();
+            let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
+            (plan, checks)
+        };
+        let deny_all = policy(
+            "deny-all",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),
+        );
+        let deny_check = policy(
+            "deny-preflight",
+            serde_json::json!({"podSelector": {"matchLabels": {"app.kubernetes.io/name": "jr2-provider-preflight"}},
+                "policyTypes": ["Egress"]}),
+        );
+        let allow_lan = policy(
+            "allow-lan",
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 8000}]}]}),
+        );
+        let found = |base_url: &str, policies: &[NetworkPolicy]| {
+            let (plan, mut checks) = plan_at(base_url);
+            find_denied(&plan, &mut checks, policies);
+            checks
+                .into_iter()
+                .flat_map(|c| c.denied_egress.into_values())
+                .collect::<Vec<_>>()
+        };
+        let denied = found("http://10.0.0.7:8000/v1", std::slice::from_ref(&deny_all));
+        assert_eq!(
+            denied,
+            vec![DeniedEgress {
+                names: vec!["deny-all".to_owned()],
+                destination: "10.0.0.7:8000".to_owned(),
+                harness_too: true,
+                check_labels: "app.kubernetes.io/name=jr2-provider-preflight".to_owned(),
+            }]
+        );
+        let denied = found("http://10.0.0.7:8000/v1", std::slice::from_ref(&deny_check));
+        assert_eq!(denied.len(), 1);
+        assert_eq!(denied[0].names, ["deny-preflight"]);
+        assert!(
+            !denied[0].harness_too,
+            "the Harness pods are under no policy"
+        );
+        // A rule that allows the destination: nothing denies it. One that allows another port: denied.
+        assert_eq!(
+            found(
+                "http://10.0.0.7:8000/v1",
+                &[deny_all.clone(), allow_lan.clone()]
+            ),
+            Vec::new()
+        );
+        assert_eq!(
+            found(
+                "http://10.0.0.7:9000/v1",
+                &[deny_all.clone(), allow_lan.clone()]
+            )[0]
+            .names,
+            ["deny-all", "allow-lan"]
+        );
+        // A host name under a rule by address: unknown, nothing said; under a policy with no rule: denied.
+        assert_eq!(
+            found(
+                "http://vllm.lan.example:8000/v1",
+                &[deny_all.clone(), allow_lan]
+            ),
+            Vec::new()
+        );
+        assert_eq!(
+            found(
+                "http://vllm.lan.example:8000/v1",
+                std::slice::from_ref(&deny_all)
+            )
+            .len(),
+            1
+        );
+        // No policy: nothing.
+        assert_eq!(found("http://10.0.0.7:8000/v1", &[]), Vec::new());
     }
 
     /// The ingress side (issue 27, item 2): a provider in the cluster behind a policy that admits the Harness pods by

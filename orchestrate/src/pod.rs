@@ -161,6 +161,9 @@ pub struct CheckPod {
     pub models: Vec<usize>,
     /// The pod, as it is created.
     pub pod: Pod,
+    /// Per model (its index into `plan.models`), the NetworkPolicies that select this pod and allow it no egress to
+    /// the model's address and port (`network_policy::find_denied`): a failed connect names them (issue 35).
+    pub denied_egress: std::collections::BTreeMap<usize, crate::network_policy::DeniedEgress>,
 }
 
 /// The check pods of a plan: one per placement that has a model, in plan order.
@@ -173,6 +176,7 @@ pub fn check_pods(plan: &ValidPlan, run_id: &str, now: SystemTime) -> Vec<CheckP
                 .filter(|&i| plan.models[i].placement == p.name)
                 .collect(),
             pod: check_pod(plan, p, run_id, now),
+            denied_egress: std::collections::BTreeMap::new(),
         })
         .collect()
 }

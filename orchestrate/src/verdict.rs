@@ -218,6 +218,47 @@ impl LiveOrder {
     }
 }
 
+/// The policies that deny the check pod the model's destination (`check.denied_egress`), when its connect failed
+/// there: the probe's own (`unreachable`), or the Custodian's on its behalf (its 502: it runs in the check pod, under
+/// the same policies). Issue 35.
+fn denied_egress<'a>(
+    r: &ModelResult,
+    check: &'a CheckPod,
+    plan_index: usize,
+) -> Option<&'a crate::network_policy::DeniedEgress> {
+    let connect_failed = r.outcome == Outcome::Unreachable
+        || (r.outcome == Outcome::CustodianRefused && r.http_status == Some(502));
+    if connect_failed {
+        check.denied_egress.get(&plan_index)
+    } else {
+        None
+    }
+}
+
+/// A model's lines; a connect that failed where the NetworkPolicies that select the check pod deny it the model's
+/// destination ([`denied_egress`]) names them in place of the hints (issue 35): the `error:` line, then the
+/// policies' line.
+fn model_lines(
+    r: &ModelResult,
+    origin: &Origin,
+    check: &CheckPod,
+    plan_index: usize,
+) -> Vec<String> {
+    let mut lines = render::model_lines(r, origin);
+    if let Some(d) = denied_egress(r, check, plan_index)
+        && !lines.is_empty()
+    {
+        lines.truncate(1);
+        lines.push(render::network_policy_denies(
+            &d.names,
+            &d.destination,
+            d.harness_too,
+            &d.check_labels,
+        ));
+    }
+    lines
+}
+
 /// Puts a run's results back in plan order and writes the final lines: every model's from the `written`-th of the
 /// plan on (the first `written` passed, and their lines were written as they came: [`LiveOrder`]), a pass's
 /// included, whether its result came from the log or from the termination message. `checks` are the pods the run
@@ -276,11 +317,22 @@ pub fn assemble(
             r.next_action = PodCode::ClockSkew.next_action().to_owned();
             skewed.insert(pod_index);
         }
+        // A connect the NetworkPolicies deny: the next action points at them, not at the address or the held secret.
+        if let Some(r) = result.as_mut()
+            && let Some(d) = denied_egress(r, &checks[pod_index], plan_index)
+        {
+            r.next_action = render::network_policy_next_action(
+                &d.names,
+                &d.destination,
+                d.harness_too,
+                &d.check_labels,
+            );
+        }
         match &pod_run.outcome {
             PodOutcome::Finished(_) => match &result {
                 Some(r) if r.outcome == Outcome::NotChecked => unchecked.push(r.clone()),
                 Some(r) if plan_index >= written => {
-                    final_lines.extend(render::model_lines(r, &origin));
+                    final_lines.extend(model_lines(r, &origin, &checks[pod_index], plan_index));
                 }
                 _ => {}
             },
@@ -300,7 +352,7 @@ pub fn assemble(
                         if let Some(Some(r)) = pod_run.results.get(index)
                             && p >= written
                         {
-                            final_lines.extend(render::model_lines(r, &origin));
+                            final_lines.extend(model_lines(r, &origin, &checks[pod_index], p));
                         }
                     }
                     final_lines.extend(failures[pod_index].iter().cloned());

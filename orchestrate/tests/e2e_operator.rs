@@ -531,6 +531,58 @@ async fn a_limit_that_another_policy_opens_is_not_named() {
     s.assert_cleaned_up();
 }
 
+/// A refused connect under a policy that denies the check pod the provider's address (issue 35): the error line, then
+/// the policy named in place of the hints about localhost, the model id and vLLM (the real dataplane:
+/// `real_netpol`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connect_names_the_policy_that_denies_it() {
+    let s = Setup::new(Scenario::AllOk).await;
+    s.kube.add_network_policy(
+        NS,
+        json!({"metadata": {"name": "default-deny-egress"}, "spec": {"podSelector": {}, "policyTypes": ["Egress"]}}),
+    );
+    // A port nothing listens on: the connect is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut plan = plan(&format!("http://{closed}/v1"), &[("harness", &["ok"])]);
+    plan["networkPolicyCheck"] = json!({"harnessPodLabels": {"harness": harness_labels()}});
+    let path = s.write_plan(&plan);
+    let run = s.run(s.args(&path, &[])).await;
+    assert_ne!(run.code(), Some(0), "{}", run.stderr);
+    let lines = run.lines();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("error: provider preflight failed for model"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(lines[at].ends_with("connection refused"), "{lines:#?}");
+    assert_eq!(
+        lines[at + 1],
+        format!(
+            "  - NetworkPolicy \"default-deny-egress\" selects the check pod and the Harness pods and allows them no egress to {closed}: a Turn is refused the same; allow that egress for the Harness pods' labels"
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("localhost never works") || l.contains("vLLM")),
+        "{lines:#?}"
+    );
+    // The verdict's next action points at the policy, not at the address.
+    let v = run.verdict();
+    assert_eq!(v["models"][0]["code"], "PROVIDER_UNREACHABLE", "{v:#}");
+    assert_eq!(
+        v["models"][0]["nextAction"],
+        format!(
+            "allow the Harness pods' labels egress to {closed} (TCP) in a NetworkPolicy of the namespace: NetworkPolicy \"default-deny-egress\" denies it to the Harness pods and the check pod alike, so a Turn is refused the same, then run jr2 up again"
+        ),
+        "{v:#}"
+    );
+    s.assert_cleaned_up();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_harness_labels_no_network_policy_is_read() {
     let s = Setup::new(Scenario::AllOk).await;

@@ -55,8 +55,12 @@ pub(super) async fn prepare(
     let ((), policies, facts) = tokio::join!(sweep, policies, facts);
     admission::fit(plan, checks, &facts);
     let warnings = policies
-        .map(|p| network_policy::judge(plan, checks, &p))
+        .as_deref()
+        .map(|p| network_policy::judge(plan, checks, p))
         .unwrap_or_default();
+    if let Some(p) = policies.as_deref() {
+        network_policy::find_denied(plan, checks, p);
+    }
     let level = facts.namespace.as_ref().and_then(pod_security::level_of);
     let mut refused = Vec::new();
     if let Some(level) = level {

@@ -26,6 +26,8 @@ mod harness;
 
 /// The bench's cluster has one node.
 pub const NODES: usize = 1;
+/// No NetworkPolicy enforced: the tests of kube-router's firewall are `real_netpol`'s.
+pub const NETWORK_POLICY: bool = false;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};

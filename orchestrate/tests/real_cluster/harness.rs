@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use jr2_testkit::cluster::{Cluster, StartOptions};
+use jr2_testkit::cluster::{Cluster, NetworkPolicyOptions, StartOptions};
 
 /// The fake provider's key, as the held Secret holds it.
 pub const GOOD_KEY: &str = jr2_testkit::provider::openai_completions::GOOD_KEY;
@@ -85,6 +85,17 @@ pub fn env() -> &'static Env {
             3,
             "tests/kube/images.sh prints the pause image's, the probe's and the Custodian's archives"
         );
+        // kube-router's firewall (issue 35), in the binaries that ask for it (`crate::NETWORK_POLICY`), in its
+        // `--netpol-default-deny` mode: a new pod is policed from its first packet.
+        let network_policy = crate::NETWORK_POLICY.then(|| NetworkPolicyOptions {
+            binary: PathBuf::from(
+                script_output(&root.join("tests/kube/kube-router.sh"), &target)
+                    .lines()
+                    .last()
+                    .expect("tests/kube/kube-router.sh printed the binary's path"),
+            ),
+            default_deny: true,
+        });
         cargo_build(&[
             "-p",
             "jr2-testkit",
@@ -102,6 +113,7 @@ pub fn env() -> &'static Env {
             bin: kube_dir.join("bin"),
             images,
             nodes: crate::NODES,
+            network_policy,
         })
         .unwrap_or_else(|e| panic!("the test cluster did not start: {e}"));
         let mut provider_proc = cluster
@@ -136,7 +148,7 @@ pub fn env() -> &'static Env {
     })
 }
 
-fn workspace_root() -> PathBuf {
+pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -152,7 +164,7 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-fn script_output(script: &Path, target: &Path) -> String {
+pub fn script_output(script: &Path, target: &Path) -> String {
     script_output_with(script, target, &[])
 }
 

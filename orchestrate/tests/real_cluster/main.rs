@@ -12,6 +12,8 @@
 
 /// One node: the tests of several nodes are `real_nodes` (`tests/real_nodes/main.rs`), on a cluster of their own.
 pub const NODES: usize = 1;
+/// No NetworkPolicy enforced: the tests of kube-router's firewall are `real_netpol`'s.
+pub const NETWORK_POLICY: bool = false;
 
 mod admission;
 mod client;

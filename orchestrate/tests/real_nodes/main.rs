@@ -19,6 +19,8 @@
 
 /// Two nodes.
 pub const NODES: usize = 2;
+/// No NetworkPolicy enforced: the tests of kube-router's firewall are `real_netpol`'s.
+pub const NETWORK_POLICY: bool = false;
 
 #[path = "../real_cluster/harness.rs"]
 #[allow(dead_code)]

@@ -9,6 +9,13 @@
 //! - A health endpoint on `--health` (default `0.0.0.0:15021`, `GET /healthz`) for the readiness and startup probes;
 //!   `--never-ready` answers 503 forever (a Custodian whose startup probe never passes).
 //! - `--allocate-mib N`: N MiB touched at start and held (a Custodian over its memory limit).
+//! - `--dial ADDR`: no proxy; a Harness-like pod's dialer instead (issue 35): a TCP connect to ADDR every 250 ms from
+//!   the container's start, each written as a line `dial <ms since start> ok` or `dial <ms> <error>`, forever: what
+//!   a Turn's connection to the provider meets under the namespace's NetworkPolicies, and from when.
+//!
+//! - `--forward ADDR`: no proxy; a provider that runs in the cluster instead (issue 35): each connection on `--listen`
+//!   relayed as it is to ADDR (the fake provider on the node's address), so that a pod serves the provider at its own
+//!   address, behind the Ingress policies that select it.
 //!
 //! Every read is bounded (a request head of at most 64 KiB) and every connection has a 60 s idle deadline.
 
@@ -28,6 +35,48 @@ struct Config {
     allocate_mib: usize,
 }
 
+/// `--dial ADDR`: connects every 250 ms (each within 2 s), forever; one line per attempt.
+fn dial(addr: &str) -> ! {
+    let start = std::time::Instant::now();
+    let Ok(target) = addr.parse::<std::net::SocketAddr>() else {
+        die(&format!("--dial {addr:?}: not an address:port"))
+    };
+    loop {
+        let at = start.elapsed().as_millis();
+        let outcome = match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        println!("dial {at} {outcome}");
+        let _ = std::io::stdout().flush();
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// `--forward ADDR`: relays each connection on `listen` to ADDR, forever.
+fn serve_forward(listen: &str, addr: &str) -> ! {
+    let Ok(target) = addr.parse::<std::net::SocketAddr>() else {
+        die(&format!("--forward {addr:?}: not an address:port"))
+    };
+    let listener =
+        TcpListener::bind(listen).unwrap_or_else(|e| die(&format!("bind {listen}: {e}")));
+    eprintln!("jr2-test-custodian: forwarding {listen} to {addr}");
+    for conn in listener.incoming().flatten() {
+        std::thread::spawn(move || {
+            let _ = conn.set_read_timeout(Some(IDLE));
+            match TcpStream::connect_timeout(&target, Duration::from_secs(5)) {
+                Ok(up) => {
+                    if let Ok(c) = conn.try_clone() {
+                        let _ = relay(BufReader::new(c), conn, up);
+                    }
+                }
+                Err(e) => eprintln!("jr2-test-custodian: connect {target}: {e}"),
+            }
+        });
+    }
+    die("the listener closed")
+}
+
 fn main() {
     let mut cfg = Config {
         listen: "127.0.0.1:15001".into(),
@@ -43,6 +92,8 @@ fn main() {
             "--health" => cfg.health = args.next().unwrap_or_default(),
             "--values" => cfg.values = PathBuf::from(args.next().unwrap_or_default()),
             "--never-ready" => cfg.never_ready = true,
+            "--dial" => dial(&args.next().unwrap_or_default()),
+            "--forward" => serve_forward(&cfg.listen, &args.next().unwrap_or_default()),
             "--allocate-mib" => {
                 cfg.allocate_mib = args.next().and_then(|n| n.parse().ok()).unwrap_or(0)
             }

@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--nodes N] [--keep] [--until-signal]
+//!                     [--kube-router BINARY [--netpol-default-deny]]
 //!     Starts the cluster, prints `ready DIR/cluster.json` (DIR/cluster.env for shells), and tears it all down when
 //!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
 //!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back);
 //!     `stop <component>` stops one and leaves it stopped (`stopped <component>`), `start <component>` starts it
 //!     again (`started <component>`). --nodes N (1 to 4, default 1) starts N-1 extra nodes, each a containerd and a
-//!     kubelet of its own (`kubelet-b`, `containerd-b`, ...).
+//!     kubelet of its own (`kubelet-b`, `containerd-b`, ...). --kube-router runs kube-router's NetworkPolicy firewall
+//!     (one node only; component `kube-router`), with --netpol-default-deny a new pod is policed from its first packet.
 //! jr2-kube-cluster sweep
 //!     Waits (30 s at most) for the supervisors still tearing down, then removes what stopped clusters left (a
 //!     supervisor killed with SIGKILL).
@@ -17,6 +19,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use jr2_testkit::cluster::NetworkPolicyOptions;
 use jr2_testkit::cluster::teardown::{sweep_stale, wait_for_supervisors};
 use jr2_testkit::cluster::up::{Supervisor, UpOptions};
 
@@ -32,7 +35,7 @@ fn main() -> ExitCode {
         Some("up") => up(&args[1..]),
         _ => {
             eprintln!(
-                "usage: jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--nodes N] [--keep] [--until-signal] | sweep"
+                "usage: jr2-kube-cluster up --dir DIR --bin KUBE_BIN [--image ARCHIVE]... [--nodes N] [--keep] [--until-signal] [--kube-router BINARY [--netpol-default-deny]] | sweep"
             );
             ExitCode::from(2)
         }
@@ -46,6 +49,8 @@ fn up(args: &[String]) -> ExitCode {
     let mut keep = false;
     let mut until_signal = false;
     let mut nodes = 1;
+    let mut kube_router = None;
+    let mut default_deny = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -61,6 +66,8 @@ fn up(args: &[String]) -> ExitCode {
                 }
             },
             "--until-signal" => until_signal = true,
+            "--kube-router" => kube_router = it.next().map(PathBuf::from),
+            "--netpol-default-deny" => default_deny = true,
             other => {
                 eprintln!("jr2-kube-cluster: unknown argument {other:?}");
                 return ExitCode::from(2);
@@ -78,6 +85,10 @@ fn up(args: &[String]) -> ExitCode {
         images,
         keep,
         nodes,
+        network_policy: kube_router.map(|binary| NetworkPolicyOptions {
+            binary,
+            default_deny,
+        }),
     }) {
         Ok((mut sup, info)) => {
             eprintln!(

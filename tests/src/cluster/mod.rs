@@ -178,6 +178,19 @@ pub struct StartOptions {
     /// `jr2.dev/pool=<letter>` and tainted `jr2.dev/dedicated=<letter>:NoSchedule`, so a pod goes there only when it
     /// asks to.
     pub nodes: usize,
+    /// kube-router's NetworkPolicy firewall in the cluster (issue 35); `None`: no policy is enforced.
+    pub network_policy: Option<NetworkPolicyOptions>,
+}
+
+/// kube-router's firewall (`tests/kube/kube-router.sh`), run as a host process in the cluster's network namespace.
+#[derive(Clone, Debug)]
+pub struct NetworkPolicyOptions {
+    /// The `kube-router` binary.
+    pub binary: PathBuf,
+    /// `--netpol-default-deny` (with the node's pod range in its annotation `kube-router.io/pod-cidrs`): a new pod's
+    /// packets are dropped until its chains are programmed, so it is policed from its first packet. Without it (the
+    /// dataplane's default mode) a pod's first packets, before kube-router has its address, are not policed.
+    pub default_deny: bool,
 }
 
 /// A running cluster, owned by a test binary: torn down when the handle drops, or when the test process dies (the
@@ -210,6 +223,12 @@ impl Cluster {
         }
         if opts.nodes > 1 {
             cmd.arg("--nodes").arg(opts.nodes.to_string());
+        }
+        if let Some(np) = &opts.network_policy {
+            cmd.arg("--kube-router").arg(&np.binary);
+            if np.default_deny {
+                cmd.arg("--netpol-default-deny");
+            }
         }
         let mut child = cmd
             .stdin(Stdio::piped())

@@ -26,7 +26,7 @@ use super::teardown::{
     make_cgroup_root, register, stop, sweep_stale, teardown_node, teardown_node_socket,
     teardown_rest,
 };
-use super::{ClusterInfo, NODE_IP, NODE_NAME, SERVICE_CIDR};
+use super::{ClusterInfo, NODE_IP, NODE_NAME, NetworkPolicyOptions, POD_CIDR, SERVICE_CIDR};
 
 pub(super) mod nodes;
 
@@ -42,6 +42,8 @@ pub struct UpOptions {
     pub keep: bool,
     /// How many nodes: 1 (the default), or up to 1 + [`nodes::MAX_EXTRA`] (`nodes.rs`).
     pub nodes: usize,
+    /// kube-router's NetworkPolicy firewall (one node only).
+    pub network_policy: Option<NetworkPolicyOptions>,
 }
 
 /// A started component, with what started it (for a restart).
@@ -100,6 +102,9 @@ impl Supervisor {
                 opts.nodes,
                 nodes::MAX_EXTRA + 1
             ));
+        }
+        if opts.network_policy.is_some() && extra > 0 {
+            return Err("--kube-router: one node only".to_owned());
         }
         let dir = self.dir.clone();
         std::fs::write(dir.join("supervisor.pid"), std::process::id().to_string()).map_err(io)?;
@@ -329,6 +334,9 @@ impl Supervisor {
             )
             .is_ok()
         })?;
+        if let Some(np) = &opts.network_policy {
+            self.network_policy(np, &admin)?;
+        }
         let version = self
             .kubectl(&admin, &["version", "-o", "json"])
             .ok()
@@ -382,6 +390,62 @@ impl Supervisor {
         )?;
         run("ip", &["-n", n, "link", "set", "jr2-node", "up"])?;
         Ok(())
+    }
+
+    /// kube-router's firewall only (`--run-router=false --run-service-proxy=false`), a host process in the namespace
+    /// with the admin's kubeconfig: its iptables chains and ipsets are the namespace's, and go with it at teardown.
+    /// Ready once it has programmed its top chain. With `default_deny`, the node's pod range goes in the annotation
+    /// kube-router reads it from (the controller manager allocates no `spec.podCIDR` here) first.
+    fn network_policy(&mut self, np: &NetworkPolicyOptions, admin: &Path) -> Result<(), String> {
+        if np.default_deny {
+            self.kubectl(
+                admin,
+                &[
+                    "annotate",
+                    "--overwrite",
+                    "node",
+                    NODE_NAME,
+                    &format!("kube-router.io/pod-cidrs={POD_CIDR}"),
+                ],
+            )?;
+        }
+        // The kubeconfig as an argument of its own: the sweep of a killed supervisor finds its processes by an
+        // argument under the run's folder.
+        let mut args = vec![
+            "--kubeconfig".to_owned(),
+            admin.display().to_string(),
+            format!("--hostname-override={NODE_NAME}"),
+            "--run-firewall=true".to_owned(),
+            "--run-router=false".to_owned(),
+            "--run-service-proxy=false".to_owned(),
+            "--metrics-port=0".to_owned(),
+            "--v=0".to_owned(),
+        ];
+        if np.default_deny {
+            // The dataplane's default mode beside it, stopped: `kube-router-default-mode`, for a test that measures
+            // the start race (it stops `kube-router` and starts this one, alone on the cluster).
+            let child = Command::new("true").spawn().map_err(io)?;
+            self.components.push(Component {
+                name: "kube-router-default-mode",
+                program: np.binary.clone(),
+                args: args.clone(),
+                child,
+                stopped: true,
+            });
+            std::fs::write(self.dir.join("logs/kube-router-default-mode.log"), b"").map_err(io)?;
+            args.push("--netpol-default-deny".to_owned());
+        }
+        self.spawn_path("kube-router", &np.binary.clone(), &args)?;
+        let netns = self.netns.clone();
+        self.wait("kube-router's chains", |_| {
+            Command::new("nsenter")
+                .arg(format!("--net=/run/netns/{netns}"))
+                .args(["--", "iptables", "-w", "5", "-S", "KUBE-ROUTER-FORWARD"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
     }
 
     fn spawn(&mut self, name: &'static str, binary: &str, args: &[String]) -> Result<(), String> {
@@ -639,6 +703,8 @@ impl Supervisor {
             stop(child);
         }
         for name in [
+            "kube-router",
+            "kube-router-default-mode",
             "containerd",
             "kube-scheduler",
             "kube-controller-manager",

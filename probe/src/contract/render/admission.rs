@@ -27,6 +27,62 @@ pub fn network_policy_check_only_warning(name: &str) -> String {
     )
 }
 
+/// A connect that failed where the NetworkPolicies that select the check pod allow it no egress to the provider's
+/// address and port (issue 35): the hint line that names them, in place of the localhost, model id and vLLM hints.
+/// `names`: the policies (at least one); `destination`: `<address>:<port>`; `harness_too`: they deny the Harness
+/// pods that destination as well (a Turn is refused the same), else `check_labels` are the check pod's own labels
+/// to allow the egress for.
+pub fn network_policy_denies(
+    names: &[String],
+    destination: &str,
+    harness_too: bool,
+    check_labels: &str,
+) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let (which, verb, allow) = if names.len() == 1 {
+        ("NetworkPolicy", "selects", "allows")
+    } else {
+        ("NetworkPolicies", "select", "allow")
+    };
+    let who = quoted.join(", ");
+    if harness_too {
+        format!(
+            "  - {which} {who} {verb} the check pod and the Harness pods and {allow} them no egress to {destination}: a Turn is refused the same; allow that egress for the Harness pods' labels"
+        )
+    } else {
+        format!(
+            "  - {which} {who} {verb} the check pod, not the Harness pods, and {allow} it no egress to {destination}: a Turn is not refused; allow that egress for the check pod's labels ({check_labels})"
+        )
+    }
+}
+
+/// The next action of a model whose connect the NetworkPolicies of [`network_policy_denies`] deny (issue 35), in
+/// place of its code's (check the address; fix the held secret): where they deny the Harness pods too, allow the
+/// Harness pods that egress; where they select the check pod alone, remove them or allow the check pod's labels.
+pub fn network_policy_next_action(
+    names: &[String],
+    destination: &str,
+    harness_too: bool,
+    check_labels: &str,
+) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let who = quoted.join(", ");
+    let (which, it, denies, them) = if names.len() == 1 {
+        ("NetworkPolicy", "it selects", "denies", "it")
+    } else {
+        ("NetworkPolicies", "they select", "deny", "them")
+    };
+    if harness_too {
+        format!(
+            "allow the Harness pods' labels egress to {destination} (TCP) in a NetworkPolicy of the namespace: {which} {who} {denies} it to the Harness pods and the check pod alike, so a Turn is refused the same, then run jr2 up again"
+        )
+    } else {
+        format!(
+            "remove {which} {who} ({it} the check pod, not the Harness pods), or allow the check pod's labels ({check_labels}) egress to {destination} (TCP) in {them}, then run jr2 up again"
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +110,16 @@ mod tests {
                 String::new(),
                 "# a NetworkPolicy over the check pod alone".to_owned(),
                 network_policy_check_only_warning("deny-preflight"),
+                String::new(),
+                "# a refused connect, and the policies that deny the check pod that destination".to_owned(),
+                "error: provider preflight failed for model \"vllm/qwen\" against 10.0.0.7:8000 (from a pod on node n1, as a Turn calls it): connection refused".to_owned(),
+                network_policy_denies(&["deny-egress".to_owned()], "10.0.0.7:8000", true, "app.kubernetes.io/name=jr2-provider-preflight"),
+                network_policy_denies(&["deny-preflight".to_owned(), "deny-more".to_owned()], "10.0.0.7:8000", false, "app.kubernetes.io/name=jr2-provider-preflight"),
+                String::new(),
+                "# their next actions (the verdict's nextAction)".to_owned(),
+                network_policy_next_action(&["deny-egress".to_owned()], "10.0.0.7:8000", true, "app.kubernetes.io/name=jr2-provider-preflight"),
+                network_policy_next_action(&["deny-preflight".to_owned()], "10.0.0.7:8000", false, "app.kubernetes.io/name=jr2-provider-preflight"),
+                network_policy_next_action(&["deny-preflight".to_owned(), "deny-more".to_owned()], "10.0.0.7:8000", false, "app.kubernetes.io/name=jr2-provider-preflight"),
             ]
             .join("\n")
         );
