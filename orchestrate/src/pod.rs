@@ -339,12 +339,13 @@ fn runtime_default() -> SeccompProfile {
 }
 
 /// The Custodian as in the Harness spec (env, mounts, resources, security context, probes): a plain container before
-/// the probe when the probe can ask its readiness itself, else a native sidecar.
+/// the probe when the probe can ask its readiness itself or it has no probe at all, else a native sidecar.
 ///
 /// A Harness's first Turn comes after its Custodian is ready; the probe comes at once, so it waits for it. When the
 /// Custodian's readiness probe is one the probe can ask from inside the pod ([`custodian_readiness`], in
 /// [`jr2_probe::sidecar::READY_ENV`]), the probe asks it every 20 ms, and the Custodian is a plain container listed
-/// before the probe (no `restartPolicy`: the pod's `Never`): the kubelet starts both in one sync. As a native sidecar,
+/// before the probe (no `restartPolicy`: the pod's `Never`): the kubelet starts both in one sync; so is a Custodian
+/// with no readiness or startup probe (the probe waits for its proxy to listen). As a native sidecar,
 /// the kubelet starts the probe only once a relist (every second) has seen the sidecar run: a second of every
 /// preflight (issue 36: the check pod's shape took 1,940 ms to a first line where a bare pod takes 959 ms, the plain
 /// shape 0.97x the bare pod). A plain Custodian is not restarted: one that dies stays terminated, and `diagnose` names
@@ -353,7 +354,10 @@ fn runtime_default() -> SeccompProfile {
 /// readiness probe without a startup probe becomes its startup probe too (a kubelet prober tick, 1 s at least).
 fn custodian_container(c: &Container, placement: &Placement) -> Container {
     let mut c = c.clone();
-    let plain = custodian_readiness(&c).is_some();
+    // Plain when nothing is left for the kubelet to hold the probe back on: a readiness probe the probe asks itself,
+    // or no probe at all (the probe waits for the proxy to listen).
+    let plain = custodian_readiness(&c).is_some()
+        || (c.readiness_probe.is_none() && c.startup_probe.is_none());
     c.restart_policy = (!plain).then(|| "Always".to_owned());
     // An unmasked /proc (`procMount: Unmasked`) is not copied: the check needs none, and a check pod that shows the
     // node's /proc to its containers is more than the Harness spec asked of a check (issue 25, item 12).

@@ -32,8 +32,8 @@ pub use containers::{
     node_name, probe_status,
 };
 use containers::{
-    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom, last_terminated, running,
-    terminated, waiting,
+    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom, last_terminated,
+    running, terminated, waiting,
 };
 pub use failure::StartFailure;
 use failure::{volume_secret, waiting_failure};
@@ -873,6 +873,85 @@ mod tests {
                 "state": {"running": {"startedAt": "2026-12-04T18:36:50Z"}}, "lastState": oom}],
             "containerStatuses": [running("probe")]}));
         assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
+    }
+
+    /// The check pod as `pod.rs` builds it when the probe asks the Custodian's readiness itself (issue 36): the
+    /// Custodian a plain container before the probe, named by the pod's annotation, its status in
+    /// `containerStatuses`.
+    fn plain_pod(statuses: Value) -> Pod {
+        let mut p = pod(
+            json!({"phase": "Running", "conditions": [scheduled()], "containerStatuses": statuses}),
+        );
+        let spec = p.spec.as_mut().unwrap();
+        let mut c = spec.init_containers.take().unwrap().remove(0);
+        c.restart_policy = None;
+        spec.containers.insert(0, c);
+        p.metadata.annotations = Some(
+            [(
+                crate::pod::ANNOTATION_CUSTODIAN.to_owned(),
+                "custodian".to_owned(),
+            )]
+            .into(),
+        );
+        p
+    }
+
+    /// A plain Custodian is found in `containerStatuses`; one that exits while the probe runs (the kubelet started
+    /// both in one sync, and never restarts it) is named with its exit code and last log line, not left to the
+    /// probe's proxy errors; one that is OOM-killed is named with its limit; one that runs leaves the probe running.
+    #[test]
+    fn a_plain_custodian_that_exits_while_the_probe_runs_is_named() {
+        let p = plain_pod(json!([running("custodian"), running("probe")]));
+        assert!(custodian_is_plain(&p));
+        assert_eq!(custodian_status(&p).unwrap().name, "custodian");
+        assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
+        assert_eq!(custodian_log_request(&p), None);
+
+        let p = plain_pod(json!([
+            terminated("custodian", "Error", 2, None),
+            running("probe")
+        ]));
+        assert_eq!(
+            custodian_log_request(&p),
+            Some(CustodianLogRequest {
+                container: "custodian".to_owned(),
+                previous: false,
+                restart_count: 0
+            })
+        );
+        assert_eq!(
+            diagnose(&p, &[], None),
+            pending("Error", "the Custodian (custodian) exited with code 2")
+        );
+        let log = ["jr2-test-custodian: unknown argument \"--no-such-flag\"".to_owned()];
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], Some(&log)) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — Error: the Custodian (custodian) exited with code 2: jr2-test-custodian: unknown argument \"--no-such-flag\""
+        );
+
+        let oom = json!({"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}});
+        let p = plain_pod(json!([oom, running("probe")]));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a container ran out of memory: custodian (limit 64Mi)"
+        );
+
+        // The probe ended first: its verdict, whatever the Custodian does after.
+        let p = plain_pod(json!([
+            terminated("custodian", "Error", 2, None),
+            terminated("probe", "Completed", 0, Some("{}"))
+        ]));
+        assert!(matches!(
+            diagnose(&p, &[], None),
+            Diagnosis::Finished { exit_code: 0, .. }
+        ));
     }
 
     /// Judged by the probe container, not the phase: the pod is `Running` while the sidecar lives on.

@@ -271,6 +271,10 @@ fn dry_run_pod(ns: &str, name: &str) -> Value {
     assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
     let mut pod: Value = serde_yaml::from_str(&dry.stdout).expect("the dry run's pod");
     pod["metadata"]["name"] = json!(name);
+    // Deleted as the driver deletes its pods (and as the bare floor is): at once, no grace. A plain Custodian runs on
+    // after the probe exits; with the default 30 s grace a stand-in that ignores SIGTERM would keep each floor's pod
+    // terminating on the node while the next floors run.
+    pod["spec"]["terminationGracePeriodSeconds"] = json!(0);
     pod
 }
 

@@ -165,7 +165,7 @@ fn a_custodian_that_dies_at_start_is_named() {
     );
 }
 
-/// A Custodian whose startup probe never passes: the probe container never starts (a native sidecar holds the
+/// A Custodian whose startup probe (the Harness spec's own: it keeps the Custodian a native sidecar) never passes: the probe container never starts (a native sidecar holds the
 /// main containers back until it has started), and the pending line and the verdict at `--timeout` carry the real
 /// kubelet's words for it (`Unhealthy: Startup probe failed: HTTP probe failed with statuscode: 503`).
 #[test]
