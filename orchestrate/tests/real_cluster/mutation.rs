@@ -154,34 +154,31 @@ fn a_policy_that_rewrites_the_managed_by_label_loses_no_pod() {
     drop(policy);
 }
 
-/// Item 7: a policy injects a regular init container `mesh-init` before the Custodian (the pause image: it runs and
-/// never completes), as a mesh may. Failing is right (a Harness pod hangs the same); the failure names `mesh-init`
-/// and kubectl's `Init:0/1` (the Custodian is a plain container: issue 36), not "an eviction, a preemption or a deletion". Before: `the check pod stopped
-/// (DeadlineExceeded ...)` or a timeout whose reason never named the container.
+/// Item 7: a policy injects a regular init container `mesh-init` (the pause image: it runs and never completes), as
+/// a mesh may. Failing is right (a Harness pod hangs the same); the failure names `mesh-init` and kubectl's
+/// `Init:0/1` (the Custodian is a plain container: issue 36), not "an eviction, a preemption or a deletion". Before:
+/// `the check pod stopped (DeadlineExceeded ...)` or a timeout whose reason never named the container.
 #[test]
 fn an_injected_init_container_that_never_completes_is_named() {
-    let mesh_init = format!(
-        "Object.spec.initContainers{{\
-           name: 'mesh-init', image: '{PAUSE}', imagePullPolicy: 'IfNotPresent',\
-           terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File',\
-           securityContext: Object.spec.initContainers.securityContext{{runAsUser: 65535, runAsNonRoot: true,\
-             allowPrivilegeEscalation: false}}}}"
-    );
     let _g = shared();
     let ns = namespace("rc-mut-init", &[]);
+    // An ApplyConfiguration: mesh-init merged into `initContainers` by its name, whether or not the pod has any (the
+    // check pod has none when its Custodian is a plain container: issue 36), as a mesh's injector adds it.
     let policy = Policy::new(
         &ns,
         "jr2-rc-mut-init",
-        // Before the first init container, or as the only one when the pod has none (the check pod's Custodian is a
-        // plain container when the probe asks its readiness itself: issue 36), as a mesh's injector does.
-        json!({"patchType": "JSONPatch", "jsonPatch": {"expression": format!(
-            "has(object.spec.initContainers) && size(object.spec.initContainers) > 0\
-             ? [JSONPatch{{op: 'add', path: '/spec/initContainers/0', value: {mesh_init}}}]\
-             : [JSONPatch{{op: 'add', path: '/spec/initContainers', value: [{mesh_init}]}}]"
+        json!({"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": format!(
+            "Object{{spec: Object.spec{{initContainers: [Object.spec.initContainers{{\
+               name: 'mesh-init', image: '{PAUSE}', imagePullPolicy: 'IfNotPresent',\
+               terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File',\
+               securityContext: Object.spec.initContainers.securityContext{{runAsUser: 65535, runAsNonRoot: true,\
+                 allowPrivilegeEscalation: false}}}}]}}}}"
         )}}),
     );
     policy.wait_applied(&ns, |p| {
-        p["spec"]["initContainers"][0]["name"] == "mesh-init"
+        p["spec"]["initContainers"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["name"] == "mesh-init"))
     });
     let run = run_plan(
         &plan(&ns, &[("sandbox", harness_spec(), &["ok"])]),
