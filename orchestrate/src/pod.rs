@@ -5,8 +5,10 @@
 //! `topologySpreadConstraints`, `nodeName`, `runtimeClassName`, `schedulerName`; every other scheduling field is
 //! accounted for in `scheduling.rs`: no priority class, so that it never preempts), `imagePullSecrets` (with those of the Harness's
 //! ServiceAccount when the spec lists none: `pull_secrets.rs`), DNS (`dnsPolicy`, `dnsConfig`, `hostAliases`) and the
-//! pod `securityContext` (made restricted where it is not); the Custodian container as a native sidecar
-//! (`initContainers`, `restartPolicy: Always`, so the pod completes when the probe exits); the volumes those
+//! pod `securityContext` (made restricted where it is not); the Custodian container, as a plain container before
+//! the probe when the probe can ask its readiness itself, else as a native sidecar (`initContainers`,
+//! `restartPolicy: Always`): see [`custodian_container`], and orchestrate/README for the departure from the
+//! contract's "native sidecar"; the volumes those
 //! containers mount, and only those; and, on the probe container, the Harness container's env (Stand-ins, proxy and CA
 //! variables, and every other entry a Turn sees, `valueFrom` references kept as references), its `envFrom`, and its CA
 //! mounts. It does not copy the Harness's resources or service account; the Harness pods' labels it carries beside
@@ -51,6 +53,8 @@ pub const LABEL_INSTANCE: &str = "jr2.dev/instance";
 pub const LABEL_RUN: &str = "jr2.dev/preflight-run";
 /// The placement the pod stands in for.
 pub const LABEL_PLACEMENT: &str = "jr2.dev/placement";
+/// The Custodian container's name, on a check pod that has one: where `diagnose` finds it, a native sidecar or not.
+pub const ANNOTATION_CUSTODIAN: &str = "jr2.dev/custodian-container";
 /// The deadline, UTC RFC 3339 (`2026-01-01T00:05:00.000Z`): past it, the pod is stale.
 pub const ANNOTATION_DEADLINE: &str = "jr2.dev/preflight-deadline";
 
@@ -212,7 +216,11 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
     // The containers of the check pod, by their names in the Harness spec: the probe stands in for the Harness.
     let custodian = placement
         .custodian()
-        .map(|c| custodian_sidecar(c, placement));
+        .map(|c| custodian_container(c, placement));
+    // A plain container when the probe waits for its readiness itself: the kubelet starts both in one sync.
+    let plain_custodian = custodian
+        .as_ref()
+        .is_some_and(|c| c.restart_policy.is_none());
     let mut probe = probe_container(plan, placement, harness, deadline);
     if let Some(url) = placement.custodian().and_then(custodian_readiness) {
         probe.env.get_or_insert_with(Vec::new).push(EnvVar {
@@ -254,6 +262,14 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         jr2_probe::contract::verdict::rfc3339_utc(UNIX_EPOCH + Duration::from_secs(deadline)),
     )]);
     annotations.extend(scheduling::harness_priority_annotation(harness_spec));
+    if let Some(c) = &custodian {
+        annotations.insert(ANNOTATION_CUSTODIAN.to_owned(), c.name.clone());
+    }
+    let (init_containers, containers) = match custodian {
+        Some(c) if plain_custodian => (None, vec![c, probe]),
+        Some(c) => (Some(vec![c]), vec![probe]),
+        None => (None, vec![probe]),
+    };
 
     let spec = PodSpec {
         // Copied: the placement (a second scheduler places the Harness pods by its own rules), pulls, DNS, the pod
@@ -274,9 +290,9 @@ pub fn check_pod(plan: &ValidPlan, placement: &Placement, run_id: &str, now: Sys
         dns_config: harness_spec.dns_config.clone(),
         host_aliases: harness_spec.host_aliases.clone(),
         security_context: Some(pod_security_context(harness_spec.security_context.as_ref())),
-        // The Custodian, as a native sidecar; the probe.
-        init_containers: custodian.map(|c| vec![c]),
-        containers: vec![probe],
+        // The Custodian (a plain container first, or a native sidecar); the probe.
+        init_containers,
+        containers,
         volumes: (!volumes.is_empty()).then_some(volumes),
         // Its own.
         restart_policy: Some("Never".to_owned()),
@@ -326,18 +342,27 @@ fn runtime_default() -> SeccompProfile {
     }
 }
 
-/// The Custodian as in the Harness spec (env, mounts, resources, security context, probes), as a native sidecar.
+/// The Custodian as in the Harness spec (env, mounts, resources, security context, probes): a plain container before
+/// the probe when the probe can ask its readiness itself or it has no probe at all, else a native sidecar.
 ///
-/// A Harness's first Turn comes after its Custodian is ready; the probe comes at once. When the Custodian has a
-/// readiness probe and no startup probe, the probe waits for it: by asking the readiness endpoint itself
-/// ([`custodian_readiness`], in [`jr2_probe::sidecar::READY_ENV`]), every 20 ms, when that probe is one it can ask
-/// from inside the pod; else that probe also becomes the sidecar's startup probe, and the kubelet starts the probe
-/// container only once it passes. A startup probe costs every preflight a kubelet prober tick (its period is 1 s at
-/// least) on top of the relist that sees the sidecar run, so it is kept for the probes the probe cannot ask (`exec`,
-/// `grpc`, `https`, another host, headers).
-fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
+/// A Harness's first Turn comes after its Custodian is ready; the probe comes at once, so it waits for it. When the
+/// Custodian's readiness probe is one the probe can ask from inside the pod ([`custodian_readiness`], in
+/// [`jr2_probe::sidecar::READY_ENV`]), the probe asks it every 20 ms, and the Custodian is a plain container listed
+/// before the probe (no `restartPolicy`: the pod's `Never`): the kubelet starts both in one sync; so is a Custodian
+/// with no readiness or startup probe (the probe waits for its proxy to listen). As a native sidecar,
+/// the kubelet starts the probe only once a relist (every second) has seen the sidecar run: a second of every
+/// preflight (issue 36: the check pod's shape took 1,940 ms to a first line where a bare pod takes 959 ms, the plain
+/// shape 0.97x the bare pod). A plain Custodian is not restarted: one that dies stays terminated, and `diagnose` names
+/// it. Else (a readiness probe the probe cannot ask: `exec`, `grpc`, `https`, another host, headers; or the Harness's
+/// own startup probe) it stays a native sidecar, the kubelet holding the probe back until it has started, and a
+/// readiness probe without a startup probe becomes its startup probe too (a kubelet prober tick, 1 s at least).
+fn custodian_container(c: &Container, placement: &Placement) -> Container {
     let mut c = c.clone();
-    c.restart_policy = Some("Always".to_owned());
+    // Plain when nothing is left for the kubelet to hold the probe back on: a readiness probe the probe asks itself,
+    // or no probe at all (the probe waits for the proxy to listen).
+    let plain = custodian_readiness(&c).is_some()
+        || (c.readiness_probe.is_none() && c.startup_probe.is_none());
+    c.restart_policy = (!plain).then(|| "Always".to_owned());
     // An unmasked /proc (`procMount: Unmasked`) is not copied: the check needs none, and a check pod that shows the
     // node's /proc to its containers is more than the Harness spec asked of a check (issue 25, item 12).
     if let Some(sc) = c.security_context.as_mut()
@@ -346,7 +371,7 @@ fn custodian_sidecar(c: &Container, placement: &Placement) -> Container {
         sc.proc_mount = None;
     }
     if c.startup_probe.is_none()
-        && custodian_readiness(&c).is_none()
+        && !plain
         && let Some(ready) = &c.readiness_probe
     {
         c.startup_probe = Some(Probe {

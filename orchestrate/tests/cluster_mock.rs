@@ -445,9 +445,20 @@ impl ApiServerVerifier {
                 probe,
             } => {
                 pod["spec"]["nodeName"] = json!("worker-2");
-                json!({"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}],
-                       "startTime": "2026-12-04T18:36:41Z",
-                       "initContainerStatuses": [custodian], "containerStatuses": [probe]})
+                // The Custodian's status where the kubelet writes it: a plain container's beside the probe's, a
+                // native sidecar's in `initContainerStatuses` (issue 36).
+                let plain = pod["spec"]["containers"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["name"] == "custodian"));
+                if plain {
+                    json!({"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}],
+                           "startTime": "2026-12-04T18:36:41Z",
+                           "containerStatuses": [custodian, probe]})
+                } else {
+                    json!({"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}],
+                           "startTime": "2026-12-04T18:36:41Z",
+                           "initContainerStatuses": [custodian], "containerStatuses": [probe]})
+                }
             }
         };
         pod

@@ -259,10 +259,13 @@ async fn from_deployment_takes_its_placement_and_custodian() {
         pod["spec"]["nodeSelector"],
         json!({"jr2.dev/pool": "gpu-a100"})
     );
-    assert_eq!(pod["spec"]["initContainers"][0]["name"], "custodian");
-    assert_eq!(pod["spec"]["initContainers"][0]["restartPolicy"], "Always");
+    // The Custodian: a plain container before the probe (its readiness the probe asks itself: issue 36).
+    assert!(pod["spec"]["initContainers"].is_null(), "{pod:#}");
+    assert_eq!(pod["spec"]["containers"][0]["name"], "custodian");
+    assert!(pod["spec"]["containers"][0]["restartPolicy"].is_null());
+    assert_eq!(pod["spec"]["containers"][1]["name"], "probe");
     // The key the Harness holds: its Stand-in, which the Custodian swaps.
-    let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
+    let env = pod["spec"]["containers"][1]["env"].as_array().unwrap();
     assert!(
         env.iter().any(|e| e["name"] == "JR2_PROVIDER_API_KEY"
             && e["value"] == "jr2-held-JR2_PROVIDER_API_KEY")

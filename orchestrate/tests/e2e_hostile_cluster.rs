@@ -611,13 +611,19 @@ async fn an_event_storm_of_audit_warnings_neither_floods_nor_ends_the_run() {
 }
 
 /// Item 7: an init container admission injected (`mesh-init`, before the Custodian) runs and never completes, until
-/// the pod's own deadline fails it: the failure names the container and `Init:0/2`, not a stop.
+/// the pod's own deadline fails it: the failure names the container and `Init:0/1` (the Custodian a plain container:
+/// issue 36), not a stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_injected_init_container_that_never_completes_is_named() {
     let s = Setup::new(script(|ctl| {
         Box::pin(async move {
             ctl.schedule();
             ctl.update(|pod| {
+                // The Custodian is a plain container (issue 36): mesh-init is the pod's only init container.
+                if pod["spec"]["initContainers"].is_null() {
+                    pod["spec"]["initContainers"] = json!([]);
+                    pod["status"]["initContainerStatuses"] = json!([]);
+                }
                 pod["spec"]["initContainers"]
                     .as_array_mut()
                     .unwrap()
@@ -656,7 +662,7 @@ async fn an_injected_init_container_that_never_completes_is_named() {
     assert_eq!(
         run.lines().last(),
         Some(
-            &"error: provider preflight: the check pod cannot start — Init:0/2: the init container mesh-init has not completed (running); nothing else starts before it does; the pod stopped: DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+            &"error: provider preflight: the check pod cannot start — Init:0/1: the init container mesh-init has not completed (running); nothing else starts before it does; the pod stopped: DeadlineExceeded: Pod was active on the node longer than the specified deadline"
         ),
         "{}",
         run.stderr

@@ -64,7 +64,13 @@ fn every_generated_pod_validates_against_kubernetes_1_35() {
     }
     // A pod with env values a YAML 1.1 reader would take for something else, unless quoted.
     let mut odd = check_pods(&example(), RUN_ID, now()).remove(0);
-    let env = odd.spec.as_mut().unwrap().containers[0]
+    let env = odd
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers
+        .last_mut()
+        .unwrap()
         .env
         .as_mut()
         .unwrap();

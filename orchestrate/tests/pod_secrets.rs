@@ -143,7 +143,12 @@ fn no_secret_value_in_any_generated_pod() {
     }
     // The checks themselves catch a key.
     let mut pod = check_pods(&example(), RUN_ID, now()).remove(0);
-    pod.spec.as_mut().unwrap().containers[0]
+    pod.spec
+        .as_mut()
+        .unwrap()
+        .containers
+        .last_mut()
+        .unwrap()
         .env
         .as_mut()
         .unwrap()

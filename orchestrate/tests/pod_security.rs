@@ -145,7 +145,13 @@ fn the_restricted_pod_security_profile() {
     assert_eq!(restricted_violations(&pod), Vec::<String>::new());
     // And the check catches a pod that is not.
     let mut pod = pod;
-    pod.spec.as_mut().unwrap().containers[0].security_context = None;
+    pod.spec
+        .as_mut()
+        .unwrap()
+        .containers
+        .last_mut()
+        .unwrap()
+        .security_context = None;
     pod.spec.as_mut().unwrap().host_network = Some(true);
     assert_eq!(
         restricted_violations(&pod),

@@ -141,6 +141,11 @@ fn every_field_of_contract_section_6() {
                     "jr2.dev/preflight-deadline".to_owned(),
                     "2026-01-01T00:05:00.000Z".to_owned()
                 ),
+                // Where `diagnose` finds the Custodian, a plain container or a native sidecar (issue 36).
+                (
+                    "jr2.dev/custodian-container".to_owned(),
+                    custodian.name.clone()
+                ),
                 (
                     "jr2.dev/harness-priority-class".to_owned(),
                     h.priority_class_name.clone().unwrap()
@@ -202,15 +207,20 @@ fn every_field_of_contract_section_6() {
             ["jr2.dev/check-pod-never-ready"]
         );
 
-        // The Custodian: a native sidecar, otherwise as in the Harness spec.
-        let init = s.init_containers.as_ref().unwrap();
+        // The Custodian: a plain container before the probe (the probe asks its readiness itself: issue 36),
+        // otherwise as in the Harness spec; no init container (other init containers are not copied).
+        assert_eq!(s.init_containers, None);
         assert_eq!(
-            init.len(),
-            1,
-            "only the Custodian: other init containers are not copied"
+            names(Some(&s.containers), |c| &c.name),
+            [custodian.name.as_str(), "probe"]
         );
-        let sidecar = &init[0];
-        assert_eq!(sidecar.restart_policy.as_deref(), Some("Always"));
+        assert_eq!(
+            pod.metadata.annotations.as_ref().unwrap()["jr2.dev/custodian-container"],
+            custodian.name
+        );
+        let sidecar = &s.containers[0];
+        // The pod's `restartPolicy: Never`: never restarted.
+        assert_eq!(sidecar.restart_policy, None);
         assert_eq!(sidecar.name, custodian.name);
         assert_eq!(sidecar.image, custodian.image);
         assert_eq!(sidecar.image_pull_policy, custodian.image_pull_policy);
@@ -221,16 +231,10 @@ fn every_field_of_contract_section_6() {
         assert_eq!(sidecar.security_context, custodian.security_context);
         assert_eq!(sidecar.readiness_probe, custodian.readiness_probe);
         assert_eq!(sidecar.ports, custodian.ports);
-        // No startup probe: the probe asks the readiness endpoint itself (`JR2_CUSTODIAN_READY`, below), so the
-        // kubelet starts it as soon as it sees the Custodian run.
+        // No startup probe: the probe asks the readiness endpoint itself (`JR2_CUSTODIAN_READY`, below), and the
+        // kubelet starts both in one sync.
         assert_eq!(sidecar.startup_probe, None);
-        assert_eq!(
-            Container {
-                restart_policy: None,
-                ..sidecar.clone()
-            },
-            custodian.clone()
-        );
+        assert_eq!(sidecar, custodian);
 
         // The volumes those containers mount, and only those, in the Harness spec's order.
         let mut mounted: Vec<&str> = custodian
@@ -445,8 +449,9 @@ fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
             .iter()
             .all(|m| !m.via_custodian)
     );
-    // Already a sidecar: copied once, its own startup probe kept.
+    // Already a sidecar: copied once, its own startup probe kept; so it stays a native sidecar.
     let s = spec(&pods[1]);
+    assert_eq!(names(Some(&s.containers), |c| &c.name), ["probe"]);
     let init = s.init_containers.as_ref().unwrap();
     assert_eq!(init.len(), 1);
     assert_eq!(init[0].restart_policy.as_deref(), Some("Always"));
@@ -456,9 +461,10 @@ fn a_placement_without_a_custodian_and_one_already_a_sidecar() {
     assert_eq!(env_of(probe(&pods[1]), "JR2_CUSTODIAN_READY"), None);
 }
 
-/// Issue 36: the probe asks the Custodian's readiness endpoint itself (every 20 ms) when it can, and the sidecar gets
-/// no startup probe (which costs a kubelet prober tick, 1 s at least, on every preflight); the readiness probes it
-/// cannot ask from inside the pod become the startup probe, as before.
+/// Issue 36: the probe asks the Custodian's readiness endpoint itself (every 20 ms) when it can, and the Custodian is
+/// then a plain container before the probe, with no startup probe (a native sidecar costs a kubelet relist, a second,
+/// and a startup probe a prober tick, 1 s at least, on every preflight); with a readiness probe it cannot ask from
+/// inside the pod the Custodian stays a native sidecar, and that probe becomes its startup probe, as before.
 #[test]
 fn the_probe_asks_the_custodian_s_readiness_endpoint_when_it_can() {
     let readiness = |readiness_probe: serde_json::Value, ports: serde_json::Value| {
@@ -468,10 +474,18 @@ fn the_probe_asks_the_custodian_s_readiness_endpoint_when_it_can() {
         custodian["ports"] = ports;
         let plan = plan_of(v).expect("a valid plan");
         let pods = check_pods(&plan, RUN_ID, now());
-        let sidecar = spec(&pods[0]).init_containers.as_ref().unwrap()[0].clone();
+        let s = spec(&pods[0]);
+        let c = common::custodian(&pods[0]).unwrap();
+        let native = s.init_containers.is_some();
+        assert_eq!(
+            native,
+            c.restart_policy.as_deref() == Some("Always"),
+            "a native sidecar, or a plain container: {c:?}"
+        );
+        assert_eq!(s.containers.len(), if native { 1 } else { 2 });
         let asked =
             env_of(probe(&pods[0]), "JR2_CUSTODIAN_READY").map(|e| e.value.clone().unwrap());
-        (asked, sidecar.startup_probe.is_some())
+        (asked, c.startup_probe.is_some() && native)
     };
     let none = json!([]);
     let named = json!([{"name": "health", "containerPort": 15021}]);
@@ -535,7 +549,7 @@ fn the_probe_asks_the_custodian_s_readiness_endpoint_when_it_can() {
         assert_eq!(
             startup,
             asked.is_none(),
-            "a startup probe only when the probe cannot ask: {probe}"
+            "a native sidecar with a startup probe only when the probe cannot ask: {probe}"
         );
     }
 }
@@ -554,7 +568,7 @@ fn an_unmasked_proc_mount_is_not_copied() {
     }
     let plan = plan_of(v).unwrap();
     let pods = check_pods(&plan, RUN_ID, now());
-    let custodian = &spec(&pods[0]).init_containers.as_ref().unwrap()[0];
+    let custodian = common::custodian(&pods[0]).unwrap();
     let sc = custodian
         .security_context
         .as_ref()

@@ -1,9 +1,9 @@
 //! The Custodian, before the first request of a check pod.
 //!
-//! In the check pod the Custodian is a native sidecar: the kubelet starts the probe as soon as it sees the
-//! Custodian's process run (the driver gives the sidecar no startup probe when the probe can ask the Custodian
-//! itself: a startup probe costs a kubelet prober tick, at least 1 s, on every preflight), which is before Envoy
-//! listens or is ready. A Turn comes long after its pod started; the probe comes at once, and its first connection
+//! In the check pod the Custodian is a plain container before the probe when the probe can ask its readiness itself
+//! (the kubelet starts both in one sync: a native sidecar would cost a relist, a second, on every preflight), else a
+//! native sidecar, which the kubelet starts the probe after as soon as it sees its process run. Either way the probe
+//! starts before Envoy listens or is ready. A Turn comes long after its pod started; the probe comes at once, and its first connection
 //! would be refused by a Custodian that is only starting: a check that fails where no Turn would. So in pod mode,
 //! before the first request, the probe waits:
 //!

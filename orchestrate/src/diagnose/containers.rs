@@ -1,10 +1,11 @@
-//! Where each container of a check pod stands, read off its spec and status: the probe's and the Custodian's (a
-//! native sidecar: an init container with `restartPolicy: Always`, whose status lives in `initContainerStatuses`),
-//! their states, their memory limits, and when the Custodian's log is worth reading.
+//! Where each container of a check pod stands, read off its spec and status: the probe's and the Custodian's (the
+//! container the pod's `jr2.dev/custodian-container` annotation names: a plain container, whose status lives in
+//! `containerStatuses`, or a native sidecar, an init container with `restartPolicy: Always`, whose status lives in
+//! `initContainerStatuses`), their states, their memory limits, and when the Custodian's log is worth reading.
 
 use k8s_openapi::api::core::v1::{Container, ContainerStateTerminated, ContainerStatus, Pod};
 
-use crate::pod::PROBE_CONTAINER;
+use crate::pod::{ANNOTATION_CUSTODIAN, PROBE_CONTAINER};
 
 /// The Custodian's name when the spec does not mark it (the sidecar is found by `restartPolicy: Always` first).
 pub const CUSTODIAN_CONTAINER: &str = "custodian";
@@ -30,9 +31,19 @@ pub fn node_name(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.node_name.as_deref()
 }
 
-/// The Custodian's container spec: the native sidecar (an init container with `restartPolicy: Always`), else an
-/// init container named [`CUSTODIAN_CONTAINER`].
+/// The Custodian's container spec: the container the pod's [`ANNOTATION_CUSTODIAN`] names (a plain container or a
+/// native sidecar); on a pod without it (one of an earlier release), the native sidecar (an init container with
+/// `restartPolicy: Always`), else an init container named [`CUSTODIAN_CONTAINER`].
 pub fn custodian_spec(pod: &Pod) -> Option<&Container> {
+    if let Some(name) = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_CUSTODIAN))
+        .filter(|n| n.as_str() != PROBE_CONTAINER)
+    {
+        return container_spec(pod, name);
+    }
     let inits = pod.spec.as_ref()?.init_containers.as_ref()?;
     inits
         .iter()
@@ -40,9 +51,19 @@ pub fn custodian_spec(pod: &Pod) -> Option<&Container> {
         .or_else(|| inits.iter().find(|c| c.name == CUSTODIAN_CONTAINER))
 }
 
+/// The Custodian is a plain container: the kubelet never restarts it (the pod's `restartPolicy: Never`), and starts
+/// the probe beside it without waiting for it.
+pub(super) fn custodian_is_plain(pod: &Pod) -> bool {
+    custodian_spec(pod).is_some_and(|c| {
+        pod.spec
+            .as_ref()
+            .is_some_and(|s| s.containers.iter().any(|p| p.name == c.name))
+    })
+}
+
 pub(super) fn custodian_status(pod: &Pod) -> Option<&ContainerStatus> {
     let name = &custodian_spec(pod)?.name;
-    statuses(pod, true).find(|s| &s.name == name)
+    statuses(pod, !custodian_is_plain(pod)).find(|s| &s.name == name)
 }
 
 pub(super) fn statuses(pod: &Pod, init: bool) -> impl Iterator<Item = &ContainerStatus> {

@@ -12,8 +12,9 @@
 //! `ContainerCreating`; the Custodian refuses a held value at start with the log line
 //! `jr2.custodian refuse secret=<NAME> reason=<why>`; an OOM kill is a terminated state `OOMKilled`.
 //!
-//! The run is judged by the probe container's own status, never by the pod phase: the Custodian is a native sidecar
-//! (an init container with `restartPolicy: Always`), whose status lives in `initContainerStatuses`.
+//! The run is judged by the probe container's own status, never by the pod phase: the Custodian is a plain container
+//! beside the probe (the pod does not complete when the probe exits) or a native sidecar (an init container with
+//! `restartPolicy: Always`, whose status lives in `initContainerStatuses`).
 //! Nothing here cleans text: messages are kept raw, and [`StartFailure::line`] cleans them on their way to a line.
 
 use k8s_openapi::api::core::v1::{Event, Pod};
@@ -31,8 +32,8 @@ pub use containers::{
     node_name, probe_status,
 };
 use containers::{
-    custodian_status, custodian_volumes, ever_started, is_oom, last_terminated, running,
-    terminated, waiting,
+    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom, last_terminated,
+    running, terminated, waiting,
 };
 pub use failure::StartFailure;
 use failure::{volume_secret, waiting_failure};
@@ -192,6 +193,16 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         });
     }
 
+    // 4b. A plain Custodian that exited (and did not say it refused a held value), whenever it did so before the
+    //     probe ended: the kubelet starts the probe beside it and never restarts it, so the probe's own errors would
+    //     only say that its proxy is gone (issue 36).
+    if custodian_is_plain(pod)
+        && let Some(c) = custodian
+        && let Some(d) = custodian_exited(c, custodian_log)
+    {
+        return d;
+    }
+
     // 5. The probe runs.
     if probe.is_some_and(running) {
         return Diagnosis::Running;
@@ -222,38 +233,11 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     }
 
     // 8. A Custodian that exits at start (and did not say it refused a held value).
-    if !probe_started && let Some(c) = custodian {
-        let t = terminated(c)
-            .or(last_terminated(c))
-            .filter(|t| t.exit_code != 0);
-        if let Some(t) = t {
-            let code = t.exit_code;
-            let reason = waiting(c)
-                .map(|(r, _)| r)
-                .filter(|r| !r.is_empty())
-                .or(t.reason.as_deref())
-                .unwrap_or("Error")
-                .to_owned();
-            return match custodian_log {
-                None => Diagnosis::Pending {
-                    reason,
-                    message: format!("the Custodian ({}) exited with code {code}", c.name),
-                },
-                Some(lines) => {
-                    let last = lines.iter().rev().map(|l| l.trim()).find(|l| !l.is_empty());
-                    Diagnosis::CannotStart(StartFailure::Other {
-                        container: c.name.clone(),
-                        reason,
-                        message: match last {
-                            Some(l) => {
-                                format!("the Custodian ({}) exited with code {code}: {l}", c.name)
-                            }
-                            None => format!("the Custodian ({}) exited with code {code}", c.name),
-                        },
-                    })
-                }
-            };
-        }
+    if !probe_started
+        && let Some(c) = custodian
+        && let Some(d) = custodian_exited(c, custodian_log)
+    {
+        return d;
     }
 
     // 9. Volumes: only Events say why one does not mount. Every volume mounts before any container starts.
@@ -377,6 +361,41 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
             .to_owned()
         });
     Diagnosis::Starting { reason, message }
+}
+
+/// A Custodian that exited with an error: pending until the driver has read its log, then a start failure with its
+/// last line.
+fn custodian_exited(
+    c: &k8s_openapi::api::core::v1::ContainerStatus,
+    custodian_log: Option<&[String]>,
+) -> Option<Diagnosis> {
+    let t = terminated(c)
+        .or(last_terminated(c))
+        .filter(|t| t.exit_code != 0)?;
+    let code = t.exit_code;
+    let reason = waiting(c)
+        .map(|(r, _)| r)
+        .filter(|r| !r.is_empty())
+        .or(t.reason.as_deref())
+        .unwrap_or("Error")
+        .to_owned();
+    Some(match custodian_log {
+        None => Diagnosis::Pending {
+            reason,
+            message: format!("the Custodian ({}) exited with code {code}", c.name),
+        },
+        Some(lines) => {
+            let last = lines.iter().rev().map(|l| l.trim()).find(|l| !l.is_empty());
+            Diagnosis::CannotStart(StartFailure::Other {
+                container: c.name.clone(),
+                reason,
+                message: match last {
+                    Some(l) => format!("the Custodian ({}) exited with code {code}: {l}", c.name),
+                    None => format!("the Custodian ({}) exited with code {code}", c.name),
+                },
+            })
+        }
+    })
 }
 
 #[cfg(test)]
@@ -854,6 +873,85 @@ mod tests {
                 "state": {"running": {"startedAt": "2026-12-04T18:36:50Z"}}, "lastState": oom}],
             "containerStatuses": [running("probe")]}));
         assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
+    }
+
+    /// The check pod as `pod.rs` builds it when the probe asks the Custodian's readiness itself (issue 36): the
+    /// Custodian a plain container before the probe, named by the pod's annotation, its status in
+    /// `containerStatuses`.
+    fn plain_pod(statuses: Value) -> Pod {
+        let mut p = pod(
+            json!({"phase": "Running", "conditions": [scheduled()], "containerStatuses": statuses}),
+        );
+        let spec = p.spec.as_mut().unwrap();
+        let mut c = spec.init_containers.take().unwrap().remove(0);
+        c.restart_policy = None;
+        spec.containers.insert(0, c);
+        p.metadata.annotations = Some(
+            [(
+                crate::pod::ANNOTATION_CUSTODIAN.to_owned(),
+                "custodian".to_owned(),
+            )]
+            .into(),
+        );
+        p
+    }
+
+    /// A plain Custodian is found in `containerStatuses`; one that exits while the probe runs (the kubelet started
+    /// both in one sync, and never restarts it) is named with its exit code and last log line, not left to the
+    /// probe's proxy errors; one that is OOM-killed is named with its limit; one that runs leaves the probe running.
+    #[test]
+    fn a_plain_custodian_that_exits_while_the_probe_runs_is_named() {
+        let p = plain_pod(json!([running("custodian"), running("probe")]));
+        assert!(custodian_is_plain(&p));
+        assert_eq!(custodian_status(&p).unwrap().name, "custodian");
+        assert_eq!(diagnose(&p, &[], None), Diagnosis::Running);
+        assert_eq!(custodian_log_request(&p), None);
+
+        let p = plain_pod(json!([
+            terminated("custodian", "Error", 2, None),
+            running("probe")
+        ]));
+        assert_eq!(
+            custodian_log_request(&p),
+            Some(CustodianLogRequest {
+                container: "custodian".to_owned(),
+                previous: false,
+                restart_count: 0
+            })
+        );
+        assert_eq!(
+            diagnose(&p, &[], None),
+            pending("Error", "the Custodian (custodian) exited with code 2")
+        );
+        let log = ["jr2-test-custodian: unknown argument \"--no-such-flag\"".to_owned()];
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], Some(&log)) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — Error: the Custodian (custodian) exited with code 2: jr2-test-custodian: unknown argument \"--no-such-flag\""
+        );
+
+        let oom = json!({"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}});
+        let p = plain_pod(json!([oom, running("probe")]));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a container ran out of memory: custodian (limit 64Mi)"
+        );
+
+        // The probe ended first: its verdict, whatever the Custodian does after.
+        let p = plain_pod(json!([
+            terminated("custodian", "Error", 2, None),
+            terminated("probe", "Completed", 0, Some("{}"))
+        ]));
+        assert!(matches!(
+            diagnose(&p, &[], None),
+            Diagnosis::Finished { exit_code: 0, .. }
+        ));
     }
 
     /// Judged by the probe container, not the phase: the pod is `Running` while the sidecar lives on.

@@ -777,7 +777,9 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_409_407)
     }
 
-    /// The plan the check pod comes from: the Instance Harness with its Custodian, checking the three models.
+    /// The plan the check pod comes from: the Instance Harness with its Custodian, checking the three models. The
+    /// Custodian has an `exec` readiness probe, which the probe cannot ask: it is a native sidecar (`pod.rs`), the
+    /// shape these steps' statuses are written for (a plain Custodian's: `diagnose`'s tests and the real cluster's).
     fn plan() -> ValidPlan {
         let placement = json!({"name": "harness", "custodianContainer": "custodian", "podSpec": {
             "containers": [
@@ -789,6 +791,7 @@ mod tests {
                  ]},
                 {"name": "custodian", "image": "envoyproxy/envoy:distroless-v1.39.1",
                  "resources": {"limits": {"memory": "64Mi"}},
+                 "readinessProbe": {"exec": {"command": ["/ready"]}},
                  "volumeMounts": [{"name": "custodian-values", "mountPath": "/etc/jr2/custodian/values"}]}
             ],
             "volumes": [{"name": "custodian-values", "projected": {"sources": [

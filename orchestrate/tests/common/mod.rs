@@ -50,10 +50,26 @@ pub fn spec(pod: &Pod) -> &PodSpec {
     pod.spec.as_ref().expect("a spec")
 }
 
+/// The probe container: the last of `containers`, after the Custodian when the Custodian is a plain container.
 pub fn probe(pod: &Pod) -> &Container {
     let s = spec(pod);
-    assert_eq!(s.containers.len(), 1, "the probe is the only container");
-    &s.containers[0]
+    assert!(
+        s.containers.len() <= 2,
+        "the probe, and a plain Custodian before it: {:?}",
+        s.containers.iter().map(|c| &c.name).collect::<Vec<_>>()
+    );
+    let probe = s.containers.last().expect("the probe");
+    assert_eq!(probe.name, "probe");
+    probe
+}
+
+/// The Custodian container: a plain container before the probe, else a native sidecar.
+pub fn custodian(pod: &Pod) -> Option<&Container> {
+    let s = spec(pod);
+    match s.containers.as_slice() {
+        [c, _] => Some(c),
+        _ => s.init_containers.iter().flatten().next(),
+    }
 }
 
 pub fn env_of<'a>(c: &'a Container, name: &str) -> Option<&'a EnvVar> {

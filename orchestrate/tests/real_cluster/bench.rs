@@ -3,10 +3,9 @@
 //! its result line, with no driver. Beside them, in the same run: jr2's current design (one `kubectl run --rm` of the
 //! probe per model, in sequence, with kubectl from the same build), the preflight without a Custodian, and more floors
 //! created by kubectl, each create → the probe's result line: the check pod as the driver's dry run writes it (the
-//! Custodian as a native sidecar, which the kubelet starts first; the probe asks the Custodian's readiness itself), the
-//! same pod as the driver wrote it before issue 36 (the Custodian's readiness probe also its startup probe), and the
-//! same pod with the Custodian as a plain container beside the probe (the alternative to the native sidecar: both
-//! start in one kubelet sync).
+//! Custodian as a plain container before the probe: the kubelet starts both in one sync; the probe asks the
+//! Custodian's readiness itself), and the same pod with the Custodian as a native sidecar, as the driver wrote it
+//! before (the kubelet starts the probe only once a relist saw the sidecar run: about a second).
 //!
 //! Where the time goes, per run: a pod watch the bench keeps open (kubectl, in the cluster's namespace) gives the
 //! moment each change of the pod arrives (scheduled, sandbox ready, the Custodian running and ready as the kubelet
@@ -274,6 +273,10 @@ fn dry_run_pod(ns: &str, name: &str) -> Value {
     assert_eq!(dry.code(), Some(0), "{}", dry.stderr);
     let mut pod: Value = serde_yaml::from_str(&dry.stdout).expect("the dry run's pod");
     pod["metadata"]["name"] = json!(name);
+    // Deleted as the driver deletes its pods (and as the bare floor is): at once, no grace. A plain Custodian runs on
+    // after the probe exits; with the default 30 s grace a stand-in that ignores SIGTERM would keep each floor's pod
+    // terminating on the node while the next floors run.
+    pod["spec"]["terminationGracePeriodSeconds"] = json!(0);
     pod
 }
 
@@ -321,11 +324,15 @@ fn main() {
     }
 
     // The floor of the check pod's own shape: the pod the driver's dry run writes for one model (the Custodian as a
-    // native sidecar, then the probe).
+    // plain container before the probe, which asks its readiness itself).
     let mut sidecar_floor = Vec::new();
     for rep in 0..floor_reps {
         let name = format!("floor-sidecar-{rep}");
         let pod = dry_run_pod(&ns, &name);
+        assert!(
+            pod["spec"]["initContainers"].is_null(),
+            "the Custodian is a plain container: {pod:#}"
+        );
         sidecar_floor.push(floor_run(
             &mut rows,
             &format!("floor: the check pod by kubectl #{rep}"),
@@ -334,50 +341,19 @@ fn main() {
         ));
     }
 
-    // The same pod as the driver wrote it before issue 36: the Custodian's readiness probe also its startup probe, and
-    // the probe not asking the Custodian itself (what the startup probe costs).
-    let mut startup_floor = Vec::new();
+    // The same pod as the driver wrote it before issue 36's departure: the Custodian as a native sidecar (an init
+    // container with `restartPolicy: Always`), which the kubelet starts the probe after only once a relist saw it.
+    let mut native_floor = Vec::new();
     for rep in 0..floor_reps {
-        let name = format!("floor-startup-{rep}");
-        let mut pod = dry_run_pod(&ns, &name);
-        let custodian = &mut pod["spec"]["initContainers"][0];
-        let mut startup = custodian["readinessProbe"].clone();
-        let s = startup.as_object_mut().unwrap();
-        s.remove("initialDelaySeconds");
-        s.remove("successThreshold");
-        s.insert("periodSeconds".to_owned(), json!(1));
-        s.insert("failureThreshold".to_owned(), json!(60));
-        custodian["startupProbe"] = startup;
-        pod["spec"]["containers"][0]["env"]
-            .as_array_mut()
-            .unwrap()
-            .retain(|e| e["name"] != "JR2_CUSTODIAN_READY");
-        startup_floor.push(floor_run(
-            &mut rows,
-            &format!("floor: the check pod with a startup probe #{rep}"),
-            &name,
-            &pod,
-        ));
-    }
-
-    // The alternative: the same pod with the Custodian as a plain container beside the probe (no startup probe).
-    let mut plain_floor = Vec::new();
-    for rep in 0..floor_reps {
-        let name = format!("floor-plain-{rep}");
+        let name = format!("floor-native-{rep}");
         let mut pod = dry_run_pod(&ns, &name);
         let spec = pod["spec"].as_object_mut().unwrap();
-        let mut custodian = spec.remove("initContainers").unwrap()[0].clone();
-        let c = custodian.as_object_mut().unwrap();
-        c.remove("restartPolicy");
-        c.remove("startupProbe");
-        spec["containers"]
-            .as_array_mut()
-            .unwrap()
-            .insert(0, custodian);
-        spec.insert("terminationGracePeriodSeconds".to_owned(), json!(0));
-        plain_floor.push(floor_run(
+        let mut custodian = spec["containers"].as_array_mut().unwrap().remove(0);
+        custodian["restartPolicy"] = json!("Always");
+        spec.insert("initContainers".to_owned(), json!([custodian]));
+        native_floor.push(floor_run(
             &mut rows,
-            &format!("floor: Custodian as a plain container #{rep}"),
+            &format!("floor: Custodian as a native sidecar #{rep}"),
             &name,
             &pod,
         ));
@@ -394,8 +370,7 @@ fn main() {
         for (what, v) in [
             ("a bare probe pod", floor_ms),
             ("the check pod by kubectl", median(sidecar_floor)),
-            ("the same, with the startup probe", median(startup_floor)),
-            ("the Custodian as a plain container", median(plain_floor)),
+            ("the Custodian as a native sidecar", median(native_floor)),
         ] {
             println!("  {what:<40} {v:>7.0} ms  {:>5.2}x", v / floor_ms);
         }
@@ -529,8 +504,7 @@ fn main() {
     print_rows(&rows);
     let floor_ms = median(floor);
     let sidecar_floor_ms = median(sidecar_floor);
-    let plain_floor_ms = median(plain_floor);
-    let startup_floor_ms = median(startup_floor);
+    let native_floor_ms = median(native_floor);
     let direct_ms = median(direct);
     println!("\nmedians of {REPS}, on this cluster:");
     println!(
@@ -540,10 +514,7 @@ fn main() {
         "  floor: the check pod by kubectl, → the probe's result line        {sidecar_floor_ms:>7.0} ms"
     );
     println!(
-        "  floor: the same, with the startup probe (before issue 36)         {startup_floor_ms:>7.0} ms"
-    );
-    println!(
-        "  floor: the Custodian as a plain container, → the result line      {plain_floor_ms:>7.0} ms"
+        "  floor: the same, the Custodian as a native sidecar (before)       {native_floor_ms:>7.0} ms"
     );
     println!(
         "  preflight, 1 model, no Custodian (create → verdict → pods deleted) {direct_ms:>7.0} ms"
@@ -587,16 +558,12 @@ fn main() {
         direct_ms / floor_ms
     );
     println!(
-        "  the check pod's own shape / the bare floor                       {:>6.2}x  (the native sidecar's start)",
+        "  the check pod's own shape / the bare floor                       {:>6.2}x  (a plain Custodian)",
         sidecar_floor_ms / floor_ms
     );
     println!(
-        "  the check pod with a startup probe / the bare floor              {:>6.2}x  (before issue 36)",
-        startup_floor_ms / floor_ms
-    );
-    println!(
-        "  the Custodian as a plain container / the bare floor              {:>6.2}x  (the alternative)",
-        plain_floor_ms / floor_ms
+        "  the Custodian as a native sidecar / the bare floor               {:>6.2}x  (before the departure)",
+        native_floor_ms / floor_ms
     );
     for models in [1usize, 4, 16] {
         let ours = median(preflight[&(1, models)].clone());

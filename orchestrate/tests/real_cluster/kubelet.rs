@@ -147,7 +147,25 @@ fn a_custodian_over_its_memory_limit_is_named() {
     fails_naming("rc-oom", spec, &[], &["custodian", "32Mi"]);
 }
 
-/// A Custodian whose startup probe never passes: the probe container never starts (a native sidecar holds the
+/// A Custodian that dies at start (an argument it does not know: exit code 2): a plain container beside the probe,
+/// which the kubelet starts in the same sync and never restarts, so the probe is already waiting for it; the driver
+/// names the Custodian, its exit code and its last log line, not the probe's proxy errors.
+#[test]
+fn a_custodian_that_dies_at_start_is_named() {
+    let mut spec = harness_spec();
+    spec["containers"][1] = custodian(&["--no-such-flag"]);
+    fails_naming(
+        "rc-dies",
+        spec,
+        &[],
+        &[
+            "the Custodian (custodian) exited with code 2",
+            "unknown argument",
+        ],
+    );
+}
+
+/// A Custodian whose startup probe (the Harness spec's own: it keeps the Custodian a native sidecar) never passes: the probe container never starts (a native sidecar holds the
 /// main containers back until it has started), and the pending line and the verdict at `--timeout` carry the real
 /// kubelet's words for it (`Unhealthy: Startup probe failed: HTTP probe failed with statuscode: 503`).
 #[test]

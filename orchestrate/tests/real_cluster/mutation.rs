@@ -154,27 +154,31 @@ fn a_policy_that_rewrites_the_managed_by_label_loses_no_pod() {
     drop(policy);
 }
 
-/// Item 7: a policy injects a regular init container `mesh-init` before the Custodian (the pause image: it runs and
-/// never completes), as a mesh may. Failing is right (a Harness pod hangs the same); the failure names `mesh-init`
-/// and kubectl's `Init:0/2`, not "an eviction, a preemption or a deletion". Before: `the check pod stopped
-/// (DeadlineExceeded ...)` or a timeout whose reason never named the container.
+/// Item 7: a policy injects a regular init container `mesh-init` (the pause image: it runs and never completes), as
+/// a mesh may. Failing is right (a Harness pod hangs the same); the failure names `mesh-init` and kubectl's
+/// `Init:0/1` (the Custodian is a plain container: issue 36), not "an eviction, a preemption or a deletion". Before:
+/// `the check pod stopped (DeadlineExceeded ...)` or a timeout whose reason never named the container.
 #[test]
 fn an_injected_init_container_that_never_completes_is_named() {
     let _g = shared();
     let ns = namespace("rc-mut-init", &[]);
+    // An ApplyConfiguration: mesh-init merged into `initContainers` by its name, whether or not the pod has any (the
+    // check pod has none when its Custodian is a plain container: issue 36), as a mesh's injector adds it.
     let policy = Policy::new(
         &ns,
         "jr2-rc-mut-init",
-        json!({"patchType": "JSONPatch", "jsonPatch": {"expression": format!(
-            "[JSONPatch{{op: 'add', path: '/spec/initContainers/0', value: Object.spec.initContainers{{\
+        json!({"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": format!(
+            "Object{{spec: Object.spec{{initContainers: [Object.spec.initContainers{{\
                name: 'mesh-init', image: '{PAUSE}', imagePullPolicy: 'IfNotPresent',\
                terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File',\
                securityContext: Object.spec.initContainers.securityContext{{runAsUser: 65535, runAsNonRoot: true,\
-                 allowPrivilegeEscalation: false}}}}}}]"
+                 allowPrivilegeEscalation: false}}}}]}}}}"
         )}}),
     );
     policy.wait_applied(&ns, |p| {
-        p["spec"]["initContainers"][0]["name"] == "mesh-init"
+        p["spec"]["initContainers"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["name"] == "mesh-init"))
     });
     let run = run_plan(
         &plan(&ns, &[("sandbox", harness_spec(), &["ok"])]),
@@ -186,7 +190,7 @@ fn an_injected_init_container_that_never_completes_is_named() {
         .into_iter()
         .filter(|l| l.starts_with("error:"))
         .collect();
-    insta::assert_snapshot!(errors.join("\n"), @"error: provider preflight: the check pod did not start in 30 s — last reason Init:0/2: the init container mesh-init has not completed (running); nothing else starts before it does");
+    insta::assert_snapshot!(errors.join("\n"), @"error: provider preflight: the check pod did not start in 30 s — last reason Init:0/1: the init container mesh-init has not completed (running); nothing else starts before it does");
     assert!(
         !run.stderr
             .contains("an eviction, a preemption or a deletion"),

@@ -1,4 +1,4 @@
-//! Whole runs of the driver on the real cluster: `run` with the Custodian as a native sidecar, `check`,
+//! Whole runs of the driver on the real cluster: `run` with the Custodian beside the probe, `check`,
 //! `--from-deployment` with a real Deployment, the dry run against the real API server's server-side dry run, the
 //! skip, the stale sweep, two runs at once in one namespace.
 
@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::harness::*;
 
 /// A plan of two placements and three models runs as the least-privilege user: the real PSA admits the check pods
-/// in a `restricted` namespace, the real kubelet starts the Custodian stand-in as a native sidecar and then the real
+/// in a `restricted` namespace, the real kubelet starts the Custodian stand-in (a plain container) and the real
 /// probe image, whose request reaches the provider through the Custodian, which swaps the Stand-in for the held key
 /// (the model `auth` answers only to it). The verdict is ok, no pending line quotes the kubelet's `MissingClusterDNS`
 /// (this cluster has no DNS, as many do not), and no pod is left.

@@ -36,7 +36,7 @@
 //! answered late, a delete that fails or is dropped, an endless line in a pod watch, an endless pod list body.
 //!
 //! **The kubelet stand-in**: when a pod is created it plays the [`Scenario`] set for the fake: it schedules the pod
-//! (`spec.nodeName`, `PodScheduled`), starts the Custodian (the `initContainers` sidecar) as running, then runs the
+//! (`spec.nodeName`, `PodScheduled`), starts the Custodian (a plain container or an `initContainers` sidecar) as running, then runs the
 //! real `jr2-probe` binary as a child process with the probe container's `args` (its `--termination-log` pointed
 //! at a temporary file) and `env` (`envFrom` Secrets, then `env`: a `fieldRef` to `spec.nodeName` resolved to the
 //! node, literal values as given, `secretKeyRef` from the Secrets a test added and skipped when there is none,

@@ -67,6 +67,25 @@ impl PodCtl {
             .collect()
     }
 
+    /// The Custodian as a plain container (issue 36): the one of `containers` the pod's `jr2.dev/custodian-container`
+    /// annotation names. Started with the sidecars, before the probe; never stopped when the probe ends (the pod
+    /// does not complete: the driver deletes it).
+    pub fn plain_custodian(&self) -> Option<String> {
+        let name = self.pod["metadata"]["annotations"]["jr2.dev/custodian-container"].as_str()?;
+        self.pod["spec"]["containers"]
+            .as_array()?
+            .iter()
+            .any(|c| c["name"] == name && name != "probe")
+            .then(|| name.to_owned())
+    }
+
+    /// The containers started before the probe: the sidecars, and a plain Custodian.
+    fn started_first(&self) -> Vec<String> {
+        let mut all = self.sidecars();
+        all.extend(self.plain_custodian());
+        all
+    }
+
     pub(super) fn image(&self, container: &str) -> String {
         self.container_spec(container)
             .and_then(|c| c["image"].as_str())
@@ -305,7 +324,7 @@ impl PodCtl {
                 &now,
             );
         });
-        for s in &sidecars {
+        for s in &self.started_first() {
             self.container(
                 s,
                 json!({"waiting": {"reason": "ContainerCreating"}}),
@@ -338,7 +357,7 @@ impl PodCtl {
         self.update(|pod| {
             set_condition(pod, "PodReadyToStartContainers", "True", None, None, &now);
         });
-        for s in self.sidecars() {
+        for s in self.started_first() {
             self.started_events(&s);
             self.open_log(&s);
             self.container(&s, json!({"running": {"startedAt": now}}), true);

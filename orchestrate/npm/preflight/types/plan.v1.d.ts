@@ -67,7 +67,7 @@ export interface Placement {
    */
   name: DnsLabel;
   /**
-   * A Kubernetes core/v1 PodSpec, as jr2 up renders it for these Harness pods: the Harness container, the Custodian container and their volumes. The check pod copies from it nodeSelector, affinity, tolerations, topologySpreadConstraints, nodeName, runtimeClassName, schedulerName, imagePullSecrets, dnsPolicy, dnsConfig, hostAliases and the pod securityContext; the Custodian container (as a native sidecar) and the volumes it mounts; the Harness container's env, envFrom and CA mounts (under /etc/jr2/ca, or where a CA env var points). Not copied: labels, resources, the priority class (named in an annotation: the check pod never preempts), the service account, other containers and volumes.
+   * A Kubernetes core/v1 PodSpec, as jr2 up renders it for these Harness pods: the Harness container, the Custodian container and their volumes. The check pod copies from it nodeSelector, affinity, tolerations, topologySpreadConstraints, nodeName, runtimeClassName, schedulerName, imagePullSecrets, dnsPolicy, dnsConfig, hostAliases and the pod securityContext; the Custodian container (a plain container before the probe when the probe can ask its readiness probe itself or it has none, else a native sidecar) and the volumes it mounts; the Harness container's env, envFrom and CA mounts (under /etc/jr2/ca, or where a CA env var points). Not copied: labels, resources, the priority class (named in an annotation: the check pod never preempts), the service account, other containers and volumes.
    */
   podSpec: PodSpec;
   /**
