@@ -284,13 +284,14 @@ async fn a_model_that_takes_long_gets_progress_lines() {
     );
     let waiting: Vec<String> = lines(&run)
         .into_iter()
-        .filter(|l| l.contains("no answer yet"))
+        .filter(|l| l.contains("no verdict yet"))
         .collect();
     let line = |ms| {
         render::waiting(
             "ok-slow-1600",
             std::time::Duration::from_millis(ms),
             std::time::Duration::from_secs(10),
+            jr2_probe::contract::events::WaitStage::NoAnswer,
         )
     };
     // The model answers after 1.6 s: at least the three lines before it, each at the pace.
@@ -307,7 +308,7 @@ async fn a_model_that_takes_long_gets_progress_lines() {
     );
     // None when the verdict comes first.
     let run = check(&fake, "ok", &["--waiting-note", "30s"]).await;
-    assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
+    assert!(!run.stderr.contains("no verdict yet"), "{}", run.stderr);
     // `0s: none`, as --help says (issue 27, item 11: it was refused as "must be more than 0").
     let run = check(
         &fake,
@@ -316,7 +317,7 @@ async fn a_model_that_takes_long_gets_progress_lines() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(!run.stderr.contains("no answer yet"), "{}", run.stderr);
+    assert!(!run.stderr.contains("no verdict yet"), "{}", run.stderr);
 }
 
 /// `contextWindow` equal to the served context (`-c`): pi's clamp leaves every Turn a cap of 1 token, so the check

@@ -94,6 +94,8 @@ pub struct ProxyEnv {
     /// a check pod only when the Harness env tells Node to ([`node_reads_proxy_env`]), as without it a Turn goes
     /// direct whatever `HTTPS_PROXY` says.
     fetch_reads_env: bool,
+    /// The variables the http and https proxies came from (`HTTPS_PROXY`...), to name one Node's fetch does not read.
+    vars: (Option<&'static str>, Option<&'static str>),
     /// The proxies of pi-ai's own resolver, which Bedrock's and Codex's clients use ([`ProxyRules::Pi`]).
     pi: PiProxy,
 }
@@ -405,6 +407,10 @@ impl ProxyEnv {
         };
         let http = parse(["http_proxy", "HTTP_PROXY"]);
         let https = parse(["https_proxy", "HTTPS_PROXY"]);
+        let var = |names: [&'static str; 2]| first(names).filter(|(_, v)| !v.is_empty()).map(|(n, _)| n);
+        let http_var = http.is_some().then(|| var(["http_proxy", "HTTP_PROXY"])).flatten();
+        let https_var = https.is_some().then(|| var(["https_proxy", "HTTPS_PROXY"])).flatten();
+        out.vars = (http_var, https_var.or(http_var));
         out.https = https.or_else(|| http.clone());
         out.http = http;
         out.no_proxy = NoProxy::parse(
@@ -431,6 +437,20 @@ impl ProxyEnv {
                 PiChoice::Proxy(p) => Some(p),
                 _ => None,
             },
+        }
+    }
+
+    /// The proxy variable a Turn's request of `api` to `url` would go through if Node's fetch read it, and does not
+    /// (a check pod whose Harness env sets no `NODE_USE_ENV_PROXY=1`): the request goes direct, around the proxy
+    /// (issue 38, item 5). `None` when fetch reads the variables, the API's client is pi's, or no proxy applies.
+    pub fn bypassed_for(&self, api: crate::contract::ApiKind, url: &url::Url) -> Option<&'static str> {
+        if self.fetch_reads_env || ProxyRules::of(api) != ProxyRules::Fetch {
+            return None;
+        }
+        self.proxy_for(url)?;
+        match url.scheme() {
+            "https" => self.vars.1,
+            _ => self.vars.0,
         }
     }
 

@@ -86,7 +86,29 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     if let Some(why) = r.findings.context_unchecked {
         lines.push(context_unchecked(&r.model, &r.host, &r.id, why));
     }
+    lines.extend(
+        r.findings
+            .ollama_drops
+            .iter()
+            .map(|d| ollama_drop(&r.model, *d)),
+    );
     lines
+}
+
+/// The note of something of a Turn's request Ollama drops or overrides (issue 38): a progress line, no prefix word.
+pub fn ollama_drop(model: &str, drop: crate::contract::verdict::OllamaDrop) -> String {
+    use crate::contract::verdict::OllamaDrop;
+    match drop {
+        OllamaDrop::MaxCompletionTokens => format!(
+            "provider: {model}: Ollama ignores max_completion_tokens, the field pi sends the cap in (it honours max_tokens): nothing stops a Turn whose model writes on; set PARAMETER num_predict in the model's Modelfile, or compat.maxTokensField: \"max_tokens\" for the model in jr2.config.ts"
+        ),
+        OllamaDrop::DeveloperRole => format!(
+            "provider: {model}: the system prompt goes as a developer message, which Ollama's templates do not render: the model never sees it; set compat.supportsDeveloperRole: false for the model in jr2.config.ts (pi's own advice for Ollama)"
+        ),
+        OllamaDrop::Temperature => format!(
+            "provider: {model}: the request names no temperature, and Ollama's /v1 then samples at 1.0 over the Modelfile's PARAMETER temperature: a text answer this time can be a call the next, and the other way round"
+        ),
+    }
 }
 
 /// The note of a served context the probe could not learn, so did not check (issue 27, item 6): a progress line, no
@@ -109,6 +131,19 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
         Cause::LlamaCppTemplateWithoutTools => "  - llama.cpp: the model's chat template cannot render tools (GET /props: chat_template_caps.supports_tools is false), so the server drops them from the prompt; --jinja is on already: give llama-server a tool-capable template with --chat-template-file, or serve a model whose template has tools".to_owned(),
         Cause::LlamaCppWithoutJinja => "  - llama.cpp: the server runs without jinja templates, which tools need: start llama-server with --jinja (and without --no-jinja)".to_owned(),
         Cause::VllmToolsNotEnabled => return None,
+        Cause::OllamaTemplateWithoutTools => format!(
+            "  - Ollama: the model's TEMPLATE does not use .Tools (a GGUF imported with FROM alone has none), so Ollama refuses tools for it: `ollama show {}` lists its capabilities; serve a model whose template renders tools, or `ollama create` one from a Modelfile whose TEMPLATE does",
+            r.id
+        ),
+        Cause::OllamaModelNotFound => format!(
+            "  - Ollama has no model {}: `ollama list` names the ones it has; `ollama pull <name:tag>` fetches one (or `ollama create` makes it from a Modelfile); the id in jr2.config.ts must match, tag included",
+            r.id
+        ),
+        Cause::OllamaBaseUrlWithoutV1 => format!(
+            "  - Ollama answers at {} (GET /api/ps names its models), and its OpenAI-compatible API is under /v1: the base URL ends in /v1 (http://<host>:11434/v1)",
+            r.host
+        ),
+        Cause::OllamaLoadedNoAnswer => "  - Ollama had the model loaded (GET /api/ps), so this was not a load: either the request waited for a busy slot (OLLAMA_NUM_PARALLEL sets how many requests a model serves at once), or Ollama's tool parser held back a tool call the model began and never closed (it sends nothing until the call closes, and ignores max_completion_tokens: PARAMETER num_predict caps it)".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
             r.host, r.id
@@ -148,6 +183,10 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
                 format!(
                     "the probe's own prompt needs {needed} (llama-server refuses a prompt longer than its context, and a Turn's is longer)"
                 )
+            } else if *server == EndpointKind::Ollama {
+                format!(
+                    "the probe's own prompt needs {needed} (Ollama cuts a longer prompt silently, the tools and system prompt first: only its log says `truncating input prompt`; a Turn's is longer)"
+                )
             } else {
                 format!(
                     "a Turn needs more than {needed} (maxTokens {} and the probe's own prompt of {} tokens; a Turn's prompt is longer)",
@@ -160,6 +199,9 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
                     "llama-server serves each of its {n} slots (-np {n}) a context of {served} tokens (its share of -c {})",
                     served * n
                 ),
+                None if *server == EndpointKind::Ollama => {
+                    format!("Ollama serves the model a context of {served} tokens (GET /api/ps)")
+                }
                 None => format!("the server serves a context of {served} tokens"),
             };
             format!(
@@ -185,6 +227,11 @@ pub fn timeout_queued_error(seconds: &str, slots: u64) -> String {
         "no answer in {seconds} s — llama-server's slots were busy ({}): the request waited in its queue",
         slots_phrase(slots)
     )
+}
+
+/// `<error>` of a timeout while Ollama had the model loaded (issue 38): what was seen, in place of the may-load tail.
+pub fn timeout_ollama_loaded_error(seconds: &str) -> String {
+    format!("no answer in {seconds} s — Ollama had the model loaded (GET /api/ps): not a load")
 }
 
 /// `1 token`, `<n> tokens`.
@@ -216,6 +263,7 @@ fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<
     let flag = match server {
         EndpointKind::LlamaCpp => "llama-server's -c",
         EndpointKind::Vllm => "vLLM's --max-model-len",
+        EndpointKind::Ollama => "Ollama's num_ctx (OLLAMA_CONTEXT_LENGTH for the server, or PARAMETER num_ctx in the model's Modelfile)",
         EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
     };
     if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
@@ -235,6 +283,10 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::LlamaCppTemplateWithoutTools => "give llama-server a chat template that renders tools (--chat-template-file), or serve a model whose template has them; --jinja is on already".to_owned(),
         Cause::LlamaCppWithoutJinja => "start llama-server with --jinja (not --no-jinja): it renders tools only with jinja templates".to_owned(),
         Cause::VllmToolsNotEnabled => crate::contract::outcome::Code::ToolsNotEnabled.next_action().to_owned(),
+        Cause::OllamaTemplateWithoutTools => "serve the model from a Modelfile whose TEMPLATE renders .Tools (`ollama show <model>` lists its capabilities), or choose a model that has tools, then run jr2 up again".to_owned(),
+        Cause::OllamaModelNotFound => "pull or create the model on the Ollama server (`ollama list`, `ollama pull <name:tag>`), or fix its id in jr2.config.ts, then run jr2 up again".to_owned(),
+        Cause::OllamaBaseUrlWithoutV1 => "end the provider's baseUrl in jr2.config.ts with /v1 (Ollama's OpenAI-compatible API), then run jr2 up again".to_owned(),
+        Cause::OllamaLoadedNoAnswer => "run jr2 up again when Ollama is idle, or raise OLLAMA_NUM_PARALLEL; if it happens when idle, the model began a tool call it never closed: choose a model that calls tools, and cap it with PARAMETER num_predict".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
         ),
@@ -318,9 +370,23 @@ pub fn tool_choice_ignored(model: &str) -> String {
 }
 
 /// The progress line of a model still waiting for its verdict: no prefix word, like the pending line.
-pub fn waiting(model: &str, waited: std::time::Duration, timeout: std::time::Duration) -> String {
+pub fn waiting(
+    model: &str,
+    waited: std::time::Duration,
+    timeout: std::time::Duration,
+    stage: crate::contract::events::WaitStage,
+) -> String {
+    use crate::contract::events::WaitStage;
+    let known = match stage {
+        WaitStage::NoAnswer => {
+            "no byte of an answer yet: a model that loads on first use, or a request queued behind others"
+        }
+        WaitStage::Headers => "the server answered, and the model has sent nothing yet",
+        WaitStage::Text => "the model is streaming text, and no tool call yet",
+        WaitStage::ToolCall => "the model is writing its tool call",
+    };
     format!(
-        "provider: {model}: no answer yet after {} s of {} s — it can be a model that loads on first use",
+        "provider: {model}: no verdict yet after {} s of {} s — {known}",
         seconds(waited),
         seconds(timeout)
     )
@@ -545,6 +611,15 @@ pub fn skipped_warning(models: &[String]) -> String {
     format!(
         "warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: {}",
         models.join(", ")
+    )
+}
+
+/// A check pod whose Harness env holds the key (a Stand-in) and sets a proxy variable without telling Node to read it
+/// (issue 38, item 5): a Turn's fetch goes straight to the provider, around the Custodian, with the Stand-in as its
+/// key; the probe does the same.
+pub fn stand_in_bypass_warning(var: &str, model: &str, host: &str, stand_in: &str) -> String {
+    format!(
+        "warning: provider: {var} is set and NODE_USE_ENV_PROXY=1 is not, so Node's fetch does not read it: a Turn of {model} goes straight to {host}, around the Custodian, and sends the Stand-in {stand_in} as its key (a provider that takes any key answers it, and this check passes the same way); set NODE_USE_ENV_PROXY=1 in the Harness env"
     )
 }
 
@@ -1701,11 +1776,18 @@ mod tests {
             text.push('\n');
         }
         text.push_str("# waiting, by hand and through the driver\n");
-        for s in [30, 60, 90] {
+        use crate::contract::events::WaitStage;
+        for (s, stage) in [
+            (30, WaitStage::NoAnswer),
+            (60, WaitStage::Headers),
+            (90, WaitStage::Text),
+            (90, WaitStage::ToolCall),
+        ] {
             text.push_str(&waiting(
                 m,
                 Duration::from_secs(s),
                 Duration::from_secs(120),
+                stage,
             ));
             text.push('\n');
         }
@@ -1713,6 +1795,7 @@ mod tests {
             m,
             Duration::from_millis(500),
             Duration::from_millis(2500),
+            WaitStage::NoAnswer,
         ));
         insta::assert_snapshot!(text);
     }
