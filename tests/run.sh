@@ -72,7 +72,10 @@ background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orch
 # proxy, about 9 minutes of CPU cold, a no-op when cached), beside everything up to the `cluster` step: the apt
 # packages its node needs are the installs job's.
 background "kube" env JR2_KUBE_NO_APT=1 tests/kube/build.sh
-step "peers" tests/peers/install.sh
+# Ollama (tests/peers/install.sh ollama: built from its Go module, about 5 minutes of CPU cold, a no-op when cached),
+# beside the peers step and the builds after it; the tests step's real_ollama needs it.
+background "ollama" tests/peers/install.sh ollama
+step "peers" env JR2_PEERS_SKIP_OLLAMA=1 tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
 step "tests-build" cargo test --workspace --locked --no-run
@@ -82,6 +85,7 @@ background "lints" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" \
 # cargo-fuzz (built from crates.io on a new machine), in the fuzz step's target dir, which nothing uses until then.
 fuzz_target_dir="$CARGO_TARGET_DIR/fuzz"
 background "fuzz-tools" env CARGO_TARGET_DIR="$fuzz_target_dir" JR2_INSTALL_ONLY=1 fuzz/run.sh
+collect "ollama"
 step "tests" cargo test --workspace --locked --no-fail-fast
 # Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.

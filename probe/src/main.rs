@@ -569,11 +569,16 @@ async fn run(args: RunArgs) -> ExitCode {
     // A held key whose Turn goes around the Custodian (issue 38, item 5): once per variable and host.
     let mut bypassed: Vec<String> = Vec::new();
     for t in &targets {
-        let Some(key) = t.key.as_ref().filter(|k| sanitize::is_stand_in(k.value.expose())) else {
+        let Some(key) = t
+            .key
+            .as_ref()
+            .filter(|k| sanitize::is_stand_in(k.value.expose()))
+        else {
             continue;
         };
         if let Some(var) = checker.factory().proxy().bypassed_for(t.api, &t.base_url) {
-            let line = render::stand_in_bypass_warning(var, &t.model, &t.host(), key.value.expose());
+            let line =
+                render::stand_in_bypass_warning(var, &t.model, &t.host(), key.value.expose());
             if !bypassed.contains(&line) {
                 bypassed.push(line);
             }

@@ -270,6 +270,13 @@ struct OnPurpose {
 /// other difference fails [`compare`]. Listed in tests/README.md ("Against a real Turn on the same server").
 const ON_PURPOSE: &[OnPurpose] = &[
     OnPurpose {
+        case: "ollama: OLLAMA_NUM_PARALLEL=1 with a job ahead",
+        probe: Outcome::Timeout,
+        turn: "called",
+        why: "the check's timeout is the user's rule; a Turn waits for Ollama's slot (up to undici's 300 s for the \
+              headers). The probe's error says Ollama had the model loaded instead of 'loads on first use'",
+    },
+    OnPurpose {
         case: "queue: -np 1 with a job ahead",
         probe: Outcome::Timeout,
         turn: "called",
@@ -1487,4 +1494,247 @@ general_settings: {{master_key: {MASTER_KEY}}}
     let t = turn(custom_turn(&base, "limited", 1024, true), &key).await;
     assert_eq!(t.turn, "error", "{t:?}");
     compare("gateway 429 with llm_provider-retry-after", m, &t);
+}
+
+// ---- Ollama (issue 38) -------------------------------------------------------------------------------------------
+//
+// Ollama v0.17.4, built from its Go module by tests/peers/install.sh, serving SmolLM2-135M imported with
+// `ollama create` from Modelfiles: `FROM` the GGUF alone (no tools in its TEMPLATE), and with
+// `tests/peers/smollm2-tools.ollama.tmpl` (tools and one example call). Ollama's `/v1` samples at temperature 1.0 and
+// top_p 1.0 whatever the Modelfile says when the request names none (pi names none); `PARAMETER top_k 1` is not
+// overridden, and makes the sampling greedy: the tool call is the same every run. Each test's server listens on
+// 127.0.0.1 only, keeps its models in a directory of its own, and is killed with its runners when the test ends.
+
+use jr2_testkit::peers::{Ollama, OllamaServer};
+
+/// Greedy under `/v1`'s forced temperature: `top_k 1` (see above), and the seed for good measure.
+const GREEDY: &str = "PARAMETER top_k 1\nPARAMETER seed 1";
+
+async fn start_ollama(config: Ollama) -> OllamaServer {
+    tokio::task::spawn_blocking(move || config.start())
+        .await
+        .expect("join")
+}
+
+async fn create(ollama: &OllamaServer, name: &str, lines: &str) {
+    tokio::task::block_in_place(|| ollama.create(name, lines));
+}
+
+/// `jr2-probe check --base-url <base> --model <model> -o json <extra>`.
+async fn check_at(base: &str, model: &str, extra: &[&str]) -> common::Run {
+    let mut args = vec!["check", "--base-url", base, "--model", model, "-o", "json"];
+    args.extend(extra);
+    probe(&args, &[]).await
+}
+
+/// The tool-capable model, greedy, with `more` lines.
+fn tools_model(more: &str) -> String {
+    format!("{}\n{GREEDY}\n{more}", OllamaServer::tools_template())
+}
+
+#[track_caller]
+fn assert_ollama(run: &common::Run) -> jr2_probe::verdict::ModelResult {
+    let m = run.verdict().models[0].clone();
+    assert_eq!(
+        m.findings.endpoint.as_ref().map(|e| e.kind),
+        Some(EndpointKind::Ollama),
+        "{}\n{}",
+        run.stderr,
+        run.stdout
+    );
+    m
+}
+
+/// Every row of issue 38's table but the queue, on one Ollama, each the probe beside a real Turn: a model without
+/// tools in its TEMPLATE, an unknown model, a base URL without `/v1`, the tool call that passes (with the notes of
+/// what Ollama drops of a Turn's request), and a `num_ctx` smaller than the prompt.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_rows_beside_real_turns() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(&ollama, "smol-plain", GREEDY).await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    create(&ollama, "smol-ctx", &tools_model("PARAMETER num_ctx 64")).await;
+    let base = ollama.base_url();
+    let root = base.trim_end_matches("/v1").to_owned();
+
+    // GET / says so; every chunk of /v1 names it.
+    let r = tokio::task::block_in_place(|| ollama.server.get("/", None));
+    assert_eq!((r.status, r.body.trim()), (200, "Ollama is running"));
+
+    // A model whose TEMPLATE has no .Tools: Ollama refuses the tools.
+    let run = check_at(&base, "smol-plain", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.http_status),
+        (Outcome::Http, Code::ToolsNotEnabled, Some(400)),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        m.error
+            .as_deref()
+            .is_some_and(|e| e.contains("does not support tools")),
+        "{:?}",
+        m.error
+    );
+    assert_cause(&run, &Cause::OllamaTemplateWithoutTools);
+    let t = turn(custom_turn(&base, "smol-plain", 256, false), &[]).await;
+    compare("ollama: a TEMPLATE without .Tools", &m, &t);
+
+    // An unknown model.
+    let run = check_at(&base, "nope:7b", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.http_status),
+        (Outcome::Http, Code::ModelNotFound, Some(404)),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaModelNotFound);
+    let t = turn(custom_turn(&base, "nope:7b", 256, false), &[]).await;
+    compare("ollama: an unknown model", &m, &t);
+
+    // A base URL without /v1, and one with /api.
+    for wrong in [root.clone(), format!("{root}/api")] {
+        let run = check_at(&wrong, "smol-tools", &[]).await;
+        let m = assert_ollama(&run);
+        assert_eq!(
+            (m.outcome, m.code, m.http_status),
+            (Outcome::Http, Code::ModelNotFound, Some(404)),
+            "{wrong}: {}",
+            run.stderr
+        );
+        assert_cause(&run, &Cause::OllamaBaseUrlWithoutV1);
+        let t = turn(custom_turn(&wrong, "smol-tools", 256, false), &[]).await;
+        compare("ollama: a base URL without /v1", &m, &t);
+    }
+
+    // The tool call that passes: known from its chunks, the served context from /api/ps, and the notes of what
+    // Ollama drops of the request (the cap's field; the developer message needs a reasoning model, none here).
+    let run = check_at(&base, "smol-tools", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(m.tool_name.as_deref(), Some(jr2_probe::prompt::TOOL_NAME));
+    assert!(
+        m.findings
+            .endpoint
+            .as_ref()
+            .and_then(|e| e.context_length)
+            .is_some_and(|n| n >= 2048),
+        "{:?}",
+        m.findings.endpoint
+    );
+    assert_eq!(
+        m.findings.ollama_drops,
+        vec![jr2_probe::verdict::OllamaDrop::MaxCompletionTokens]
+    );
+    assert!(
+        run.lines().contains(
+            &render::ollama_drop(
+                "smol-tools",
+                jr2_probe::verdict::OllamaDrop::MaxCompletionTokens
+            )
+            .as_str()
+        ),
+        "{}",
+        run.stderr
+    );
+    let t = turn(custom_turn(&base, "smol-tools", 256, false), &[]).await;
+    compare("ollama: a TEMPLATE with .Tools", &m, &t);
+
+    // num_ctx 64, less than the probe's own prompt: Ollama cuts the prompt silently; /api/ps tells the context.
+    let run = check_at(&base, "smol-ctx", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Http, Code::ContextTooSmall),
+        "{}",
+        run.stderr
+    );
+    let served = m.findings.endpoint.as_ref().and_then(|e| e.context_length);
+    assert_eq!(served, Some(64), "{:?}", m.findings.endpoint);
+    assert!(
+        run.stderr.contains("PARAMETER num_ctx") && run.stderr.contains("OLLAMA_CONTEXT_LENGTH"),
+        "{}",
+        run.stderr
+    );
+    let t = turn(custom_turn(&base, "smol-ctx", 256, false), &[]).await;
+    compare("ollama: num_ctx smaller than the prompt", &m, &t);
+}
+
+/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no
+/// byte came (not that the model loads), the timeout's cause is Ollama's queue (`/api/ps`: the model was loaded), and
+/// a real Turn on the same server gets its call once the job has left.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_one_busy_slot_is_a_queue() {
+    let ollama = start_ollama(Ollama {
+        parallel: Some(1),
+        ..Ollama::default()
+    })
+    .await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    let base = ollama.base_url();
+    // A job that holds the slot: a long text answer (`max_tokens` is honoured; no tools).
+    let job = json!({
+        "model": "smol-tools",
+        "messages": [{"role": "user", "content": "Write a very long story."}],
+        "stream": true,
+        "max_tokens": 100000,
+    });
+    let held = tokio::task::block_in_place(|| ollama.server.hold("/v1/chat/completions", &job));
+    // The model is loaded (/api/ps lists it) and the job is generating.
+    let start = std::time::Instant::now();
+    loop {
+        let ps = tokio::task::block_in_place(|| ollama.server.get("/api/ps", None));
+        if ps.body.contains("smol-tools") {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "never loaded: {}",
+            ps.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let run = check_at(
+        &base,
+        "smol-tools",
+        &["--timeout", "4s", "--waiting-note", "1s"],
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_ollama_loaded_error("4").as_str())
+    );
+    assert!(!run.stderr.contains("loads on first use"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&render::waiting(
+            "smol-tools",
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(4),
+            jr2_probe::contract::events::WaitStage::NoAnswer
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaLoadedNoAnswer);
+    // The job leaves; a Turn then gets its call from the same server (one that waited behind the job would wait up to
+    // undici's 300 s for its headers, as the llama-server queue case shows).
+    drop(held);
+    let t = turn(custom_turn(&base, "smol-tools", 256, false), &[]).await;
+    compare("ollama: OLLAMA_NUM_PARALLEL=1 with a job ahead", m, &t);
 }

@@ -5,7 +5,8 @@
 #   - a LiteLLM proxy (a real gateway)
 #   - Ollama (built from its Go module once; the binary is cached)
 # Idempotent: a second run only checks what is there. `install.sh llama` installs only llama-server and the model (what
-# probe/examples/demo.sh needs).
+# probe/examples/demo.sh needs); `install.sh ollama` only Ollama (tests/run.sh builds it in a job of its own, beside the
+# peers step, which it runs with JR2_PEERS_SKIP_OLLAMA=1).
 set -euo pipefail
 ONLY="${1:-all}"
 CACHE="${JR2_PEERS_CACHE:-$HOME/.cache/jr2-preflight/peers}"
@@ -55,8 +56,8 @@ build_llama_server() {
 # The build is CPU-bound and the other peers mostly download: it runs in the background while they install, and the
 # script waits for it before saying ready.
 llama_pid=""
-if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
-  [ "$(cat "$SERVER_DIR/build-flags" 2>/dev/null)" != "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" ]; then
+if [ "$ONLY" != ollama ] && { [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
+  [ "$(cat "$SERVER_DIR/build-flags" 2>/dev/null)" != "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" ]; }; then
   if [ "$ONLY" = llama ]; then
     build_llama_server
   else
@@ -109,7 +110,14 @@ build_ollama() {
   rm -rf "$OBUILD"
 }
 ollama_pid=""
-if [ "$ONLY" != llama ] && { [ ! -x "$OLLAMA" ] || [ "$(cat "$OLLAMA_DIR/inputs" 2>/dev/null)" != "$OLLAMA_INPUTS" ]; }; then
+if [ "$ONLY" = ollama ]; then
+  if [ ! -x "$OLLAMA" ] || [ "$(cat "$OLLAMA_DIR/inputs" 2>/dev/null)" != "$OLLAMA_INPUTS" ]; then
+    build_ollama
+  fi
+  log "ollama ready in $OLLAMA_DIR"
+  exit 0
+fi
+if [ "$ONLY" != llama ] && [ "${JR2_PEERS_SKIP_OLLAMA:-}" != 1 ] && { [ ! -x "$OLLAMA" ] || [ "$(cat "$OLLAMA_DIR/inputs" 2>/dev/null)" != "$OLLAMA_INPUTS" ]; }; then
   set -m
   build_ollama &
   ollama_pid=$!

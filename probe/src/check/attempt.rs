@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::header::CONTENT_TYPE;
 
-use super::settings::WaitStage;
 use super::endpoint;
+use super::settings::WaitStage;
 use super::stream::{StreamEnd, StreamJudge};
 use crate::api::{self, ProviderError};
 use crate::contract::outcome::{Code, Outcome};

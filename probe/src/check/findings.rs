@@ -189,10 +189,7 @@ impl Drop for SlotsLook {
 /// `max_completion_tokens` (it honours `max_tokens`), renders no `developer` message (its templates know `system`),
 /// and, on `/v1`, forces temperature 1.0 when the request names none (pi names none), which explains a model that
 /// answered in text this time.
-fn ollama_drops(
-    r: &ModelResult,
-    target: &Target,
-) -> Vec<crate::contract::verdict::OllamaDrop> {
+fn ollama_drops(r: &ModelResult, target: &Target) -> Vec<crate::contract::verdict::OllamaDrop> {
     use crate::contract::verdict::OllamaDrop;
     let mut drops = Vec::new();
     if target.api != crate::api::ApiKind::OpenAiCompletions {

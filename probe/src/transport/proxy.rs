@@ -407,9 +407,16 @@ impl ProxyEnv {
         };
         let http = parse(["http_proxy", "HTTP_PROXY"]);
         let https = parse(["https_proxy", "HTTPS_PROXY"]);
-        let var = |names: [&'static str; 2]| first(names).filter(|(_, v)| !v.is_empty()).map(|(n, _)| n);
-        let http_var = http.is_some().then(|| var(["http_proxy", "HTTP_PROXY"])).flatten();
-        let https_var = https.is_some().then(|| var(["https_proxy", "HTTPS_PROXY"])).flatten();
+        let var =
+            |names: [&'static str; 2]| first(names).filter(|(_, v)| !v.is_empty()).map(|(n, _)| n);
+        let http_var = http
+            .is_some()
+            .then(|| var(["http_proxy", "HTTP_PROXY"]))
+            .flatten();
+        let https_var = https
+            .is_some()
+            .then(|| var(["https_proxy", "HTTPS_PROXY"]))
+            .flatten();
         out.vars = (http_var, https_var.or(http_var));
         out.https = https.or_else(|| http.clone());
         out.http = http;
@@ -443,7 +450,11 @@ impl ProxyEnv {
     /// The proxy variable a Turn's request of `api` to `url` would go through if Node's fetch read it, and does not
     /// (a check pod whose Harness env sets no `NODE_USE_ENV_PROXY=1`): the request goes direct, around the proxy
     /// (issue 38, item 5). `None` when fetch reads the variables, the API's client is pi's, or no proxy applies.
-    pub fn bypassed_for(&self, api: crate::contract::ApiKind, url: &url::Url) -> Option<&'static str> {
+    pub fn bypassed_for(
+        &self,
+        api: crate::contract::ApiKind,
+        url: &url::Url,
+    ) -> Option<&'static str> {
         if self.fetch_reads_env || ProxyRules::of(api) != ProxyRules::Fetch {
             return None;
         }

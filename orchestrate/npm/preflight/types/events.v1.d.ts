@@ -97,6 +97,10 @@ export type ProbeEvent =
        * The model's deadline, in milliseconds.
        */
       timeoutMs: number;
+      /**
+       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet: a load or a queue), `headers`, `text` (text streaming, no tool call yet), `toolCall`. Absent from an older probe: `noAnswer`.
+       */
+      stage?: "noAnswer" | "headers" | "text" | "toolCall";
     }
   | {
       /**

@@ -263,7 +263,9 @@ fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<
     let flag = match server {
         EndpointKind::LlamaCpp => "llama-server's -c",
         EndpointKind::Vllm => "vLLM's --max-model-len",
-        EndpointKind::Ollama => "Ollama's num_ctx (OLLAMA_CONTEXT_LENGTH for the server, or PARAMETER num_ctx in the model's Modelfile)",
+        EndpointKind::Ollama => {
+            "Ollama's num_ctx (OLLAMA_CONTEXT_LENGTH for the server, or PARAMETER num_ctx in the model's Modelfile)"
+        }
         EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
     };
     if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {

@@ -150,6 +150,11 @@ function causeText(cause: Cause | null): string {
       return cause.error;
     case "llamaCppSlotsBusy":
       return `${cause.slots} slots busy`;
+    case "ollamaTemplateWithoutTools":
+    case "ollamaModelNotFound":
+    case "ollamaBaseUrlWithoutV1":
+    case "ollamaLoadedNoAnswer":
+      return `ollama: ${cause.kind}`;
     default:
       return cause.kind;
   }
