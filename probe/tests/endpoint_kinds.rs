@@ -210,7 +210,7 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
     assert_eq!(r.findings.cause.as_ref(), Some(&cause));
     assert_eq!(
         r.error.as_deref(),
-        Some(render::context_too_small_error(2048, 32768).as_str())
+        Some(render::context_too_small_error(2048, 32768, None).as_str())
     );
     assert_eq!(
         lines(&run).last().unwrap(),

@@ -612,7 +612,7 @@ async fn llama_server_context_smaller_than_the_plans() {
         let needed: u64 = window.parse().unwrap();
         assert_eq!(
             m.error.as_deref(),
-            Some(render::context_too_small_error(u64::from(ctx), needed).as_str())
+            Some(render::context_too_small_error(u64::from(ctx), needed, None).as_str())
         );
         assert_cause(
             &run,
@@ -1545,19 +1545,17 @@ fn assert_ollama(run: &common::Run) -> jr2_probe::verdict::ModelResult {
     m
 }
 
-/// Every row of issue 38's table but the queue, on one Ollama, each the probe beside a real Turn: a model without
-/// tools in its TEMPLATE, an unknown model, a base URL without `/v1`, the tool call that passes (with the notes of
-/// what Ollama drops of a Turn's request), and a `num_ctx` smaller than the prompt.
+/// The rows of issue 38's table Ollama refuses before any generation, on one Ollama, each the probe beside a real
+/// Turn: a model without tools in its TEMPLATE, an unknown model, a base URL without `/v1` (and one with `/api`).
 #[tokio::test(flavor = "multi_thread")]
-async fn ollama_rows_beside_real_turns() {
+async fn ollama_refusals_beside_real_turns() {
     let ollama = start_ollama(Ollama::default()).await;
     create(&ollama, "smol-plain", GREEDY).await;
     create(&ollama, "smol-tools", &tools_model("")).await;
-    create(&ollama, "smol-ctx", &tools_model("PARAMETER num_ctx 64")).await;
     let base = ollama.base_url();
     let root = base.trim_end_matches("/v1").to_owned();
 
-    // GET / says so; every chunk of /v1 names it.
+    // GET / says so.
     let r = tokio::task::block_in_place(|| ollama.server.get("/", None));
     assert_eq!((r.status, r.body.trim()), (200, "Ollama is running"));
 
@@ -1573,11 +1571,15 @@ async fn ollama_rows_beside_real_turns() {
     assert!(
         m.error
             .as_deref()
-            .is_some_and(|e| e.contains("does not support tools")),
+            .is_some_and(|e| e.ends_with("smol-plain:latest does not support tools")),
         "{:?}",
         m.error
     );
     assert_cause(&run, &Cause::OllamaTemplateWithoutTools);
+    assert!(
+        m.findings.ollama_drops.is_empty(),
+        "a refused request drops nothing"
+    );
     let t = turn(custom_turn(&base, "smol-plain", 256, false), &[]).await;
     compare("ollama: a TEMPLATE without .Tools", &m, &t);
 
@@ -1594,7 +1596,7 @@ async fn ollama_rows_beside_real_turns() {
     let t = turn(custom_turn(&base, "nope:7b", 256, false), &[]).await;
     compare("ollama: an unknown model", &m, &t);
 
-    // A base URL without /v1, and one with /api.
+    // A base URL without /v1, and one with /api: Ollama's router answers `404 page not found`.
     for wrong in [root.clone(), format!("{root}/api")] {
         let run = check_at(&wrong, "smol-tools", &[]).await;
         let m = assert_ollama(&run);
@@ -1604,13 +1606,32 @@ async fn ollama_rows_beside_real_turns() {
             "{wrong}: {}",
             run.stderr
         );
+        assert!(
+            m.error
+                .as_deref()
+                .is_some_and(|e| e.contains("404 page not found")),
+            "{:?}",
+            m.error
+        );
         assert_cause(&run, &Cause::OllamaBaseUrlWithoutV1);
         let t = turn(custom_turn(&wrong, "smol-tools", 256, false), &[]).await;
         compare("ollama: a base URL without /v1", &m, &t);
     }
+}
 
-    // The tool call that passes: known from its chunks, the served context from /api/ps, and the notes of what
-    // Ollama drops of the request (the cap's field; the developer message needs a reasoning model, none here).
+/// A passing tool call through Ollama: SmolLM2-135M with `tests/peers/smollm2-tools.ollama.tmpl`, greedy. Known from
+/// its chunks (`fp_ollama`), its context from `/api/ps`, the notes of what Ollama drops of a Turn's request; beside a
+/// real Turn that gets the call. Then the same model under a `contextWindow` larger than the `num_ctx` it is served
+/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_passes_a_tool_call_beside_a_real_turn() {
+    let ollama = start_ollama(Ollama {
+        context_length: Some(2048),
+        ..Ollama::default()
+    })
+    .await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    let base = ollama.base_url();
     let run = check_at(&base, "smol-tools", &[]).await;
     let m = assert_ollama(&run);
     assert_eq!(
@@ -1621,35 +1642,30 @@ async fn ollama_rows_beside_real_turns() {
         ollama.server.log()
     );
     assert_eq!(m.tool_name.as_deref(), Some(jr2_probe::prompt::TOOL_NAME));
-    assert!(
-        m.findings
-            .endpoint
-            .as_ref()
-            .and_then(|e| e.context_length)
-            .is_some_and(|n| n >= 2048),
-        "{:?}",
+    assert_eq!(
+        m.findings.endpoint.as_ref().and_then(|e| e.context_length),
+        Some(2048),
+        "OLLAMA_CONTEXT_LENGTH, read from /api/ps: {:?}",
         m.findings.endpoint
     );
+    use jr2_probe::verdict::OllamaDrop;
     assert_eq!(
         m.findings.ollama_drops,
-        vec![jr2_probe::verdict::OllamaDrop::MaxCompletionTokens]
+        vec![OllamaDrop::MaxCompletionTokens, OllamaDrop::DeveloperRole]
     );
-    assert!(
-        run.lines().contains(
-            &render::ollama_drop(
-                "smol-tools",
-                jr2_probe::verdict::OllamaDrop::MaxCompletionTokens
-            )
-            .as_str()
-        ),
-        "{}",
-        run.stderr
-    );
+    for d in &m.findings.ollama_drops {
+        assert!(
+            run.lines()
+                .contains(&render::ollama_drop("smol-tools", *d).as_str()),
+            "{}",
+            run.stderr
+        );
+    }
     let t = turn(custom_turn(&base, "smol-tools", 256, false), &[]).await;
     compare("ollama: a TEMPLATE with .Tools", &m, &t);
 
-    // num_ctx 64, less than the probe's own prompt: Ollama cuts the prompt silently; /api/ps tells the context.
-    let run = check_at(&base, "smol-ctx", &[]).await;
+    // A window of 8192 over the 2048 Ollama serves: the call passes, the context does not.
+    let run = check_at(&base, "smol-tools", &["--context-window", "8192"]).await;
     let m = assert_ollama(&run);
     assert_eq!(
         (m.outcome, m.code),
@@ -1657,15 +1673,21 @@ async fn ollama_rows_beside_real_turns() {
         "{}",
         run.stderr
     );
-    let served = m.findings.endpoint.as_ref().and_then(|e| e.context_length);
-    assert_eq!(served, Some(64), "{:?}", m.findings.endpoint);
+    assert_cause(
+        &run,
+        &Cause::ContextTooSmall {
+            served: 2048,
+            needed: 8192,
+            from_window: true,
+            server: EndpointKind::Ollama,
+            slots: None,
+        },
+    );
     assert!(
         run.stderr.contains("PARAMETER num_ctx") && run.stderr.contains("OLLAMA_CONTEXT_LENGTH"),
         "{}",
         run.stderr
     );
-    let t = turn(custom_turn(&base, "smol-ctx", 256, false), &[]).await;
-    compare("ollama: num_ctx smaller than the prompt", &m, &t);
 }
 
 /// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no

@@ -81,12 +81,6 @@ impl EndpointLook<'_> {
             r.findings.context_unchecked = endpoint::context_unchecked(known.as_ref(), target);
         }
         r.elapsed_ms += started.elapsed().as_millis() as u64;
-        if known
-            .as_ref()
-            .is_some_and(|e| e.kind == crate::contract::endpoint::EndpointKind::Ollama)
-        {
-            r.findings.ollama_drops = ollama_drops(&r, target);
-        }
         r.findings.tool_choice_ignored = target.tool_choice == crate::api::ToolChoice::Named
             && (r.outcome == Outcome::Text
                 || (r.outcome == Outcome::Ok
@@ -105,9 +99,21 @@ impl EndpointLook<'_> {
                 r.outcome = Outcome::Http;
                 r.level = Outcome::Http.level(target.api);
                 r.code = Code::ContextTooSmall;
-                r.error = Some(render::context_too_small_error(served, needed));
+                r.error = Some(render::context_too_small_error(
+                    served,
+                    needed,
+                    known.as_ref().map(|e| e.kind),
+                ));
             }
             r.findings.cause = Some(cause);
+        }
+        // Only for a request Ollama served: a refused one has nothing dropped to say.
+        if known
+            .as_ref()
+            .is_some_and(|e| e.kind == crate::contract::endpoint::EndpointKind::Ollama)
+            && matches!(r.outcome, Outcome::Ok | Outcome::Text | Outcome::Length)
+        {
+            r.findings.ollama_drops = ollama_drops(&r, target);
         }
         r.next_action = render::next_action(&r);
         // Nothing learned is no endpoint in the JSON.

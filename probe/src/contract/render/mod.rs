@@ -103,7 +103,7 @@ pub fn ollama_drop(model: &str, drop: crate::contract::verdict::OllamaDrop) -> S
             "provider: {model}: Ollama ignores max_completion_tokens, the field pi sends the cap in (it honours max_tokens): nothing stops a Turn whose model writes on; set PARAMETER num_predict in the model's Modelfile, or compat.maxTokensField: \"max_tokens\" for the model in jr2.config.ts"
         ),
         OllamaDrop::DeveloperRole => format!(
-            "provider: {model}: the system prompt goes as a developer message, which Ollama's templates do not render: the model never sees it; set compat.supportsDeveloperRole: false for the model in jr2.config.ts (pi's own advice for Ollama)"
+            "provider: {model}: the system prompt goes as a developer message, which Ollama's library templates do not render (`ollama show --template <id>` shows whether this one does): where it is not, the model never sees it; set compat.supportsDeveloperRole: false for the model in jr2.config.ts (pi's own advice for Ollama)"
         ),
         OllamaDrop::Temperature => format!(
             "provider: {model}: the request names no temperature, and Ollama's /v1 then samples at 1.0 over the Modelfile's PARAMETER temperature: a text answer this time can be a call the next, and the other way round"
@@ -332,7 +332,12 @@ pub fn hop_cause(error: &str) -> Option<Cause> {
 }
 
 /// `<error>` of a served context too small for a Turn.
-pub fn context_too_small_error(served: u64, needed: u64) -> String {
+pub fn context_too_small_error(served: u64, needed: u64, server: Option<EndpointKind>) -> String {
+    if server == Some(EndpointKind::Ollama) {
+        return format!(
+            "Ollama serves a context of {served} tokens, less than the {needed} a Turn can send: it cuts every longer prompt silently, the start first"
+        );
+    }
     format!(
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
     )
@@ -1680,7 +1685,7 @@ mod tests {
                 "context smaller than contextWindow, llama.cpp",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(2048, 32768),
+                    &context_too_small_error(2048, 32768, None),
                     Some(200),
                     context(2048, true, EndpointKind::LlamaCpp),
                 ),
@@ -1689,7 +1694,7 @@ mod tests {
                 "context smaller than the cap and the probe's prompt, vLLM",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(1024, no_window),
+                    &context_too_small_error(1024, no_window, None),
                     Some(200),
                     context(1024, false, EndpointKind::Vllm),
                 ),
@@ -1698,7 +1703,7 @@ mod tests {
                 "context, a server of unknown kind, large enough for pi's clamp",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(8192, 32768),
+                    &context_too_small_error(8192, 32768, None),
                     Some(200),
                     context(8192, true, EndpointKind::Unknown),
                 ),
@@ -1721,7 +1726,7 @@ mod tests {
             "context, llama.cpp without a window: the probe's own prompt does not fit",
             with(
                 Outcome::Http,
-                &context_too_small_error(64, crate::prompt::estimated_tokens()),
+                &context_too_small_error(64, crate::prompt::estimated_tokens(), None),
                 Some(200),
                 Cause::ContextTooSmall {
                     served: 64,
@@ -1737,7 +1742,7 @@ mod tests {
                 "context smaller than contextWindow, llama.cpp under -np 4",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(served, 32768),
+                    &context_too_small_error(served, 32768, None),
                     Some(200),
                     Cause::ContextTooSmall {
                         served,
@@ -1758,6 +1763,81 @@ mod tests {
                 Cause::LlamaCppSlotsBusy { slots: 1 },
             ),
         ));
+        // Ollama (issue 38): its refusals, its queue, its context, and what it drops of a Turn's request.
+        cases.push((
+            "Ollama: a TEMPLATE without .Tools",
+            with(
+                Outcome::Http,
+                "HTTP 400: registry.ollama.ai/library/smol:latest does not support tools",
+                Some(400),
+                Cause::OllamaTemplateWithoutTools,
+            ),
+        ));
+        cases.push((
+            "Ollama: an unknown model",
+            with(
+                Outcome::Http,
+                "HTTP 404: model 'nope:7b' not found",
+                Some(404),
+                Cause::OllamaModelNotFound,
+            ),
+        ));
+        cases.push((
+            "Ollama: a base URL without /v1",
+            with(
+                Outcome::Http,
+                "HTTP 404: 404 page not found",
+                Some(404),
+                Cause::OllamaBaseUrlWithoutV1,
+            ),
+        ));
+        cases.push((
+            "Ollama: a timeout with the model loaded",
+            with(
+                Outcome::Timeout,
+                &timeout_ollama_loaded_error("120"),
+                None,
+                Cause::OllamaLoadedNoAnswer,
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than contextWindow",
+            with(
+                Outcome::Http,
+                &context_too_small_error(2048, 32768, Some(EndpointKind::Ollama)),
+                Some(200),
+                context(2048, true, EndpointKind::Ollama),
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than the probe's own prompt",
+            with(
+                Outcome::Http,
+                &context_too_small_error(
+                    64,
+                    crate::prompt::estimated_tokens(),
+                    Some(EndpointKind::Ollama),
+                ),
+                Some(200),
+                Cause::ContextTooSmall {
+                    served: 64,
+                    needed: crate::prompt::estimated_tokens(),
+                    from_window: false,
+                    server: EndpointKind::Ollama,
+                    slots: None,
+                },
+            ),
+        ));
+        {
+            use crate::contract::verdict::OllamaDrop;
+            let mut r = result(m, custom(false), Outcome::Text, "", Some(200));
+            r.findings.ollama_drops = vec![
+                OllamaDrop::MaxCompletionTokens,
+                OllamaDrop::DeveloperRole,
+                OllamaDrop::Temperature,
+            ];
+            cases.push(("Ollama: a text answer, and what Ollama drops", r));
+        }
         for why in [
             ContextUnchecked::GatewayWithoutContext,
             ContextUnchecked::ServerWithoutContext,
@@ -1777,6 +1857,14 @@ mod tests {
             }
             text.push('\n');
         }
+        text.push_str("# a Stand-in that goes around the Custodian\n");
+        text.push_str(&stand_in_bypass_warning(
+            "HTTPS_PROXY",
+            "anthropic/claude-sonnet-4-5",
+            "api.anthropic.com",
+            "jr2-held-ANTHROPIC_API_KEY",
+        ));
+        text.push_str("\n\n");
         text.push_str("# waiting, by hand and through the driver\n");
         use crate::contract::events::WaitStage;
         for (s, stage) in [
