@@ -752,6 +752,50 @@ mod tests {
         });
     }
 
+    /// Issue 38, item 5: in a check pod whose env sets HTTPS_PROXY without NODE_USE_ENV_PROXY=1, a fetch-based Turn
+    /// goes around the proxy: the variable it skips is named; not when Node reads it, not for pi's own resolver, not
+    /// for a host NO_PROXY sends direct, and the http one for an http URL.
+    #[test]
+    fn the_variable_a_turn_skips_is_named() {
+        use crate::contract::ApiKind;
+        let env = |vars: &[(&str, &str)]| {
+            let vars: std::collections::HashMap<String, String> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            ProxyEnv::from_lookup_as_node(move |name| vars.get(name).cloned())
+        };
+        let https = url("https://api.anthropic.com/v1");
+        let http = url("http://10.0.0.5:11434/v1");
+        let e = env(&[("HTTPS_PROXY", "http://127.0.0.1:15001")]);
+        assert_eq!(
+            e.bypassed_for(ApiKind::AnthropicMessages, &https),
+            Some("HTTPS_PROXY")
+        );
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &http), None);
+        assert_eq!(e.bypassed_for(ApiKind::BedrockConverseStream, &https), None);
+        let e = env(&[("http_proxy", "http://127.0.0.1:15001")]);
+        assert_eq!(
+            e.bypassed_for(ApiKind::OpenAiCompletions, &http),
+            Some("http_proxy")
+        );
+        assert_eq!(
+            e.bypassed_for(ApiKind::OpenAiCompletions, &https),
+            Some("http_proxy"),
+            "https falls back to the http proxy"
+        );
+        let e = env(&[
+            ("HTTPS_PROXY", "http://127.0.0.1:15001"),
+            ("NODE_USE_ENV_PROXY", "1"),
+        ]);
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &https), None);
+        let e = env(&[
+            ("HTTPS_PROXY", "http://127.0.0.1:15001"),
+            ("NO_PROXY", "api.anthropic.com"),
+        ]);
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &https), None);
+    }
+
     /// Node 24's fetch reads the proxy variables only when told to (NODE_USE_ENV_PROXY=1, --use-env-proxy): in a
     /// check pod without either, a fetch-based Turn goes direct, and so does the probe; by hand they are honoured.
     #[test]
