@@ -353,3 +353,45 @@ async fn a_cap_clamped_by_the_window_names_the_clamp() {
         "  - pi clamps the cap to the contextWindow of 4096 less its estimate of the prompt and a 4096-token reserve, so every Turn asks for 1 token: raising maxTokens changes nothing; set contextWindow in jr2.config.ts to the context the server really serves, or serve a larger one"
     );
 }
+
+/// Issue 38, item 4: the waiting note says how far the try has come, never "loads on first use" while text streams:
+/// no byte (`stall`), the headers and an empty first chunk (`stall-mid-stream`), text and no call
+/// (`text-then-stall`), a call begun (`call-then-stall`).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waiting_note_says_how_far_the_try_came() {
+    use jr2_probe::contract::events::WaitStage;
+    let fake = FakeProvider::start().await;
+    for (model, stage) in [
+        ("stall", WaitStage::NoAnswer),
+        ("stall-mid-stream", WaitStage::Headers),
+        ("text-then-stall", WaitStage::Text),
+        ("call-then-stall", WaitStage::ToolCall),
+    ] {
+        let run = check(
+            &fake,
+            model,
+            &["--waiting-note", "500ms", "--timeout", "2s"],
+        )
+        .await;
+        let want = render::waiting(
+            model,
+            std::time::Duration::from_millis(1000),
+            std::time::Duration::from_secs(2),
+            stage,
+        );
+        assert!(
+            lines(&run).contains(&want),
+            "{model}: {want}\n{}",
+            run.stderr
+        );
+        if stage != WaitStage::NoAnswer {
+            assert!(
+                !lines(&run)
+                    .iter()
+                    .any(|l| l.contains("no verdict yet") && l.contains("loads on first use")),
+                "{model}: {}",
+                run.stderr
+            );
+        }
+    }
+}
