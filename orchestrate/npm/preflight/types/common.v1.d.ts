@@ -200,7 +200,7 @@ export interface Try {
  */
 export interface Endpoint {
   /**
-   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `unknown`.
+   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `ollama` (`fp_ollama` in the chunks, its own error messages, or `GET /api/ps` lists models), `unknown`.
    */
   kind: "llamaCpp" | "vllm" | "litellm" | "ollama" | "unknown";
   /**

@@ -98,7 +98,7 @@ export type ProbeEvent =
        */
       timeoutMs: number;
       /**
-       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet: a load or a queue), `headers`, `text` (text streaming, no tool call yet), `toolCall`. Absent from an older probe: `noAnswer`.
+       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet, not even the headers: a load or a queue), `headers` (the answer's headers came, nothing of the model's yet), `text` (the model streams text, no tool call yet), `toolCall` (a tool call began). Absent from an older probe: `noAnswer`.
        */
       stage?: "noAnswer" | "headers" | "text" | "toolCall";
     }
