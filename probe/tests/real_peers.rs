@@ -1632,7 +1632,9 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
     .await;
     create(&ollama, "smol-tools", &tools_model("")).await;
     let base = ollama.base_url();
-    let run = check_at(&base, "smol-tools", &[]).await;
+    // The call is about 50 tokens of SmolLM2's after a 186-token prompt: seconds on a free core, and over the default
+    // 120 s when the real_peers tests share two busy cores (a Turn waits as long: its headers come with the text).
+    let run = check_at(&base, "smol-tools", &["--timeout", "600s"]).await;
     let m = assert_ollama(&run);
     assert_eq!(
         (m.outcome, m.level),
@@ -1665,7 +1667,12 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
     compare("ollama: a TEMPLATE with .Tools", &m, &t);
 
     // A window of 8192 over the 2048 Ollama serves: the call passes, the context does not.
-    let run = check_at(&base, "smol-tools", &["--context-window", "8192"]).await;
+    let run = check_at(
+        &base,
+        "smol-tools",
+        &["--context-window", "8192", "--timeout", "600s"],
+    )
+    .await;
     let m = assert_ollama(&run);
     assert_eq!(
         (m.outcome, m.code),
