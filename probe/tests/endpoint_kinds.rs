@@ -395,3 +395,31 @@ async fn the_waiting_note_says_how_far_the_try_came() {
         }
     }
 }
+
+/// Issue 38: Ollama's tool parser holds back everything after the start of a tool call until it closes; a model that
+/// began one and never closed it streamed text, then nothing. The timeout then names the held-back call, not a queue
+/// (`/api/ps`: the model was loaded; text had come). The real Ollama of `real_peers.rs` cannot be made to do it on
+/// demand (SmolLM2 closes the calls it opens through the test TEMPLATE).
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_holding_back_an_unfinished_call_is_named() {
+    let fake = server(Kind::Ollama, 4096, true).await;
+    let run = check(&fake, "held-back", &["--timeout", "5s"]).await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_ollama_held_back_error("5").as_str())
+    );
+    let want = Cause::OllamaHeldBackCall;
+    assert_eq!(m.findings.cause.as_ref(), Some(&want), "{}", run.stderr);
+    assert_eq!(
+        lines(&run).last().map(String::as_str),
+        render::cause_line(&want, m).as_deref()
+    );
+    assert_eq!(m.next_action, render::cause_next_action(&want));
+}

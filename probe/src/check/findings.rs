@@ -63,6 +63,18 @@ impl EndpointLook<'_> {
                     render::timeout_queued_error(&seconds, slots),
                     crate::contract::endpoint::Cause::LlamaCppSlotsBusy { slots },
                 ),
+                // Text came, then nothing: no queue; Ollama's tool parser held the rest back.
+                endpoint::Waited::OllamaLoaded
+                    if matches!(
+                        super::settings::current(),
+                        super::WaitStage::Text | super::WaitStage::ToolCall
+                    ) =>
+                {
+                    (
+                        render::timeout_ollama_held_back_error(&seconds),
+                        crate::contract::endpoint::Cause::OllamaHeldBackCall,
+                    )
+                }
                 endpoint::Waited::OllamaLoaded => (
                     render::timeout_ollama_loaded_error(&seconds),
                     crate::contract::endpoint::Cause::OllamaLoadedNoAnswer,

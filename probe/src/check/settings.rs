@@ -111,6 +111,13 @@ impl Stage {
     }
 }
 
+/// How far the current try had come (outside a [`Stage::scope`]: `noAnswer`).
+pub fn current() -> WaitStage {
+    STAGE
+        .try_with(|s| Stage(s.clone()).get())
+        .unwrap_or_default()
+}
+
 /// Marks how far the current try has come (nothing outside a [`Stage::scope`]).
 pub fn mark(stage: WaitStage) {
     let n = match stage {

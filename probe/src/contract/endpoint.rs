@@ -115,6 +115,10 @@ pub enum Cause {
     /// waited for a busy slot (`OLLAMA_NUM_PARALLEL`), or Ollama's tool parser held back a tool call the model began
     /// and never closed (it sends nothing until the call closes, and `max_completion_tokens` does not stop it).
     OllamaLoadedNoAnswer,
+    /// A timeout after the model had streamed text, while Ollama had it loaded: no queue, and nothing more came.
+    /// Ollama's tool parser holds back everything after the start of a tool call until the call closes: the model
+    /// began one and never closed it (and `max_completion_tokens` does not stop it).
+    OllamaHeldBackCall,
     /// The served context is smaller than the plan's `contextWindow`; without one, smaller than what surely fails:
     /// for llama.cpp the probe's own prompt (llama-server refuses only a prompt longer than its context, and stops a
     /// generation that reaches it), for others the cap plus that prompt (vLLM refuses their sum over its length).

@@ -318,6 +318,12 @@ export type Cause =
        * A timeout while Ollama's `GET /api/ps` listed the model as loaded: not a load; the request waited for a busy slot (`OLLAMA_NUM_PARALLEL`), or Ollama's tool parser held back a tool call the model never closed (issue 38).
        */
       kind: "ollamaLoadedNoAnswer";
+    }
+  | {
+      /**
+       * A timeout after the model had streamed text, while Ollama's `GET /api/ps` listed it as loaded: no queue; Ollama's tool parser held back a tool call the model began and never closed (issue 38).
+       */
+      kind: "ollamaHeldBackCall";
     };
 
 /**

@@ -144,6 +144,7 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.host
         ),
         Cause::OllamaLoadedNoAnswer => "  - Ollama had the model loaded (GET /api/ps), so this was not a load: either the request waited for a busy slot (OLLAMA_NUM_PARALLEL sets how many requests a model serves at once), or Ollama's tool parser held back a tool call the model began and never closed (it sends nothing until the call closes, and ignores max_completion_tokens: PARAMETER num_predict caps it)".to_owned(),
+        Cause::OllamaHeldBackCall => "  - Ollama held back an unfinished tool call: its tool parser sends nothing after the start of a call (its TEMPLATE's tag) until the call closes, and the model began one and never closed it; max_completion_tokens does not stop it (Ollama ignores it): cap the model with PARAMETER num_predict, and choose a model (or a TEMPLATE) that closes its calls".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
             r.host, r.id
@@ -234,6 +235,13 @@ pub fn timeout_ollama_loaded_error(seconds: &str) -> String {
     format!("no answer in {seconds} s — Ollama had the model loaded (GET /api/ps): not a load")
 }
 
+/// `<error>` of a timeout after text, while Ollama had the model loaded (issue 38): its parser held back the rest.
+pub fn timeout_ollama_held_back_error(seconds: &str) -> String {
+    format!(
+        "no answer in {seconds} s — the model streamed text, then nothing more came while Ollama had it loaded (GET /api/ps): Ollama held back the rest"
+    )
+}
+
 /// `1 token`, `<n> tokens`.
 fn tokens(n: u64) -> String {
     if n == 1 {
@@ -289,6 +297,7 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::OllamaModelNotFound => "pull or create the model on the Ollama server (`ollama list`, `ollama pull <name:tag>`), or fix its id in jr2.config.ts, then run jr2 up again".to_owned(),
         Cause::OllamaBaseUrlWithoutV1 => "end the provider's baseUrl in jr2.config.ts with /v1 (Ollama's OpenAI-compatible API), then run jr2 up again".to_owned(),
         Cause::OllamaLoadedNoAnswer => "run jr2 up again when Ollama is idle, or raise OLLAMA_NUM_PARALLEL; if it happens when idle, the model began a tool call it never closed: choose a model that calls tools, and cap it with PARAMETER num_predict".to_owned(),
+        Cause::OllamaHeldBackCall => "cap the model with PARAMETER num_predict in its Modelfile (Ollama ignores max_completion_tokens), and choose a model or TEMPLATE that closes its tool calls, then run jr2 up again".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
         ),
@@ -1798,6 +1807,15 @@ mod tests {
                 &timeout_ollama_loaded_error("120"),
                 None,
                 Cause::OllamaLoadedNoAnswer,
+            ),
+        ));
+        cases.push((
+            "Ollama: a timeout after text, with the model loaded",
+            with(
+                Outcome::Timeout,
+                &timeout_ollama_held_back_error("120"),
+                None,
+                Cause::OllamaHeldBackCall,
             ),
         ));
         cases.push((

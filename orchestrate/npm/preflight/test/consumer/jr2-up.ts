@@ -154,6 +154,7 @@ function causeText(cause: Cause | null): string {
     case "ollamaModelNotFound":
     case "ollamaBaseUrlWithoutV1":
     case "ollamaLoadedNoAnswer":
+    case "ollamaHeldBackCall":
       return `ollama: ${cause.kind}`;
     default:
       return cause.kind;
