@@ -27,6 +27,11 @@
 //! agree, case by case, or that the case is one of [`ON_PURPOSE`], the differences the contract makes on purpose.
 //! The Turn's packages are the fidelity step's (`tests/fidelity/package-lock.json`), installed here first when missing
 //! (`JR2_FIDELITY_INSTALL_ONLY=1 tests/fidelity/run.sh`).
+//!
+//! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
+//! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
+//! drops, a context under the window, one busy slot), each beside a real Turn on the same server (the section at the
+//! end of this file).
 
 mod common;
 
