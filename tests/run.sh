@@ -74,7 +74,10 @@ background "installs" env JR2_INSTALL_ONLY=1 bash -c 'tests/netns/run.sh && orch
 # of CPU cold, a no-op when cached) beside it, up to the `cluster-netpol` step; its apt packages are the installs job's.
 background "kube" env JR2_KUBE_NO_APT=1 tests/kube/build.sh
 background "kube-router" env JR2_KUBE_NO_APT=1 tests/kube/kube-router.sh
-step "peers" tests/peers/install.sh
+# Ollama (tests/peers/install.sh ollama: built from its Go module, about 5 minutes of CPU cold, a no-op when cached),
+# beside the peers step and the builds after it; the tests step's real_ollama needs it.
+background "ollama" tests/peers/install.sh ollama
+step "peers" env JR2_PEERS_SKIP_OLLAMA=1 tests/peers/install.sh
 step "catalog" probe/catalog/check.sh
 step "format" cargo fmt --all --check
 step "tests-build" cargo test --workspace --locked --no-run
@@ -84,6 +87,7 @@ background "lints" env CARGO_TARGET_DIR="$CARGO_TARGET_DIR/clippy" \
 # cargo-fuzz (built from crates.io on a new machine), in the fuzz step's target dir, which nothing uses until then.
 fuzz_target_dir="$CARGO_TARGET_DIR/fuzz"
 background "fuzz-tools" env CARGO_TARGET_DIR="$fuzz_target_dir" JR2_INSTALL_ONLY=1 fuzz/run.sh
+collect "ollama"
 step "tests" cargo test --workspace --locked --no-fail-fast
 # Reliability (tests/README.md, "Reliability"): the hostile-endpoint table the tests wrote (probe/tests/chaos.rs), broken
 # networks in network namespaces (root; required under CI), every fuzz target for a fixed number of runs.
@@ -103,14 +107,17 @@ collect "lints"
 # and npm ci from a registry on loopback that serves the tarballs, under Node 20.18 too, bundled by esbuild, and
 # compiled by TypeScript 7 (orchestrate/npm/install-test.sh).
 step "platforms" orchestrate/npm/test.sh
-# The probe's static binaries for the image step, built beside the fuzz runs (which use one core) and fidelity.
+# The probe's static binaries for the image step, built beside fidelity (they share the musl target dir with
+# `platforms`, so not before it).
 background "image-binaries" env JR2_IMAGE_BINARIES_ONLY=1 images/build
-# The fuzz builds (libFuzzer's coverage on every crate) in their own target dir: they share nothing with the others.
-collect "fuzz-tools"
-step "fuzz" env CARGO_TARGET_DIR="$fuzz_target_dir" fuzz/run.sh --runs 20000
 step "fidelity" tests/fidelity/run.sh
 collect "image-binaries"
 step "image" images/test
+# The fuzz runs use one core, and the real-cluster steps below leave about one idle (their time is the cluster's
+# waits): every fuzz target runs beside them, in its own target dir (libFuzzer's coverage on every crate shares nothing
+# with the others), collected before the benchmark, which runs alone.
+collect "fuzz-tools"
+background "fuzz" env CARGO_TARGET_DIR="$fuzz_target_dir" fuzz/run.sh --runs 20000
 # The driver against a real one-node cluster (orchestrate/tests/real_cluster: etcd, the API server, the controller
 # manager, the scheduler, containerd and the kubelet in a network namespace of the run's own), then its benchmark.
 collect "kube"
@@ -121,6 +128,7 @@ step "cluster-nodes" cargo test -p jr2-preflight --locked --test real_nodes
 # preflight beside a Harness-like pod under each policy setup, and the default mode's start race.
 collect "kube-router"
 step "cluster-netpol" cargo test -p jr2-preflight --locked --test real_netpol
+collect "fuzz"
 step "cluster-bench" cargo test -p jr2-preflight --locked --test cluster_bench
 # What a killed test process's clusters left (none, when each supervisor saw its caller go).
 step "cluster-sweep" "$CARGO_TARGET_DIR/debug/jr2-kube-cluster" sweep

@@ -876,13 +876,14 @@ async fn a_slow_model_prints_progress_and_a_known_cause_its_line() {
     let waiting: Vec<&str> = lines
         .iter()
         .copied()
-        .filter(|l| l.contains("no answer yet"))
+        .filter(|l| l.contains("no verdict yet"))
         .collect();
     let line = |ms| {
         jr2_probe::render::waiting(
             "vllm/ok-delay-1600",
             Duration::from_millis(ms),
             Duration::from_secs(20),
+            jr2_probe::contract::events::WaitStage::NoAnswer,
         )
     };
     assert!(

@@ -271,12 +271,17 @@ async fn check(args: CheckArgs) -> ExitCode {
     // A model still waiting gets its progress line as it comes (not in the verdict's lines: they are the result's).
     let timeout = checker.settings().timeout;
     let waiting = |p: Progress<'_>| {
-        if let Progress::Waiting { index, waited } = p {
+        if let Progress::Waiting {
+            index,
+            waited,
+            stage,
+        } = p
+        {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(
                 err,
                 "{}",
-                render::waiting(&targets[index].model, waited, timeout)
+                render::waiting(&targets[index].model, waited, timeout, stage)
             );
         }
     };
@@ -561,6 +566,25 @@ async fn run(args: RunArgs) -> ExitCode {
         .into_iter()
         .map(|p| p.warning_line());
     warnings.splice(0..0, proxy_lines);
+    // A held key whose Turn goes around the Custodian (issue 38, item 5): once per variable and host.
+    let mut bypassed: Vec<String> = Vec::new();
+    for t in &targets {
+        let Some(key) = t
+            .key
+            .as_ref()
+            .filter(|k| sanitize::is_stand_in(k.value.expose()))
+        else {
+            continue;
+        };
+        if let Some(var) = checker.factory().proxy().bypassed_for(t.api, &t.base_url) {
+            let line =
+                render::stand_in_bypass_warning(var, &t.model, &t.host(), key.value.expose());
+            if !bypassed.contains(&line) {
+                bypassed.push(line);
+            }
+        }
+    }
+    warnings.extend(bypassed);
     for line in &warnings {
         jr2_probe::say!("{line}");
     }

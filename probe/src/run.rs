@@ -193,11 +193,16 @@ pub async fn run(
                     attempt: attempt.clone(),
                 }
             }
-            Progress::Waiting { index, waited } => ProbeEvent::Waiting {
+            Progress::Waiting {
+                index,
+                waited,
+                stage,
+            } => ProbeEvent::Waiting {
                 index,
                 model: targets[index].model.clone(),
                 waited_ms: waited.as_millis() as u64,
                 timeout_ms: checker.settings().timeout.as_millis() as u64,
+                stage,
             },
             Progress::Finished { index, result } => {
                 lock_seen()[index].result = Some(result.clone());

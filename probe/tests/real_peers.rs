@@ -27,6 +27,11 @@
 //! agree, case by case, or that the case is one of [`ON_PURPOSE`], the differences the contract makes on purpose.
 //! The Turn's packages are the fidelity step's (`tests/fidelity/package-lock.json`), installed here first when missing
 //! (`JR2_FIDELITY_INSTALL_ONLY=1 tests/fidelity/run.sh`).
+//!
+//! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
+//! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
+//! drops, a context under the window, one busy slot), each beside a real Turn on the same server (the section at the
+//! end of this file).
 
 mod common;
 
@@ -269,6 +274,13 @@ struct OnPurpose {
 /// Every difference between the probe and a real Turn on the same server that the contract makes on purpose; any
 /// other difference fails [`compare`]. Listed in tests/README.md ("Against a real Turn on the same server").
 const ON_PURPOSE: &[OnPurpose] = &[
+    OnPurpose {
+        case: "ollama: OLLAMA_NUM_PARALLEL=1 with a job ahead",
+        probe: Outcome::Timeout,
+        turn: "called",
+        why: "the check's timeout is the user's rule; a Turn waits for Ollama's slot (up to undici's 300 s for the \
+              headers). The probe's error says Ollama had the model loaded instead of 'loads on first use'",
+    },
     OnPurpose {
         case: "queue: -np 1 with a job ahead",
         probe: Outcome::Timeout,
@@ -605,7 +617,7 @@ async fn llama_server_context_smaller_than_the_plans() {
         let needed: u64 = window.parse().unwrap();
         assert_eq!(
             m.error.as_deref(),
-            Some(render::context_too_small_error(u64::from(ctx), needed).as_str())
+            Some(render::context_too_small_error(u64::from(ctx), needed, None).as_str())
         );
         assert_cause(
             &run,
@@ -1487,4 +1499,277 @@ general_settings: {{master_key: {MASTER_KEY}}}
     let t = turn(custom_turn(&base, "limited", 1024, true), &key).await;
     assert_eq!(t.turn, "error", "{t:?}");
     compare("gateway 429 with llm_provider-retry-after", m, &t);
+}
+
+// ---- Ollama (issue 38) -------------------------------------------------------------------------------------------
+//
+// Ollama v0.17.4, built from its Go module by tests/peers/install.sh, serving SmolLM2-135M imported with
+// `ollama create` from Modelfiles: `FROM` the GGUF alone (no tools in its TEMPLATE), and with
+// `tests/peers/smollm2-tools.ollama.tmpl` (tools and one example call). Ollama's `/v1` samples at temperature 1.0 and
+// top_p 1.0 whatever the Modelfile says when the request names none (pi names none); `PARAMETER top_k 1` is not
+// overridden, and makes the sampling greedy: the tool call is the same every run. Each test's server listens on
+// 127.0.0.1 only, keeps its models in a directory of its own, and is killed with its runners when the test ends.
+
+use jr2_testkit::peers::{Ollama, OllamaServer};
+
+/// Greedy under `/v1`'s forced temperature: `top_k 1` (see above), and the seed for good measure.
+const GREEDY: &str = "PARAMETER top_k 1\nPARAMETER seed 1";
+
+async fn start_ollama(config: Ollama) -> OllamaServer {
+    tokio::task::spawn_blocking(move || config.start())
+        .await
+        .expect("join")
+}
+
+async fn create(ollama: &OllamaServer, name: &str, lines: &str) {
+    tokio::task::block_in_place(|| ollama.create(name, lines));
+}
+
+/// `jr2-probe check --base-url <base> --model <model> -o json <extra>`.
+async fn check_at(base: &str, model: &str, extra: &[&str]) -> common::Run {
+    let mut args = vec!["check", "--base-url", base, "--model", model, "-o", "json"];
+    args.extend(extra);
+    probe(&args, &[]).await
+}
+
+/// The tool-capable model, greedy, with `more` lines.
+fn tools_model(more: &str) -> String {
+    format!("{}\n{GREEDY}\n{more}", OllamaServer::tools_template())
+}
+
+#[track_caller]
+fn assert_ollama(run: &common::Run) -> jr2_probe::verdict::ModelResult {
+    let m = run.verdict().models[0].clone();
+    assert_eq!(
+        m.findings.endpoint.as_ref().map(|e| e.kind),
+        Some(EndpointKind::Ollama),
+        "{}\n{}",
+        run.stderr,
+        run.stdout
+    );
+    m
+}
+
+/// The rows of issue 38's table Ollama refuses before any generation, on one Ollama, each the probe beside a real
+/// Turn: a model without tools in its TEMPLATE, an unknown model, a base URL without `/v1` (and one with `/api`).
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_refusals_beside_real_turns() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(&ollama, "smol-plain", GREEDY).await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    let base = ollama.base_url();
+    let root = base.trim_end_matches("/v1").to_owned();
+
+    // GET / says so.
+    let r = tokio::task::block_in_place(|| ollama.server.get("/", None));
+    assert_eq!((r.status, r.body.trim()), (200, "Ollama is running"));
+
+    // A model whose TEMPLATE has no .Tools: Ollama refuses the tools.
+    let run = check_at(&base, "smol-plain", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.http_status),
+        (Outcome::Http, Code::ToolsNotEnabled, Some(400)),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        m.error
+            .as_deref()
+            .is_some_and(|e| e.ends_with("smol-plain:latest does not support tools")),
+        "{:?}",
+        m.error
+    );
+    assert_cause(&run, &Cause::OllamaTemplateWithoutTools);
+    assert!(
+        m.findings.ollama_drops.is_empty(),
+        "a refused request drops nothing"
+    );
+    let t = turn(custom_turn(&base, "smol-plain", 256, false), &[]).await;
+    compare("ollama: a TEMPLATE without .Tools", &m, &t);
+
+    // An unknown model.
+    let run = check_at(&base, "nope:7b", &[]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.http_status),
+        (Outcome::Http, Code::ModelNotFound, Some(404)),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaModelNotFound);
+    let t = turn(custom_turn(&base, "nope:7b", 256, false), &[]).await;
+    compare("ollama: an unknown model", &m, &t);
+
+    // A base URL without /v1, and one with /api: Ollama's router answers `404 page not found`.
+    for wrong in [root.clone(), format!("{root}/api")] {
+        let run = check_at(&wrong, "smol-tools", &[]).await;
+        let m = assert_ollama(&run);
+        assert_eq!(
+            (m.outcome, m.code, m.http_status),
+            (Outcome::Http, Code::ModelNotFound, Some(404)),
+            "{wrong}: {}",
+            run.stderr
+        );
+        assert!(
+            m.error
+                .as_deref()
+                .is_some_and(|e| e.contains("404 page not found")),
+            "{:?}",
+            m.error
+        );
+        assert_cause(&run, &Cause::OllamaBaseUrlWithoutV1);
+        let t = turn(custom_turn(&wrong, "smol-tools", 256, false), &[]).await;
+        compare("ollama: a base URL without /v1", &m, &t);
+    }
+}
+
+/// A passing tool call through Ollama: SmolLM2-135M with `tests/peers/smollm2-tools.ollama.tmpl`, greedy. Known from
+/// its chunks (`fp_ollama`), its context from `/api/ps`, the notes of what Ollama drops of a Turn's request; beside a
+/// real Turn that gets the call. Then the same model under a `contextWindow` larger than the `num_ctx` it is served
+/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_passes_a_tool_call_beside_a_real_turn() {
+    let ollama = start_ollama(Ollama {
+        context_length: Some(2048),
+        ..Ollama::default()
+    })
+    .await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    let base = ollama.base_url();
+    // The call is about 50 tokens of SmolLM2's after a 186-token prompt: seconds on a free core, and over the default
+    // 120 s when the real_peers tests share two busy cores (a Turn waits as long: its headers come with the text).
+    let run = check_at(&base, "smol-tools", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Ok, Level::Pass),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(m.tool_name.as_deref(), Some(jr2_probe::prompt::TOOL_NAME));
+    assert_eq!(
+        m.findings.endpoint.as_ref().and_then(|e| e.context_length),
+        Some(2048),
+        "OLLAMA_CONTEXT_LENGTH, read from /api/ps: {:?}",
+        m.findings.endpoint
+    );
+    use jr2_probe::verdict::OllamaDrop;
+    assert_eq!(
+        m.findings.ollama_drops,
+        vec![OllamaDrop::MaxCompletionTokens, OllamaDrop::DeveloperRole]
+    );
+    for d in &m.findings.ollama_drops {
+        assert!(
+            run.lines()
+                .contains(&render::ollama_drop("smol-tools", *d).as_str()),
+            "{}",
+            run.stderr
+        );
+    }
+    let t = turn(custom_turn(&base, "smol-tools", 256, false), &[]).await;
+    compare("ollama: a TEMPLATE with .Tools", &m, &t);
+
+    // A window of 8192 over the 2048 Ollama serves: the call passes, the context does not.
+    let run = check_at(
+        &base,
+        "smol-tools",
+        &["--context-window", "8192", "--timeout", "600s"],
+    )
+    .await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Http, Code::ContextTooSmall),
+        "{}",
+        run.stderr
+    );
+    assert_cause(
+        &run,
+        &Cause::ContextTooSmall {
+            served: 2048,
+            needed: 8192,
+            from_window: true,
+            server: EndpointKind::Ollama,
+            slots: None,
+        },
+    );
+    assert!(
+        run.stderr.contains("PARAMETER num_ctx") && run.stderr.contains("OLLAMA_CONTEXT_LENGTH"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no
+/// byte came (not that the model loads), the timeout's cause is Ollama's queue (`/api/ps`: the model was loaded), and
+/// a real Turn on the same server gets its call once the job has left.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_one_busy_slot_is_a_queue() {
+    let ollama = start_ollama(Ollama {
+        parallel: Some(1),
+        ..Ollama::default()
+    })
+    .await;
+    create(&ollama, "smol-tools", &tools_model("")).await;
+    let base = ollama.base_url();
+    // A job that holds the slot: a long text answer (`max_tokens` is honoured; no tools).
+    let job = json!({
+        "model": "smol-tools",
+        "messages": [{"role": "user", "content": "Write a very long story."}],
+        "stream": true,
+        "max_tokens": 100000,
+    });
+    let held = tokio::task::block_in_place(|| ollama.server.hold("/v1/chat/completions", &job));
+    // The model is loaded (/api/ps lists it) and the job is generating.
+    let start = std::time::Instant::now();
+    loop {
+        let ps = tokio::task::block_in_place(|| ollama.server.get("/api/ps", None));
+        if ps.body.contains("smol-tools") {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "never loaded: {}",
+            ps.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let run = check_at(
+        &base,
+        "smol-tools",
+        &["--timeout", "4s", "--waiting-note", "1s"],
+    )
+    .await;
+    let m = &run.verdict().models[0];
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_ollama_loaded_error("4").as_str())
+    );
+    // The error names what was seen, not the may-load tail; the waiting note, before the look, says no byte came.
+    assert!(!run.stderr.contains("once it has loaded"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&render::waiting(
+            "smol-tools",
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(4),
+            jr2_probe::contract::events::WaitStage::NoAnswer
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaLoadedNoAnswer);
+    // The job leaves; a Turn then gets its call from the same server (one that waited behind the job would wait up to
+    // undici's 300 s for its headers, as the llama-server queue case shows).
+    drop(held);
+    let t = turn(custom_turn(&base, "smol-tools", 256, false), &[]).await;
+    compare("ollama: OLLAMA_NUM_PARALLEL=1 with a job ahead", m, &t);
 }

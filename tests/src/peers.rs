@@ -652,3 +652,112 @@ mod tests {
         );
     }
 }
+
+/// The `ollama` binary `tests/peers/install.sh` built from the Go module (v0.17.4).
+pub fn ollama_binary() -> PathBuf {
+    require(&cache_dir().join("ollama-0.17.4/ollama"))
+}
+
+/// The tool-capable TEMPLATE checked into `tests/peers/` (the Go-template port of `smollm2-tools.jinja`).
+pub fn ollama_tools_template() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/smollm2-tools.ollama.tmpl")
+}
+
+/// How to start Ollama (`ollama serve`): on a free loopback port (`OLLAMA_HOST=127.0.0.1:<port>`), its models and
+/// its key under a directory of its own that goes with it (`OLLAMA_MODELS`, `HOME`), nothing of the test's
+/// environment steering it but what is set here.
+#[derive(Clone, Debug, Default)]
+pub struct Ollama {
+    /// `OLLAMA_NUM_PARALLEL`: the requests one loaded model serves at once (1: a second one waits).
+    pub parallel: Option<u32>,
+    /// `OLLAMA_CONTEXT_LENGTH`: the context a model is loaded with when its Modelfile sets no `num_ctx`.
+    pub context_length: Option<u32>,
+}
+
+/// A running Ollama and the directory that holds its models; dropping it kills the server and removes the directory.
+pub struct OllamaServer {
+    /// The server (its port, its log).
+    pub server: Server,
+    dir: PathBuf,
+}
+
+impl Drop for OllamaServer {
+    /// The server and its runners (`ollama runner`, one per loaded model) are one process group of their own: all
+    /// of it goes, so no runner outlives the test.
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.server.child.id())])
+            .status();
+        let _ = self.server.child.kill();
+        let _ = self.server.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Ollama {
+    /// Starts it; ready when `GET /` answers 200 (`Ollama is running`).
+    pub fn start(&self) -> OllamaServer {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("jr2-ollama-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(dir.join("models")).expect("create the Ollama directory");
+        let mut cmd = Command::new(ollama_binary());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &dir)
+            .env("OLLAMA_HOST", format!("127.0.0.1:{port}"))
+            .env("OLLAMA_MODELS", dir.join("models"))
+            .env("OLLAMA_NOPRUNE", "1")
+            .env("NO_PROXY", "*");
+        if let Some(n) = self.parallel {
+            cmd.env("OLLAMA_NUM_PARALLEL", n.to_string());
+        }
+        if let Some(n) = self.context_length {
+            cmd.env("OLLAMA_CONTEXT_LENGTH", n.to_string());
+        }
+        let server = spawn(cmd, "ollama", port).wait_ready("/", Duration::from_secs(60));
+        OllamaServer { server, dir }
+    }
+}
+
+impl OllamaServer {
+    /// `http://127.0.0.1:<port>/v1`
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    /// `ollama create <name> -f <Modelfile>`: SmolLM2-135M (`FROM` the GGUF of the PyPI package) with `lines` after
+    /// it (`TEMPLATE`, `PARAMETER`). Panics with the CLI's words when it fails.
+    pub fn create(&self, name: &str, lines: &str) {
+        let modelfile = self.dir.join(format!("{name}.Modelfile"));
+        std::fs::write(
+            &modelfile,
+            format!("FROM {}\n{lines}\n", smollm2_model().display()),
+        )
+        .expect("write the Modelfile");
+        let out = Command::new(ollama_binary())
+            .args(["create", name, "-f"])
+            .arg(&modelfile)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.dir)
+            .env("OLLAMA_HOST", format!("127.0.0.1:{}", self.server.port))
+            .env("NO_PROXY", "*")
+            .output()
+            .expect("run ollama create");
+        assert!(
+            out.status.success(),
+            "ollama create {name} failed: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.server.log()
+        );
+    }
+
+    /// The tool-capable TEMPLATE ([`ollama_tools_template`]) as a Modelfile line.
+    pub fn tools_template() -> String {
+        let t = std::fs::read_to_string(ollama_tools_template()).expect("read the TEMPLATE");
+        format!("TEMPLATE \"\"\"{t}\"\"\"")
+    }
+}

@@ -205,11 +205,13 @@ impl Trusted<'_> {
                 model,
                 waited_ms,
                 timeout_ms,
+                stage,
             } => ProbeEvent::Waiting {
                 index,
                 model: self.model(index, &model),
                 waited_ms,
                 timeout_ms,
+                stage,
             },
             ProbeEvent::Result { index, result } => ProbeEvent::Result {
                 index,
@@ -416,6 +418,7 @@ mod tests {
                 model: "vllm/slow".to_owned(),
                 waited_ms: 30_000,
                 timeout_ms: 120_000,
+                stage: jr2_probe::contract::events::WaitStage::NoAnswer,
             })
         );
     }

@@ -57,6 +57,8 @@ pub enum RunUpdate {
         waited_ms: u64,
         /// Its deadline, in milliseconds.
         timeout_ms: u64,
+        /// How far its try has come.
+        stage: jr2_probe::contract::events::WaitStage,
     },
     /// A warning line about the run itself (the Events cannot be read).
     Warning {
@@ -82,11 +84,13 @@ impl RunUpdate {
                 model,
                 waited_ms,
                 timeout_ms,
+                stage,
                 ..
             } => Some(render::waiting(
                 model,
                 std::time::Duration::from_millis(*waited_ms),
                 std::time::Duration::from_millis(*timeout_ms),
+                *stage,
             )),
             RunUpdate::Result { result, .. } if result.level == Level::Pass => {
                 Some(render::completed(&result.model, result.elapsed_ms))

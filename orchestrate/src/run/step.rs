@@ -383,6 +383,7 @@ impl Step<'_> {
                 index,
                 waited_ms,
                 timeout_ms,
+                stage,
                 ..
             }) => {
                 if let Some(model) = st.models.get(index).filter(|m| !m.is_empty()).cloned() {
@@ -392,6 +393,7 @@ impl Step<'_> {
                         model,
                         waited_ms,
                         timeout_ms,
+                        stage,
                     }));
                 }
             }

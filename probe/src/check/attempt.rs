@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use reqwest::header::CONTENT_TYPE;
 
 use super::endpoint;
+use super::settings::WaitStage;
 use super::stream::{StreamEnd, StreamJudge};
 use crate::api::{self, ProviderError};
 use crate::contract::outcome::{Code, Outcome};
@@ -113,6 +114,7 @@ impl Sender<'_> {
             }
         };
         let url = request.url.clone();
+        super::settings::mark(WaitStage::NoAnswer);
         let sent = client
             .post(request.url)
             .headers(request.headers)
@@ -146,6 +148,7 @@ impl Sender<'_> {
             }
         };
         let first_byte = Some(start.elapsed());
+        super::settings::mark(WaitStage::Headers);
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let mut a = self.http_failure(wire, response, status).await;
@@ -156,7 +159,11 @@ impl Sender<'_> {
         let mut a = self.read_stream(wire, response, start, call_seen).await;
         a.status = Some(status);
         a.first_byte = first_byte;
-        a.seen = seen;
+        // The stream's own mark (Ollama's fingerprint) when the headers named nothing.
+        a.seen = endpoint::Seen {
+            kind: seen.kind.or(a.seen.kind),
+            ..seen
+        };
         a
     }
 
@@ -247,6 +254,7 @@ impl Sender<'_> {
             );
         }
         let mut judge = StreamJudge::new(wire);
+        let mut marks = endpoint::Seen::default();
         let end = loop {
             let chunk = match response.chunk().await {
                 Ok(chunk) => chunk,
@@ -258,7 +266,13 @@ impl Sender<'_> {
             };
             match chunk {
                 Some(bytes) => {
+                    marks.with_chunk(&bytes);
                     let end = judge.push(&bytes);
+                    if judge.call_name().is_some() {
+                        super::settings::mark(WaitStage::ToolCall);
+                    } else if !judge.answer().is_empty() {
+                        super::settings::mark(WaitStage::Text);
+                    }
                     if call_seen.is_none() && judge.call_complete() {
                         *call_seen = Some(start.elapsed());
                     }
@@ -315,7 +329,7 @@ impl Sender<'_> {
             first_byte: None,
             tool_call,
             answer,
-            seen: endpoint::Seen::default(),
+            seen: marks,
             reasoned,
             call_arguments,
             call_complete,
@@ -408,7 +422,9 @@ pub fn classify_status(status: u16, err: Option<&ProviderError>) -> (Outcome, Co
         400 | 500
             if message.contains("tool choice requires")
                 || message.contains("requires --tool-call-parser")
-                || message.contains("tools param requires --jinja") =>
+                || message.contains("tools param requires --jinja")
+                // Ollama: the model's TEMPLATE does not use `.Tools`.
+                || message.trim_end().ends_with(" does not support tools") =>
         {
             (Outcome::Http, Code::ToolsNotEnabled)
         }

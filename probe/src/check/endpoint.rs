@@ -3,7 +3,8 @@
 //!
 //! The request a Turn sends is never changed for this. What the answer says comes free: llama-server answers with
 //! `server: llama.cpp`, vLLM and LiteLLM with `server: uvicorn`, LiteLLM adds `x-litellm-*` headers and prefixes its
-//! errors with `litellm.`. The metadata costs requests, so it is asked only for a custom endpoint (pi's catalog
+//! errors with `litellm.`, Ollama writes `"system_fingerprint":"fp_ollama"` in every chunk and names itself in its
+//! errors (`does not support tools`, `model '...' not found`). The metadata costs requests, so it is asked only for a custom endpoint (pi's catalog
 //! providers are not model servers) and only when it can change the verdict: after a failure (to name the cause),
 //! or for the context check. It goes through the check's own client (the same trust, proxy and same-origin
 //! redirect policy), with the check's own headers (the key goes only where the check sent it: every URL here is
@@ -36,6 +37,9 @@ pub struct Seen {
     pub uvicorn: bool,
 }
 
+/// What Ollama writes in every chunk of its `/v1` stream (it sends no `server:` header).
+const OLLAMA_FINGERPRINT: &[u8] = b"\"fp_ollama\"";
+
 impl Seen {
     /// What the headers of an answer say.
     pub fn from_headers(headers: &HeaderMap) -> Self {
@@ -58,14 +62,29 @@ impl Seen {
         }
     }
 
-    /// Adds what an error body says: LiteLLM names itself in its messages.
+    /// Adds what an error body says: LiteLLM names itself in its messages; Ollama's refusal of tools is its own
+    /// (`<model> does not support tools`).
     pub fn with_error(mut self, error: Option<&ProviderError>) -> Self {
-        if self.kind.is_none()
-            && error.is_some_and(|e| e.message.trim_start().starts_with("litellm."))
-        {
-            self.kind = Some(EndpointKind::Litellm);
+        if self.kind.is_none() {
+            let message = error.map_or("", |e| e.message.trim());
+            if message.starts_with("litellm.") {
+                self.kind = Some(EndpointKind::Litellm);
+            } else if message.ends_with(" does not support tools") {
+                self.kind = Some(EndpointKind::Ollama);
+            }
         }
         self
+    }
+
+    /// Adds what a chunk of the stream says: Ollama's fingerprint.
+    pub fn with_chunk(&mut self, chunk: &[u8]) {
+        if self.kind.is_none()
+            && chunk
+                .windows(OLLAMA_FINGERPRINT.len())
+                .any(|w| w == OLLAMA_FINGERPRINT)
+        {
+            self.kind = Some(EndpointKind::Ollama);
+        }
     }
 }
 
@@ -96,6 +115,14 @@ fn root(base: &reqwest::Url) -> reqwest::Url {
     let mut url = base.clone();
     let path = base.path().trim_end_matches('/');
     url.set_path(path.strip_suffix("/v1").unwrap_or(path));
+    url.set_query(None);
+    url
+}
+
+/// Ollama's own API at the base URL's origin (`/api/ps`...): Ollama serves it at the root, whatever the base URL's path.
+fn ollama_url(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    url.set_path(path);
     url.set_query(None);
     url
 }
@@ -141,6 +168,15 @@ pub async fn learn(
     {
         read_props(&props, &mut endpoint, redactor);
     }
+    // Ollama's `/api/ps` (at the server's origin: Ollama serves no path prefix): the models it has loaded, with the
+    // context each is served with. Asked for Ollama, and after a failure of an unknown server without uvicorn's
+    // header (its `{"models": [...]}` names Ollama: a base URL without `/v1` gets Ollama's `404 page not found`).
+    let maybe_ollama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn && failed;
+    if (endpoint.kind == EndpointKind::Ollama || maybe_ollama)
+        && let Some(ps) = get(ollama_url(&target.base_url, "api/ps")).await
+    {
+        read_ps(&ps, &target.id, &mut endpoint);
+    }
     let maybe_vllm = matches!(endpoint.kind, EndpointKind::Vllm | EndpointKind::Unknown)
         && (seen.uvicorn || endpoint.kind == EndpointKind::Vllm);
     if maybe_vllm
@@ -152,6 +188,45 @@ pub async fn learn(
         endpoint.version = Some(redactor.clean_to(v, 40));
     }
     endpoint
+}
+
+/// Ollama's `/api/ps`: it is Ollama (`models` is a list), and the context the model `id` is loaded with
+/// (`context_length`; an id without a tag is Ollama's `:latest`). A model not loaded gives no context: Ollama loads
+/// it with its `num_ctx` at the next request.
+pub fn read_ps(ps: &Value, id: &str, endpoint: &mut Endpoint) {
+    let Some(models) = ps.get("models").and_then(Value::as_array) else {
+        return;
+    };
+    endpoint.kind = EndpointKind::Ollama;
+    if let Some(m) = ollama_entry(models, id) {
+        endpoint.context_length = m
+            .get("context_length")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .or(endpoint.context_length);
+    }
+}
+
+/// The entry of `/api/ps` for `id` (`name` or `model`; `x` is `x:latest`).
+fn ollama_entry<'a>(models: &'a [Value], id: &str) -> Option<&'a Value> {
+    let latest = format!("{id}:latest");
+    models.iter().find(|m| {
+        ["name", "model"].iter().any(|k| {
+            m.get(*k)
+                .and_then(Value::as_str)
+                .is_some_and(|n| n == id || (!id.contains(':') && n == latest))
+        })
+    })
+}
+
+/// What the look beside a custom endpoint's tries saw, before the deadline: every llama-server slot busy, or Ollama
+/// with the model loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// llama-server's slots, every one processing.
+    LlamaCppSlotsBusy(u64),
+    /// Ollama's `/api/ps` listed the model as loaded.
+    OllamaLoaded,
 }
 
 /// How long before the model's deadline the look at llama-server's slots is taken: the GET's own bound, so that it
@@ -167,15 +242,26 @@ pub async fn slots_busy_before(
     target: Target,
     at: tokio::time::Instant,
     deadline: tokio::time::Instant,
-) -> Option<u64> {
+) -> Option<Waited> {
     tokio::time::sleep_until(at).await;
     let headers = api::wire(target.api)?.request(&target).ok()?.headers;
     let url = api::endpoint(&root(&target.base_url), "/slots");
-    let slots = tokio::time::timeout_at(deadline, fetch(&client, url, headers))
-        .await
-        .ok()
-        .flatten()?;
-    all_busy(&slots)
+    // Ollama's `/api/ps` beside it (issue 38): the model loaded, and still no answer, is no load.
+    let ps_url = ollama_url(&target.base_url, "api/ps");
+    let (slots, ps) = tokio::time::timeout_at(
+        deadline,
+        futures_util::future::join(
+            fetch(&client, url, headers.clone()),
+            fetch(&client, ps_url, headers),
+        ),
+    )
+    .await
+    .ok()?;
+    if let Some(n) = slots.as_ref().and_then(all_busy) {
+        return Some(Waited::LlamaCppSlotsBusy(n));
+    }
+    let models = ps?.get("models")?.as_array()?.clone();
+    ollama_entry(&models, &target.id).map(|_| Waited::OllamaLoaded)
 }
 
 /// `/slots`: the number of slots when each is processing.
@@ -300,7 +386,10 @@ pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
     let prompt = crate::prompt::estimated_tokens();
     let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
         Some(window) => (window, true),
-        None if endpoint.kind == EndpointKind::LlamaCpp => (prompt, false),
+        // Ollama cuts a prompt longer than its `num_ctx` silently and shifts the context past it (issue 38).
+        None if matches!(endpoint.kind, EndpointKind::LlamaCpp | EndpointKind::Ollama) => {
+            (prompt, false)
+        }
         None => (target.max_tokens + prompt, false),
     };
     (served < needed).then_some(Cause::ContextTooSmall {

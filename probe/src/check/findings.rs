@@ -32,6 +32,7 @@ impl EndpointLook<'_> {
         slots_look: Option<SlotsLook>,
     ) -> ModelResult {
         let started = Instant::now();
+        let mut seen_kind = seen.kind;
         let failed = r.outcome != Outcome::Ok;
         let learned = if endpoint::applies(target) && endpoint::reached(&r) {
             tokio::time::timeout_at(
@@ -51,19 +52,42 @@ impl EndpointLook<'_> {
             && r.error
                 .as_deref()
                 .is_some_and(|e| e.starts_with("no answer in"))
-            && let Some(slots) = match slots_look {
+            && let Some(waited) = match slots_look {
                 Some(look) => look.seen().await,
                 None => None,
             }
         {
-            r.error = Some(render::timeout_queued_error(
-                &render::seconds(self.settings.timeout),
-                slots,
-            ));
-            r.findings.cause = Some(crate::contract::endpoint::Cause::LlamaCppSlotsBusy { slots });
+            let seconds = render::seconds(self.settings.timeout);
+            let (error, cause) = match waited {
+                endpoint::Waited::LlamaCppSlotsBusy(slots) => (
+                    render::timeout_queued_error(&seconds, slots),
+                    crate::contract::endpoint::Cause::LlamaCppSlotsBusy { slots },
+                ),
+                // Text came, then nothing: no queue; Ollama's tool parser held the rest back.
+                endpoint::Waited::OllamaLoaded
+                    if matches!(
+                        super::settings::current(),
+                        super::WaitStage::Text | super::WaitStage::ToolCall
+                    ) =>
+                {
+                    (
+                        render::timeout_ollama_held_back_error(&seconds),
+                        crate::contract::endpoint::Cause::OllamaHeldBackCall,
+                    )
+                }
+                endpoint::Waited::OllamaLoaded => (
+                    render::timeout_ollama_loaded_error(&seconds),
+                    crate::contract::endpoint::Cause::OllamaLoadedNoAnswer,
+                ),
+            };
+            r.error = Some(error);
+            r.findings.cause = Some(cause);
+            if waited == endpoint::Waited::OllamaLoaded {
+                seen_kind = Some(crate::contract::endpoint::EndpointKind::Ollama);
+            }
         }
         let asked = learned.is_some();
-        let known = learned.or_else(|| seen.kind.map(crate::contract::endpoint::Endpoint::of));
+        let known = learned.or_else(|| seen_kind.map(crate::contract::endpoint::Endpoint::of));
         // The context could not be learned: said, not left silent (issue 27, item 6); an error keeps its own cause.
         if asked && r.level != crate::contract::outcome::Level::Error {
             r.findings.context_unchecked = endpoint::context_unchecked(known.as_ref(), target);
@@ -87,9 +111,21 @@ impl EndpointLook<'_> {
                 r.outcome = Outcome::Http;
                 r.level = Outcome::Http.level(target.api);
                 r.code = Code::ContextTooSmall;
-                r.error = Some(render::context_too_small_error(served, needed));
+                r.error = Some(render::context_too_small_error(
+                    served,
+                    needed,
+                    known.as_ref().map(|e| e.kind),
+                ));
             }
             r.findings.cause = Some(cause);
+        }
+        // Only for a request Ollama served: a refused one has nothing dropped to say.
+        if known
+            .as_ref()
+            .is_some_and(|e| e.kind == crate::contract::endpoint::EndpointKind::Ollama)
+            && matches!(r.outcome, Outcome::Ok | Outcome::Text | Outcome::Length)
+        {
+            r.findings.ollama_drops = ollama_drops(&r, target);
         }
         r.next_action = render::next_action(&r);
         // Nothing learned is no endpoint in the JSON.
@@ -118,7 +154,14 @@ impl EndpointLook<'_> {
             return Some(c);
         }
         let error = r.error.as_deref().unwrap_or("");
+        let ollama = kind == Some(EndpointKind::Ollama);
         match (r.outcome, r.code) {
+            (_, Code::ToolsNotEnabled) if ollama => Some(Cause::OllamaTemplateWithoutTools),
+            (_, Code::ModelNotFound) if ollama && error.contains("404 page not found") => {
+                let path = target.base_url.path().trim_end_matches('/');
+                (!path.ends_with("/v1")).then_some(Cause::OllamaBaseUrlWithoutV1)
+            }
+            (_, Code::ModelNotFound) if ollama => Some(Cause::OllamaModelNotFound),
             (Outcome::Text, _)
                 if kind == Some(EndpointKind::LlamaCpp)
                     && known.and_then(|e| e.supports_tools) == Some(false) =>
@@ -144,12 +187,12 @@ impl EndpointLook<'_> {
 
 /// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
 /// aborted when dropped, so a check that ends first leaves nothing running.
-pub(super) struct SlotsLook(pub(super) tokio::task::JoinHandle<Option<u64>>);
+pub(super) struct SlotsLook(pub(super) tokio::task::JoinHandle<Option<endpoint::Waited>>);
 
 impl SlotsLook {
     /// What the look saw: every slot busy (their number). It ends by the deadline, which has passed when this is
     /// asked.
-    pub(super) async fn seen(mut self) -> Option<u64> {
+    pub(super) async fn seen(mut self) -> Option<endpoint::Waited> {
         (&mut self.0).await.ok().flatten()
     }
 }
@@ -158,4 +201,34 @@ impl Drop for SlotsLook {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// What Ollama does to the request a Turn sends that the verdict cannot show (issue 38): it ignores
+/// `max_completion_tokens` (it honours `max_tokens`), renders no `developer` message (its templates know `system`),
+/// and, on `/v1`, forces temperature 1.0 when the request names none (pi names none), which explains a model that
+/// answered in text this time.
+fn ollama_drops(r: &ModelResult, target: &Target) -> Vec<crate::contract::verdict::OllamaDrop> {
+    use crate::contract::verdict::OllamaDrop;
+    let mut drops = Vec::new();
+    if target.api != crate::api::ApiKind::OpenAiCompletions {
+        return drops;
+    }
+    let body = crate::api::openai_completions::body_for(target);
+    if body.get("max_completion_tokens").is_some() {
+        drops.push(OllamaDrop::MaxCompletionTokens);
+    }
+    let developer = body
+        .get("messages")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|m| {
+            m.iter()
+                .any(|m| m.get("role").and_then(serde_json::Value::as_str) == Some("developer"))
+        });
+    if developer {
+        drops.push(OllamaDrop::DeveloperRole);
+    }
+    if r.outcome == Outcome::Text && body.get("temperature").is_none() {
+        drops.push(OllamaDrop::Temperature);
+    }
+    drops
 }

@@ -22,7 +22,7 @@ pub mod stream;
 mod tries;
 
 pub use attempt::classify_status;
-pub use settings::{Observer, Progress, Settings};
+pub use settings::{Observer, Progress, Settings, WaitStage};
 
 use crate::contract::outcome::Outcome;
 use crate::contract::verdict::{ModelResult, Try};
@@ -139,7 +139,9 @@ impl Checker {
             return self.tries().run(target, None).await;
         };
         let pace = self.settings.waiting_note;
-        let work = self.tries().run(target, observer);
+        let stage = settings::Stage::default();
+        let tries = self.tries();
+        let work = stage.scope(tries.run(target, observer));
         if pace.is_zero() {
             return work.await;
         }
@@ -151,7 +153,7 @@ impl Checker {
                 result = &mut work => return result,
                 () = tokio::time::sleep_until(start + waited) => {
                     if waited < self.settings.timeout {
-                        observe(Progress::Waiting { index, waited });
+                        observe(Progress::Waiting { index, waited, stage: stage.get() });
                     }
                     waited += pace;
                 }

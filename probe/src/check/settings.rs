@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+pub use crate::contract::events::WaitStage;
 use crate::contract::verdict::{ModelResult, Try};
 use crate::retry::RetryPolicy;
 
@@ -24,12 +25,14 @@ pub enum Progress<'a> {
         attempt: &'a Try,
     },
     /// A model has waited this long for its verdict ([`Settings::waiting_note`] after its start, then at that
-    /// pace): `provider: <model>: no answer yet after <n> s of <timeout> s ...`.
+    /// pace): `provider: <model>: no verdict yet after <n> s of <timeout> s — <what the probe knows>`.
     Waiting {
         /// The model's index.
         index: usize,
         /// How long it has waited.
         waited: Duration,
+        /// How far its try has come.
+        stage: WaitStage,
     },
     /// A model's check ended.
     Finished {
@@ -80,4 +83,48 @@ impl Default for Settings {
             waiting_note: Self::DEFAULT_WAITING_NOTE,
         }
     }
+}
+
+tokio::task_local! {
+    /// The stage of the try the current model's future runs, shared with its waiting notes ([`mark`]).
+    static STAGE: std::sync::Arc<std::sync::atomic::AtomicU8>;
+}
+
+/// A model's stage, read by its waiting notes while its tries run in [`Stage::scope`].
+#[derive(Clone, Debug, Default)]
+pub struct Stage(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl Stage {
+    /// Runs `work` with this stage as the one its tries [`mark`].
+    pub async fn scope<F: std::future::Future>(&self, work: F) -> F::Output {
+        STAGE.scope(self.0.clone(), work).await
+    }
+
+    /// The stage last marked.
+    pub fn get(&self) -> WaitStage {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => WaitStage::Headers,
+            2 => WaitStage::Text,
+            3 => WaitStage::ToolCall,
+            _ => WaitStage::NoAnswer,
+        }
+    }
+}
+
+/// How far the current try had come (outside a [`Stage::scope`]: `noAnswer`).
+pub fn current() -> WaitStage {
+    STAGE
+        .try_with(|s| Stage(s.clone()).get())
+        .unwrap_or_default()
+}
+
+/// Marks how far the current try has come (nothing outside a [`Stage::scope`]).
+pub fn mark(stage: WaitStage) {
+    let n = match stage {
+        WaitStage::NoAnswer => 0,
+        WaitStage::Headers => 1,
+        WaitStage::Text => 2,
+        WaitStage::ToolCall => 3,
+    };
+    let _ = STAGE.try_with(|s| s.store(n, std::sync::atomic::Ordering::Relaxed));
 }

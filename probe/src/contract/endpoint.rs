@@ -3,7 +3,7 @@
 //! The contract's lines name vLLM's flags for every custom endpoint; a llama.cpp server, a vLLM and a LiteLLM
 //! gateway fail the same request for different reasons. The probe tells them apart from the answer itself (the
 //! `server:` header, the error body's shape) and, after a failure or for the context check, from one `GET` of the
-//! server's own metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`). What it learned is recorded
+//! server's own metadata (`/v1/models`, llama.cpp's `/props`, vLLM's `/version`, Ollama's `/api/ps` and `GET /`). What it learned is recorded
 //! here ([`Endpoint`]); when it names the cause of a result, the [`Cause`] adds one line after the contract's lines
 //! and replaces the code's next action.
 
@@ -19,6 +19,9 @@ pub enum EndpointKind {
     Vllm,
     /// A LiteLLM proxy (`x-litellm-*` headers, `litellm.` error messages).
     Litellm,
+    /// Ollama (`"system_fingerprint": "fp_ollama"` in every chunk; `GET /` says `Ollama is running`; no `server:`
+    /// header).
+    Ollama,
     /// Nothing told.
     Unknown,
 }
@@ -100,6 +103,22 @@ pub enum Cause {
         /// The server's slots (`-np`), all busy.
         slots: u64,
     },
+    /// Ollama refused tools (`<model> does not support tools`): the model's TEMPLATE does not use `.Tools` (a GGUF
+    /// imported with `FROM` alone); `ollama show` lists its capabilities (issue 38).
+    OllamaTemplateWithoutTools,
+    /// Ollama has no model of that name or tag (`model 'x' not found`): `ollama list`, `ollama pull`.
+    OllamaModelNotFound,
+    /// The base URL does not end in `/v1`: Ollama's router answered `404 page not found`, and `GET /` of the
+    /// server said `Ollama is running`.
+    OllamaBaseUrlWithoutV1,
+    /// A timeout with no answer while Ollama had the model loaded (`GET /api/ps`): not a load. Either the request
+    /// waited for a busy slot (`OLLAMA_NUM_PARALLEL`), or Ollama's tool parser held back a tool call the model began
+    /// and never closed (it sends nothing until the call closes, and `max_completion_tokens` does not stop it).
+    OllamaLoadedNoAnswer,
+    /// A timeout after the model had streamed text, while Ollama had it loaded: no queue, and nothing more came.
+    /// Ollama's tool parser holds back everything after the start of a tool call until the call closes: the model
+    /// began one and never closed it (and `max_completion_tokens` does not stop it).
+    OllamaHeldBackCall,
     /// The served context is smaller than the plan's `contextWindow`; without one, smaller than what surely fails:
     /// for llama.cpp the probe's own prompt (llama-server refuses only a prompt longer than its context, and stops a
     /// generation that reaches it), for others the cap plus that prompt (vLLM refuses their sum over its length).

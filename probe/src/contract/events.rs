@@ -68,6 +68,9 @@ pub enum ProbeEvent {
         waited_ms: u64,
         /// The model's deadline, in milliseconds.
         timeout_ms: u64,
+        /// How far its try has come (issue 38, item 4); absent from an older probe: `noAnswer`.
+        #[serde(default)]
+        stage: WaitStage,
     },
     /// A model's result (once per model, in completion order).
     Result {
@@ -247,4 +250,20 @@ mod tests {
             assert_eq!(ProbeEvent::from_line(line), None, "{line}");
         }
     }
+}
+
+/// How far a model's try has come when its waiting note is written (issue 38, item 4): the note says what the probe
+/// knows, not a guess that the model loads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WaitStage {
+    /// No byte of an answer yet, not even its headers: a model that loads, or a request queued behind others.
+    #[default]
+    NoAnswer,
+    /// The answer's headers came, and nothing of the model's yet.
+    Headers,
+    /// The model streams text, and no tool call has begun.
+    Text,
+    /// A tool call began, and the answer has not ended.
+    ToolCall,
 }

@@ -179,6 +179,25 @@ pub struct Findings {
     /// follows the model's lines (issue 27, item 6).
     #[serde(default)]
     pub context_unchecked: Option<ContextUnchecked>,
+    /// Ollama answered, and does to the request a Turn sends what the verdict cannot show (issue 38): each its note
+    /// line after the model's lines. Empty for any other server.
+    #[serde(default)]
+    pub ollama_drops: Vec<OllamaDrop>,
+}
+
+/// Something of a Turn's request Ollama drops or overrides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OllamaDrop {
+    /// The cap is sent as `max_completion_tokens`, which Ollama ignores (it honours `max_tokens`): nothing stops a
+    /// model that writes on.
+    MaxCompletionTokens,
+    /// The system prompt is sent as a `developer` message, which Ollama's templates do not render: the model never
+    /// sees it.
+    DeveloperRole,
+    /// The request names no temperature, and Ollama's `/v1` then samples at 1.0 (over the Modelfile's): a text
+    /// answer this time can be a call the next.
+    Temperature,
 }
 
 impl ModelResult {

@@ -94,6 +94,8 @@ pub struct ProxyEnv {
     /// a check pod only when the Harness env tells Node to ([`node_reads_proxy_env`]), as without it a Turn goes
     /// direct whatever `HTTPS_PROXY` says.
     fetch_reads_env: bool,
+    /// The variables the http and https proxies came from (`HTTPS_PROXY`...), to name one Node's fetch does not read.
+    vars: (Option<&'static str>, Option<&'static str>),
     /// The proxies of pi-ai's own resolver, which Bedrock's and Codex's clients use ([`ProxyRules::Pi`]).
     pi: PiProxy,
 }
@@ -405,6 +407,17 @@ impl ProxyEnv {
         };
         let http = parse(["http_proxy", "HTTP_PROXY"]);
         let https = parse(["https_proxy", "HTTPS_PROXY"]);
+        let var =
+            |names: [&'static str; 2]| first(names).filter(|(_, v)| !v.is_empty()).map(|(n, _)| n);
+        let http_var = http
+            .is_some()
+            .then(|| var(["http_proxy", "HTTP_PROXY"]))
+            .flatten();
+        let https_var = https
+            .is_some()
+            .then(|| var(["https_proxy", "HTTPS_PROXY"]))
+            .flatten();
+        out.vars = (http_var, https_var.or(http_var));
         out.https = https.or_else(|| http.clone());
         out.http = http;
         out.no_proxy = NoProxy::parse(
@@ -431,6 +444,24 @@ impl ProxyEnv {
                 PiChoice::Proxy(p) => Some(p),
                 _ => None,
             },
+        }
+    }
+
+    /// The proxy variable a Turn's request of `api` to `url` would go through if Node's fetch read it, and does not
+    /// (a check pod whose Harness env sets no `NODE_USE_ENV_PROXY=1`): the request goes direct, around the proxy
+    /// (issue 38, item 5). `None` when fetch reads the variables, the API's client is pi's, or no proxy applies.
+    pub fn bypassed_for(
+        &self,
+        api: crate::contract::ApiKind,
+        url: &url::Url,
+    ) -> Option<&'static str> {
+        if self.fetch_reads_env || ProxyRules::of(api) != ProxyRules::Fetch {
+            return None;
+        }
+        self.proxy_for(url)?;
+        match url.scheme() {
+            "https" => self.vars.1,
+            _ => self.vars.0,
         }
     }
 
@@ -719,6 +750,50 @@ mod tests {
                 (None, None) => "direct".to_owned(),
             }
         });
+    }
+
+    /// Issue 38, item 5: in a check pod whose env sets HTTPS_PROXY without NODE_USE_ENV_PROXY=1, a fetch-based Turn
+    /// goes around the proxy: the variable it skips is named; not when Node reads it, not for pi's own resolver, not
+    /// for a host NO_PROXY sends direct, and the http one for an http URL.
+    #[test]
+    fn the_variable_a_turn_skips_is_named() {
+        use crate::contract::ApiKind;
+        let env = |vars: &[(&str, &str)]| {
+            let vars: std::collections::HashMap<String, String> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            ProxyEnv::from_lookup_as_node(move |name| vars.get(name).cloned())
+        };
+        let https = url("https://api.anthropic.com/v1");
+        let http = url("http://10.0.0.5:11434/v1");
+        let e = env(&[("HTTPS_PROXY", "http://127.0.0.1:15001")]);
+        assert_eq!(
+            e.bypassed_for(ApiKind::AnthropicMessages, &https),
+            Some("HTTPS_PROXY")
+        );
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &http), None);
+        assert_eq!(e.bypassed_for(ApiKind::BedrockConverseStream, &https), None);
+        let e = env(&[("http_proxy", "http://127.0.0.1:15001")]);
+        assert_eq!(
+            e.bypassed_for(ApiKind::OpenAiCompletions, &http),
+            Some("http_proxy")
+        );
+        assert_eq!(
+            e.bypassed_for(ApiKind::OpenAiCompletions, &https),
+            Some("http_proxy"),
+            "https falls back to the http proxy"
+        );
+        let e = env(&[
+            ("HTTPS_PROXY", "http://127.0.0.1:15001"),
+            ("NODE_USE_ENV_PROXY", "1"),
+        ]);
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &https), None);
+        let e = env(&[
+            ("HTTPS_PROXY", "http://127.0.0.1:15001"),
+            ("NO_PROXY", "api.anthropic.com"),
+        ]);
+        assert_eq!(e.bypassed_for(ApiKind::AnthropicMessages, &https), None);
     }
 
     /// Node 24's fetch reads the proxy variables only when told to (NODE_USE_ENV_PROXY=1, --use-env-proxy): in a

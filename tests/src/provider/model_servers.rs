@@ -33,6 +33,9 @@ pub enum Kind {
     Vllm,
     /// A LiteLLM proxy.
     Litellm,
+    /// Ollama (no `server:` header; `GET /api/ps` lists the models it has loaded). Only what the real Ollama of
+    /// `real_peers.rs` cannot be made to do on demand: a model that streams text, then holds the rest back.
+    Ollama,
 }
 
 /// A fake model server: its kind, the context it serves, and whether its chat template renders tools.
@@ -182,13 +185,16 @@ pub fn handler(shape: Shape) -> Handler {
             let mut response = respond(shape, &req).await;
             let h = response.headers_mut();
             let server = match shape.kind {
-                Kind::LlamaCpp => canned::LLAMA_SERVER,
-                Kind::Vllm | Kind::Litellm => canned::UVICORN,
+                Kind::LlamaCpp => Some(canned::LLAMA_SERVER),
+                Kind::Vllm | Kind::Litellm => Some(canned::UVICORN),
+                Kind::Ollama => None,
             };
-            h.insert(
-                HeaderName::from_static("server"),
-                HeaderValue::from_static(server),
-            );
+            if let Some(server) = server {
+                h.insert(
+                    HeaderName::from_static("server"),
+                    HeaderValue::from_static(server),
+                );
+            }
             if shape.kind == Kind::Litellm {
                 h.insert(
                     HeaderName::from_static("x-litellm-version"),
@@ -209,6 +215,9 @@ async fn respond(shape: Shape, req: &Recorded) -> Response<Body> {
             (Kind::Vllm, "/v1/models") => canned::vllm_models("served-model", shape.n_ctx),
             (Kind::Vllm, "/version") => canned::vllm_version(),
             (Kind::Litellm, "/v1/models") => canned::litellm_models("served-model"),
+            (Kind::Ollama, "/api/ps") => json!({"models": [
+                {"name": "held-back:latest", "model": "held-back:latest", "context_length": shape.n_ctx},
+            ]}),
             _ => return json_error(StatusCode::NOT_FOUND, json!({"detail": "Not Found"})),
         };
         return json(StatusCode::OK, &body);
@@ -270,6 +279,15 @@ async fn respond(shape: Shape, req: &Recorded) -> Response<Body> {
             ),
             Duration::ZERO,
             false,
+        ),
+        // Ollama's tool parser holding back a call the model began and never closed: text, then nothing.
+        "held-back" if shape.kind == Kind::Ollama => stream(
+            vec![chunk(
+                json!({"role": "assistant", "content": "I will call it. "}),
+                None,
+            )],
+            Duration::ZERO,
+            true,
         ),
         "no-jinja" if shape.kind == Kind::LlamaCpp => {
             json_error(StatusCode::INTERNAL_SERVER_ERROR, canned::llama_no_jinja())

@@ -13,7 +13,7 @@
 //! `call-then-stall` (the whole call, then nothing),
 //! `rate-limited-then-stall` (429 on the first try, then no answer to any retry), `quota`,
 //! `overloaded` (529), `unavailable` (503), `unavailable-<n>`, `retry-after-huge`, `retry-after-date`, `stall`,
-//! `stall-mid-stream`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`,
+//! `stall-mid-stream`, `text-then-stall`, `html-502`, `json-200`, `garbage`, `truncated`, `finish-error`, `no-newline-<bytes>`,
 //! `call-paced-<ms>` (the tool call with a pause before each event), `name-paced-<ms>` (the same whose name chunk ends
 //! the call: the verdict at the chunk where the probe used to hang up).
 
@@ -229,6 +229,12 @@ async fn respond(model: &str, try_n: u32, authorization: &str) -> Response<Body>
             unreachable!()
         }
         "stall-mid-stream" => stream(vec![chunk(json!({"role": "assistant", "content": ""}), None)], Duration::ZERO, true),
+        // Text, then nothing (no stop, no call): the waiting note's `text` stage (issue 38, item 4).
+        "text-then-stall" => stream(
+            vec![chunk(json!({"role": "assistant", "content": "Let me think about it."}), None)],
+            Duration::ZERO,
+            true,
+        ),
         "html-502" => full(
             StatusCode::BAD_GATEWAY,
             "text/html",

@@ -200,9 +200,9 @@ export interface Try {
  */
 export interface Endpoint {
   /**
-   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `unknown`.
+   * The server: `llamaCpp` (`server: llama.cpp`), `vllm` (`server: uvicorn` and `/version`, or `/v1/models` owned_by vllm), `litellm` (`x-litellm-*` headers, `litellm.` messages), `ollama` (`fp_ollama` in the chunks, its own error messages, or `GET /api/ps` lists models), `unknown`.
    */
-  kind: "llamaCpp" | "vllm" | "litellm" | "unknown";
+  kind: "llamaCpp" | "vllm" | "litellm" | "ollama" | "unknown";
   /**
    * The server's version as it gives it (vLLM's `/version`, llama.cpp's `build_info`), sanitized, at most 40 characters; null when not known.
    */
@@ -279,7 +279,7 @@ export type Cause =
       /**
        * The server's kind, for the flag the line names.
        */
-      server: "llamaCpp" | "vllm" | "litellm" | "unknown";
+      server: "llamaCpp" | "vllm" | "litellm" | "ollama" | "unknown";
       /**
        * llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7); null otherwise.
        */
@@ -294,6 +294,36 @@ export type Cause =
        * The server's slots (`-np`), all busy.
        */
       slots: number;
+    }
+  | {
+      /**
+       * Ollama refused tools (`<model> does not support tools`): the model's TEMPLATE does not use `.Tools`; `ollama show <model>` lists its capabilities (issue 38).
+       */
+      kind: "ollamaTemplateWithoutTools";
+    }
+  | {
+      /**
+       * Ollama has no model of that name or tag: `ollama list`, `ollama pull <name:tag>` (issue 38).
+       */
+      kind: "ollamaModelNotFound";
+    }
+  | {
+      /**
+       * Ollama answered `404 page not found` to a base URL that does not end in `/v1` (`GET /api/ps` named it Ollama): its OpenAI-compatible API is under `/v1` (issue 38).
+       */
+      kind: "ollamaBaseUrlWithoutV1";
+    }
+  | {
+      /**
+       * A timeout while Ollama's `GET /api/ps` listed the model as loaded: not a load; the request waited for a busy slot (`OLLAMA_NUM_PARALLEL`), or Ollama's tool parser held back a tool call the model never closed (issue 38).
+       */
+      kind: "ollamaLoadedNoAnswer";
+    }
+  | {
+      /**
+       * A timeout after the model had streamed text, while Ollama's `GET /api/ps` listed it as loaded: no queue; Ollama's tool parser held back a tool call the model began and never closed (issue 38).
+       */
+      kind: "ollamaHeldBackCall";
     };
 
 /**
@@ -388,6 +418,10 @@ export interface ModelResult {
    * Why the served context was not checked, when a contextWindow was configured or a LiteLLM gateway answered and the context could not be learned (issue 27, item 6): `gatewayWithoutContext` (the gateway's `/v1/models` and `/model/info` name no `max_input_tokens` for the model; its own metadata answers for the backend's), `serverWithoutContext` (the server's `/v1/models` and `/props` give none). A line says so after the model's lines. null when the context was learned or did not matter.
    */
   contextUnchecked: "gatewayWithoutContext" | "serverWithoutContext" | null;
+  /**
+   * Ollama answered, and does to a Turn's request what the verdict cannot show (issue 38), each with its note line after the model's lines: `maxCompletionTokens` (the cap goes as `max_completion_tokens`, which Ollama ignores), `developerRole` (the system prompt goes as a `developer` message, which Ollama's templates do not render), `temperature` (no temperature named: Ollama's `/v1` samples at 1.0; said with a text answer). Empty for any other server.
+   */
+  ollamaDrops: ("maxCompletionTokens" | "developerRole" | "temperature")[];
   /**
    * Every HTTP try, in order; empty when no request was sent (e.g. `not_checked`, `unsupported`).
    */

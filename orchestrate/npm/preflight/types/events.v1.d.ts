@@ -97,6 +97,10 @@ export type ProbeEvent =
        * The model's deadline, in milliseconds.
        */
       timeoutMs: number;
+      /**
+       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet, not even the headers: a load or a queue), `headers` (the answer's headers came, nothing of the model's yet), `text` (the model streams text, no tool call yet), `toolCall` (a tool call began). Absent from an older probe: `noAnswer`.
+       */
+      stage?: "noAnswer" | "headers" | "text" | "toolCall";
     }
   | {
       /**

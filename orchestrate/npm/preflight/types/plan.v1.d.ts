@@ -26,7 +26,7 @@ export interface Plan {
    */
   deadlineSeconds?: number | undefined;
   /**
-   * Seconds a model waits for its verdict before its progress line (`provider: <model>: no answer yet after 30 s of 120 s ...`), and between the next ones; 0: none.
+   * Seconds a model waits for its verdict before its progress line (`provider: <model>: no verdict yet after 30 s of 120 s — ...`), and between the next ones; 0: none.
    */
   waitingNoteSeconds?: number | undefined;
   /**

@@ -86,7 +86,29 @@ pub fn model_lines(r: &ModelResult, origin: &Origin) -> Vec<String> {
     if let Some(why) = r.findings.context_unchecked {
         lines.push(context_unchecked(&r.model, &r.host, &r.id, why));
     }
+    lines.extend(
+        r.findings
+            .ollama_drops
+            .iter()
+            .map(|d| ollama_drop(&r.model, *d)),
+    );
     lines
+}
+
+/// The note of something of a Turn's request Ollama drops or overrides (issue 38): a progress line, no prefix word.
+pub fn ollama_drop(model: &str, drop: crate::contract::verdict::OllamaDrop) -> String {
+    use crate::contract::verdict::OllamaDrop;
+    match drop {
+        OllamaDrop::MaxCompletionTokens => format!(
+            "provider: {model}: Ollama ignores max_completion_tokens, the field pi sends the cap in (it honours max_tokens): nothing stops a Turn whose model writes on; set PARAMETER num_predict in the model's Modelfile, or compat.maxTokensField: \"max_tokens\" for the model in jr2.config.ts"
+        ),
+        OllamaDrop::DeveloperRole => format!(
+            "provider: {model}: the system prompt goes as a developer message, which Ollama's library templates do not render (`ollama show --template <id>` shows whether this one does): where it is not, the model never sees it; set compat.supportsDeveloperRole: false for the model in jr2.config.ts (pi's own advice for Ollama)"
+        ),
+        OllamaDrop::Temperature => format!(
+            "provider: {model}: the request names no temperature, and Ollama's /v1 then samples at 1.0 over the Modelfile's PARAMETER temperature: a text answer this time can be a call the next, and the other way round"
+        ),
+    }
 }
 
 /// The note of a served context the probe could not learn, so did not check (issue 27, item 6): a progress line, no
@@ -109,6 +131,20 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
         Cause::LlamaCppTemplateWithoutTools => "  - llama.cpp: the model's chat template cannot render tools (GET /props: chat_template_caps.supports_tools is false), so the server drops them from the prompt; --jinja is on already: give llama-server a tool-capable template with --chat-template-file, or serve a model whose template has tools".to_owned(),
         Cause::LlamaCppWithoutJinja => "  - llama.cpp: the server runs without jinja templates, which tools need: start llama-server with --jinja (and without --no-jinja)".to_owned(),
         Cause::VllmToolsNotEnabled => return None,
+        Cause::OllamaTemplateWithoutTools => format!(
+            "  - Ollama: the model's TEMPLATE does not use .Tools (a GGUF imported with FROM alone has none), so Ollama refuses tools for it: `ollama show {}` lists its capabilities; serve a model whose template renders tools, or `ollama create` one from a Modelfile whose TEMPLATE does",
+            r.id
+        ),
+        Cause::OllamaModelNotFound => format!(
+            "  - Ollama has no model {}: `ollama list` names the ones it has; `ollama pull <name:tag>` fetches one (or `ollama create` makes it from a Modelfile); the id in jr2.config.ts must match, tag included",
+            r.id
+        ),
+        Cause::OllamaBaseUrlWithoutV1 => format!(
+            "  - Ollama answers at {} (GET /api/ps names its models), and its OpenAI-compatible API is under /v1: the base URL ends in /v1 (http://<host>:11434/v1)",
+            r.host
+        ),
+        Cause::OllamaLoadedNoAnswer => "  - Ollama had the model loaded (GET /api/ps), so this was not a load: either the request waited for a busy slot (OLLAMA_NUM_PARALLEL sets how many requests a model serves at once), or Ollama's tool parser held back a tool call the model began and never closed (it sends nothing until the call closes, and ignores max_completion_tokens: PARAMETER num_predict caps it)".to_owned(),
+        Cause::OllamaHeldBackCall => "  - Ollama held back an unfinished tool call: its tool parser sends nothing after the start of a call (its TEMPLATE's tag) until the call closes, and the model began one and had not closed it when the check gave up (a model too slow for the timeout, or one that never closes it; max_completion_tokens does not stop it, Ollama ignores it): cap the model with PARAMETER num_predict, and choose a model (or a TEMPLATE) that closes its calls in time".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
             r.host, r.id
@@ -148,6 +184,10 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
                 format!(
                     "the probe's own prompt needs {needed} (llama-server refuses a prompt longer than its context, and a Turn's is longer)"
                 )
+            } else if *server == EndpointKind::Ollama {
+                format!(
+                    "the probe's own prompt needs {needed} (Ollama cuts a longer prompt silently, the tools and system prompt first: only its log says `truncating input prompt`; a Turn's is longer)"
+                )
             } else {
                 format!(
                     "a Turn needs more than {needed} (maxTokens {} and the probe's own prompt of {} tokens; a Turn's prompt is longer)",
@@ -160,6 +200,9 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
                     "llama-server serves each of its {n} slots (-np {n}) a context of {served} tokens (its share of -c {})",
                     served * n
                 ),
+                None if *server == EndpointKind::Ollama => {
+                    format!("Ollama serves the model a context of {served} tokens (GET /api/ps)")
+                }
                 None => format!("the server serves a context of {served} tokens"),
             };
             format!(
@@ -184,6 +227,18 @@ pub fn timeout_queued_error(seconds: &str, slots: u64) -> String {
     format!(
         "no answer in {seconds} s — llama-server's slots were busy ({}): the request waited in its queue",
         slots_phrase(slots)
+    )
+}
+
+/// `<error>` of a timeout while Ollama had the model loaded (issue 38): what was seen, in place of the may-load tail.
+pub fn timeout_ollama_loaded_error(seconds: &str) -> String {
+    format!("no answer in {seconds} s — Ollama had the model loaded (GET /api/ps): not a load")
+}
+
+/// `<error>` of a timeout after text, while Ollama had the model loaded (issue 38): its parser held back the rest.
+pub fn timeout_ollama_held_back_error(seconds: &str) -> String {
+    format!(
+        "no answer in {seconds} s — the model streamed text, then nothing more came while Ollama had it loaded (GET /api/ps): Ollama held back the rest"
     )
 }
 
@@ -216,6 +271,9 @@ fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<
     let flag = match server {
         EndpointKind::LlamaCpp => "llama-server's -c",
         EndpointKind::Vllm => "vLLM's --max-model-len",
+        EndpointKind::Ollama => {
+            "Ollama's num_ctx (OLLAMA_CONTEXT_LENGTH for the server, or PARAMETER num_ctx in the model's Modelfile)"
+        }
         EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
     };
     if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
@@ -235,6 +293,11 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::LlamaCppTemplateWithoutTools => "give llama-server a chat template that renders tools (--chat-template-file), or serve a model whose template has them; --jinja is on already".to_owned(),
         Cause::LlamaCppWithoutJinja => "start llama-server with --jinja (not --no-jinja): it renders tools only with jinja templates".to_owned(),
         Cause::VllmToolsNotEnabled => crate::contract::outcome::Code::ToolsNotEnabled.next_action().to_owned(),
+        Cause::OllamaTemplateWithoutTools => "serve the model from a Modelfile whose TEMPLATE renders .Tools (`ollama show <model>` lists its capabilities), or choose a model that has tools, then run jr2 up again".to_owned(),
+        Cause::OllamaModelNotFound => "pull or create the model on the Ollama server (`ollama list`, `ollama pull <name:tag>`), or fix its id in jr2.config.ts, then run jr2 up again".to_owned(),
+        Cause::OllamaBaseUrlWithoutV1 => "end the provider's baseUrl in jr2.config.ts with /v1 (Ollama's OpenAI-compatible API), then run jr2 up again".to_owned(),
+        Cause::OllamaLoadedNoAnswer => "run jr2 up again when Ollama is idle, or raise OLLAMA_NUM_PARALLEL; if it happens when idle, the model began a tool call it never closed: choose a model that calls tools, and cap it with PARAMETER num_predict".to_owned(),
+        Cause::OllamaHeldBackCall => "cap the model with PARAMETER num_predict in its Modelfile (Ollama ignores max_completion_tokens), and choose a model or TEMPLATE that closes its tool calls, then run jr2 up again".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
         ),
@@ -278,7 +341,12 @@ pub fn hop_cause(error: &str) -> Option<Cause> {
 }
 
 /// `<error>` of a served context too small for a Turn.
-pub fn context_too_small_error(served: u64, needed: u64) -> String {
+pub fn context_too_small_error(served: u64, needed: u64, server: Option<EndpointKind>) -> String {
+    if server == Some(EndpointKind::Ollama) {
+        return format!(
+            "Ollama serves a context of {served} tokens, less than the {needed} a Turn can send: it cuts every longer prompt silently, the start first"
+        );
+    }
     format!(
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
     )
@@ -318,9 +386,23 @@ pub fn tool_choice_ignored(model: &str) -> String {
 }
 
 /// The progress line of a model still waiting for its verdict: no prefix word, like the pending line.
-pub fn waiting(model: &str, waited: std::time::Duration, timeout: std::time::Duration) -> String {
+pub fn waiting(
+    model: &str,
+    waited: std::time::Duration,
+    timeout: std::time::Duration,
+    stage: crate::contract::events::WaitStage,
+) -> String {
+    use crate::contract::events::WaitStage;
+    let known = match stage {
+        WaitStage::NoAnswer => {
+            "no byte of an answer yet: a model that loads on first use, or a request queued behind others"
+        }
+        WaitStage::Headers => "the server answered, and the model has sent nothing yet",
+        WaitStage::Text => "the model is streaming text, and no tool call yet",
+        WaitStage::ToolCall => "the model is writing its tool call",
+    };
     format!(
-        "provider: {model}: no answer yet after {} s of {} s — it can be a model that loads on first use",
+        "provider: {model}: no verdict yet after {} s of {} s — {known}",
         seconds(waited),
         seconds(timeout)
     )
@@ -545,6 +627,15 @@ pub fn skipped_warning(models: &[String]) -> String {
     format!(
         "warning: provider: preflight skipped (--skip-provider-preflight) — these models were not checked: {}",
         models.join(", ")
+    )
+}
+
+/// A check pod whose Harness env holds the key (a Stand-in) and sets a proxy variable without telling Node to read it
+/// (issue 38, item 5): a Turn's fetch goes straight to the provider, around the Custodian, with the Stand-in as its
+/// key; the probe does the same.
+pub fn stand_in_bypass_warning(var: &str, model: &str, host: &str, stand_in: &str) -> String {
+    format!(
+        "warning: provider: {var} is set and NODE_USE_ENV_PROXY=1 is not, so Node's fetch does not read it: a Turn of {model} goes straight to {host}, around the Custodian, and sends the Stand-in {stand_in} as its key (a provider that takes any key answers it, and this check passes the same way); set NODE_USE_ENV_PROXY=1 in the Harness env"
     )
 }
 
@@ -1611,7 +1702,7 @@ mod tests {
                 "context smaller than contextWindow, llama.cpp",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(2048, 32768),
+                    &context_too_small_error(2048, 32768, None),
                     Some(200),
                     context(2048, true, EndpointKind::LlamaCpp),
                 ),
@@ -1620,7 +1711,7 @@ mod tests {
                 "context smaller than the cap and the probe's prompt, vLLM",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(1024, no_window),
+                    &context_too_small_error(1024, no_window, None),
                     Some(200),
                     context(1024, false, EndpointKind::Vllm),
                 ),
@@ -1629,7 +1720,7 @@ mod tests {
                 "context, a server of unknown kind, large enough for pi's clamp",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(8192, 32768),
+                    &context_too_small_error(8192, 32768, None),
                     Some(200),
                     context(8192, true, EndpointKind::Unknown),
                 ),
@@ -1652,7 +1743,7 @@ mod tests {
             "context, llama.cpp without a window: the probe's own prompt does not fit",
             with(
                 Outcome::Http,
-                &context_too_small_error(64, crate::prompt::estimated_tokens()),
+                &context_too_small_error(64, crate::prompt::estimated_tokens(), None),
                 Some(200),
                 Cause::ContextTooSmall {
                     served: 64,
@@ -1668,7 +1759,7 @@ mod tests {
                 "context smaller than contextWindow, llama.cpp under -np 4",
                 with(
                     Outcome::Http,
-                    &context_too_small_error(served, 32768),
+                    &context_too_small_error(served, 32768, None),
                     Some(200),
                     Cause::ContextTooSmall {
                         served,
@@ -1689,6 +1780,90 @@ mod tests {
                 Cause::LlamaCppSlotsBusy { slots: 1 },
             ),
         ));
+        // Ollama (issue 38): its refusals, its queue, its context, and what it drops of a Turn's request.
+        cases.push((
+            "Ollama: a TEMPLATE without .Tools",
+            with(
+                Outcome::Http,
+                "HTTP 400: registry.ollama.ai/library/smol:latest does not support tools",
+                Some(400),
+                Cause::OllamaTemplateWithoutTools,
+            ),
+        ));
+        cases.push((
+            "Ollama: an unknown model",
+            with(
+                Outcome::Http,
+                "HTTP 404: model 'nope:7b' not found",
+                Some(404),
+                Cause::OllamaModelNotFound,
+            ),
+        ));
+        cases.push((
+            "Ollama: a base URL without /v1",
+            with(
+                Outcome::Http,
+                "HTTP 404: 404 page not found",
+                Some(404),
+                Cause::OllamaBaseUrlWithoutV1,
+            ),
+        ));
+        cases.push((
+            "Ollama: a timeout with the model loaded",
+            with(
+                Outcome::Timeout,
+                &timeout_ollama_loaded_error("120"),
+                None,
+                Cause::OllamaLoadedNoAnswer,
+            ),
+        ));
+        cases.push((
+            "Ollama: a timeout after text, with the model loaded",
+            with(
+                Outcome::Timeout,
+                &timeout_ollama_held_back_error("120"),
+                None,
+                Cause::OllamaHeldBackCall,
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than contextWindow",
+            with(
+                Outcome::Http,
+                &context_too_small_error(2048, 32768, Some(EndpointKind::Ollama)),
+                Some(200),
+                context(2048, true, EndpointKind::Ollama),
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than the probe's own prompt",
+            with(
+                Outcome::Http,
+                &context_too_small_error(
+                    64,
+                    crate::prompt::estimated_tokens(),
+                    Some(EndpointKind::Ollama),
+                ),
+                Some(200),
+                Cause::ContextTooSmall {
+                    served: 64,
+                    needed: crate::prompt::estimated_tokens(),
+                    from_window: false,
+                    server: EndpointKind::Ollama,
+                    slots: None,
+                },
+            ),
+        ));
+        {
+            use crate::contract::verdict::OllamaDrop;
+            let mut r = result(m, custom(false), Outcome::Text, "", Some(200));
+            r.findings.ollama_drops = vec![
+                OllamaDrop::MaxCompletionTokens,
+                OllamaDrop::DeveloperRole,
+                OllamaDrop::Temperature,
+            ];
+            cases.push(("Ollama: a text answer, and what Ollama drops", r));
+        }
         for why in [
             ContextUnchecked::GatewayWithoutContext,
             ContextUnchecked::ServerWithoutContext,
@@ -1708,12 +1883,27 @@ mod tests {
             }
             text.push('\n');
         }
+        text.push_str("# a Stand-in that goes around the Custodian\n");
+        text.push_str(&stand_in_bypass_warning(
+            "HTTPS_PROXY",
+            "anthropic/claude-sonnet-4-5",
+            "api.anthropic.com",
+            "jr2-held-ANTHROPIC_API_KEY",
+        ));
+        text.push_str("\n\n");
         text.push_str("# waiting, by hand and through the driver\n");
-        for s in [30, 60, 90] {
+        use crate::contract::events::WaitStage;
+        for (s, stage) in [
+            (30, WaitStage::NoAnswer),
+            (60, WaitStage::Headers),
+            (90, WaitStage::Text),
+            (90, WaitStage::ToolCall),
+        ] {
             text.push_str(&waiting(
                 m,
                 Duration::from_secs(s),
                 Duration::from_secs(120),
+                stage,
             ));
             text.push('\n');
         }
@@ -1721,6 +1911,7 @@ mod tests {
             m,
             Duration::from_millis(500),
             Duration::from_millis(2500),
+            WaitStage::NoAnswer,
         ));
         insta::assert_snapshot!(text);
     }

@@ -150,6 +150,12 @@ function causeText(cause: Cause | null): string {
       return cause.error;
     case "llamaCppSlotsBusy":
       return `${cause.slots} slots busy`;
+    case "ollamaTemplateWithoutTools":
+    case "ollamaModelNotFound":
+    case "ollamaBaseUrlWithoutV1":
+    case "ollamaLoadedNoAnswer":
+    case "ollamaHeldBackCall":
+      return `ollama: ${cause.kind}`;
     default:
       return cause.kind;
   }
