@@ -709,29 +709,30 @@ mod tests {
         assert_eq!(differences(&plan, &checks, &[deny_all]), BTreeSet::new());
     }
 
+    /// The example plan's instance-harness placement alone, its one model at `base_url`, and its check pods.
+    fn plan_at(base_url: &str) -> (crate::plan::ValidPlan, Vec<crate::pod::CheckPod>) {
+        let mut raw: serde_json::Value =
+            serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
+        let mut custom = raw["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["source"] == "custom")
+            .unwrap()
+            .clone();
+        custom["baseUrl"] = serde_json::json!(base_url);
+        raw["models"] = serde_json::json!([custom]);
+        let plan = crate::plan::RawPlan::parse(&raw.to_string())
+            .and_then(crate::plan::RawPlan::validate)
+            .unwrap();
+        let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
+        (plan, checks)
+    }
+
     /// Judged by the provider's address and port (issue 35): an allowlist for the Harness pods that covers the
     /// provider says nothing when the check pod reaches it too; one that leaves it out is named.
     #[test]
     fn egress_is_judged_by_the_providers_destination() {
-        // The instance-harness placement alone, its one model at `base_url`.
-        let plan_at = |base_url: &str| {
-            let mut raw: serde_json::Value =
-                serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
-            let mut custom = raw["models"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["source"] == "custom")
-                .unwrap()
-                .clone();
-            custom["baseUrl"] = serde_json::json!(base_url);
-            raw["models"] = serde_json::json!([custom]);
-            let plan = crate::plan::RawPlan::parse(&raw.to_string())
-                .and_then(crate::plan::RawPlan::validate)
-                .unwrap();
-            let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
-            (plan, checks)
-        };
         let allow = |cidr: &str| {
             policy(
                 "allow-harness",
@@ -763,24 +764,6 @@ mod tests {
     /// destination is a host name.
     #[test]
     fn the_policies_that_deny_the_check_pod_its_destination_are_found() {
-        let plan_at = |base_url: &str| {
-            let mut raw: serde_json::Value =
-                serde_json::from_str(include_str!("../examples/plan.json")).unwrap();
-            let mut custom = raw["models"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["source"] == "custom")
-                .unwrap()
-                .clone();
-            custom["baseUrl"] = serde_json::json!(base_url);
-            raw["models"] = serde_json::json!([custom]);
-            let plan = crate::plan::RawPlan::parse(&raw.to_string())
-                .and_then(crate::plan::RawPlan::validate)
-                .unwrap();
-            let checks = crate::pod::check_pods(&plan, "run0001", std::time::SystemTime::now());
-            (plan, checks)
-        };
         let deny_all = policy(
             "deny-all",
             serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"]}),

@@ -205,7 +205,10 @@ impl Sender<'_> {
             first_byte: None,
             tool_call: None,
             answer: String::new(),
-            seen: endpoint::Seen::from_headers(&headers).with_error(perr.as_ref()),
+            seen: endpoint::Seen {
+                not_found: status == 404,
+                ..endpoint::Seen::from_headers(&headers).with_error(perr.as_ref())
+            },
             reasoned: false,
             call_arguments: None,
             call_complete: None,

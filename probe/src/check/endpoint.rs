@@ -35,6 +35,8 @@ pub struct Seen {
     pub kind: Option<EndpointKind>,
     /// `server: uvicorn`: vLLM or LiteLLM (or another Python server).
     pub uvicorn: bool,
+    /// The try was answered 404.
+    pub not_found: bool,
 }
 
 /// What Ollama writes in every chunk of its `/v1` stream (it sends no `server:` header).
@@ -59,6 +61,7 @@ impl Seen {
         Self {
             kind,
             uvicorn: server.starts_with("uvicorn"),
+            not_found: false,
         }
     }
 
@@ -169,9 +172,10 @@ pub async fn learn(
         read_props(&props, &mut endpoint, redactor);
     }
     // Ollama's `/api/ps` (at the server's origin: Ollama serves no path prefix): the models it has loaded, with the
-    // context each is served with. Asked for Ollama, and after a failure of an unknown server without uvicorn's
-    // header (its `{"models": [...]}` names Ollama: a base URL without `/v1` gets Ollama's `404 page not found`).
-    let maybe_ollama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn && failed;
+    // context each is served with. Asked for Ollama, and after a 404 of an unknown server without uvicorn's header
+    // (its `{"models": [...]}` names Ollama: a base URL without `/v1` gets Ollama's `404 page not found`, an unknown
+    // model `model '...' not found`); Ollama's other refusals name it already, so no other failure costs the GET.
+    let maybe_ollama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn && seen.not_found;
     if (endpoint.kind == EndpointKind::Ollama || maybe_ollama)
         && let Some(ps) = get(ollama_url(&target.base_url, "api/ps")).await
     {
@@ -248,20 +252,18 @@ pub async fn slots_busy_before(
     let url = api::endpoint(&root(&target.base_url), "/slots");
     // Ollama's `/api/ps` beside it (issue 38): the model loaded, and still no answer, is no load.
     let ps_url = ollama_url(&target.base_url, "api/ps");
-    let (slots, ps) = tokio::time::timeout_at(
-        deadline,
-        futures_util::future::join(
-            fetch(&client, url, headers.clone()),
-            fetch(&client, ps_url, headers),
-        ),
-    )
-    .await
-    .ok()?;
-    if let Some(n) = slots.as_ref().and_then(all_busy) {
-        return Some(Waited::LlamaCppSlotsBusy(n));
-    }
-    let models = ps?.get("models")?.as_array()?.clone();
-    ollama_entry(&models, &target.id).map(|_| Waited::OllamaLoaded)
+    // One after the other, on one connection where the server keeps it: `/api/ps` only when `/slots` gave nothing
+    // (Ollama answers it 404; a llama-server that answers has a slot free).
+    let look = async {
+        let slots = fetch(&client, url, headers.clone()).await;
+        if let Some(slots) = slots {
+            return all_busy(&slots).map(Waited::LlamaCppSlotsBusy);
+        }
+        let ps = fetch(&client, ps_url, headers).await?;
+        let models = ps.get("models")?.as_array()?;
+        ollama_entry(models, &target.id).map(|_| Waited::OllamaLoaded)
+    };
+    tokio::time::timeout_at(deadline, look).await.ok()?
 }
 
 /// `/slots`: the number of slots when each is processing.
