@@ -14,6 +14,7 @@
 pub const NODES: usize = 1;
 
 mod admission;
+mod api_server_ca;
 mod client;
 mod cluster_ways;
 mod control_plane;
