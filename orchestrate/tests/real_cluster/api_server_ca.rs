@@ -142,7 +142,7 @@ fn an_api_server_back_with_another_ca_is_named_and_its_pod_swept_later() {
         .iter()
         .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
         .collect();
-    assert_eq!(left, [pod.clone()]);
+    assert_eq!(left, std::slice::from_ref(&pod));
     // The next run sweeps it (past its deadline, by the API server's clock) and passes.
     cluster.wait_for(
         "the left pod's deadline to pass",
