@@ -134,6 +134,18 @@ fn an_api_server_back_with_another_ca_is_named_and_its_pod_swept_later() {
     );
     let v = run.verdict();
     assert_eq!(v["pods"][0]["code"], "PROVIDER_CLUSTER_UNREACHABLE", "{v}");
+    // The verdict `jr2 up` reads names the pod left too, with the line that deletes it.
+    assert_eq!(v["pods"][0]["name"], pod.as_str(), "{v}");
+    let delete = format!("kubectl -n {ns} delete pod {pod}");
+    assert!(
+        v["pods"][0]["failure"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|l| l.as_str().is_some_and(|l| l.ends_with(&delete))),
+        "{v}"
+    );
+    assert_eq!(v["ok"], false, "{v}");
     assert!(took < Duration::from_secs(60), "{took:?}\n{}", run.stderr);
 
     // The pod is left (nothing could delete it while the API server was not trusted), and the line above names it.
