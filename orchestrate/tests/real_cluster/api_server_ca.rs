@@ -11,8 +11,8 @@ use serde_json::json;
 use crate::harness::*;
 
 /// Brings back the API server with its own certificate when the test ends, whatever happened, and waits until the
-/// node is Ready and untainted again (the kubelet could not renew its lease meanwhile), so the next test finds the
-/// cluster as it was.
+/// node is Ready again, without the node controller's taints (the kubelet could not renew its lease meanwhile), and
+/// the controller manager serves again, so the next test finds the cluster as it was.
 struct Restore {
     done: bool,
 }
@@ -30,6 +30,12 @@ impl Restore {
         cluster
             .start_component("kube-apiserver")
             .expect("the API server starts with its own certificate");
+        // Fresh clients for the components that could not reach it meanwhile, as a real CA rotation restarts them.
+        for component in ["kube-controller-manager", "kube-scheduler"] {
+            cluster
+                .restart(component)
+                .unwrap_or_else(|e| panic!("{component} restarts: {e}"));
+        }
         let node = cluster.info().node_name.clone();
         cluster.wait_for(
             "the node to be Ready and untainted",
@@ -48,9 +54,24 @@ impl Restore {
                     .into_iter()
                     .flatten()
                     .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                ready && v["spec"]["taints"].as_array().is_none_or(Vec::is_empty)
+                // The node lifecycle controller's taints (`node.kubernetes.io/not-ready`, `unreachable`) gone.
+                let tainted = v["spec"]["taints"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|t| {
+                        t["key"]
+                            .as_str()
+                            .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
+                    });
+                ready && !tainted
             },
         );
+        // The controller manager serves again: a new namespace gets its ServiceAccount (what every next test waits
+        // for).
+        let probe_ns = "rc-other-ca-after";
+        cluster.namespace(probe_ns, &[], None);
+        cluster.kubectl(&["delete", "namespace", probe_ns, "--wait=false"]);
     }
 }
 
