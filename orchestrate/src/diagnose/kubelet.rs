@@ -55,6 +55,16 @@ pub fn failed_mount(message: &str) -> Option<(&str, &str)> {
     Some((volume, rest.trim_start_matches([' ', ':']).trim()))
 }
 
+/// A mount message that names volumes, none of them the pod's (`volumes`): an Event about another pod's volumes, or
+/// one a policy engine made up (issue 40, item 10). A message that names none is the pod's.
+pub(super) fn of_other_volumes(message: &str, volumes: &[&str]) -> bool {
+    let named: Vec<&str> = match failed_mount(message) {
+        Some((volume, _)) => vec![volume],
+        None => unmounted_volumes(message),
+    };
+    !named.is_empty() && named.iter().all(|v| !volumes.contains(v))
+}
+
 /// `unmounted volumes=[a b]` of the kubelet's mount time-out: the volumes.
 pub(super) fn unmounted_volumes(message: &str) -> Vec<&str> {
     let Some(at) = message.find("unmounted volumes=[") else {

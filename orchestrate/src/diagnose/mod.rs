@@ -41,7 +41,10 @@ pub use kubelet::{
     CUSTODIAN_REFUSE, NON_BLOCKING_WARNINGS, custodian_refusal, event_source, failed_mount,
     missing_key, missing_secret, tells_why_it_waits,
 };
-use kubelet::{events_of, from_kubelet, mount_failure_is_fatal, unmounted_volumes, volume_names};
+use kubelet::{
+    events_of, from_kubelet, mount_failure_is_fatal, of_other_volumes, unmounted_volumes,
+    volume_names,
+};
 pub use node::{NODE_NOT_READY, node_down, node_lost, silent_node};
 
 /// What the check pod's state says.
@@ -281,12 +284,15 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
                 });
             }
         }
-        // A warning the kubelet keeps repeating (a mount not ready yet, a sandbox it cannot create).
+        // A warning the kubelet keeps repeating (a mount not ready yet, a sandbox it cannot create); a mount of a
+        // volume the pod does not have is not why it waits (issue 40, item 10: on the real cluster, such an Event
+        // became the pending line).
         if let Some(e) = events.iter().rev().find(|e| {
             matches!(
                 e.reason.as_deref(),
                 Some("FailedMount" | "FailedCreatePodSandBox" | "FailedAttachVolume")
             ) && from_kubelet(e)
+                && !of_other_volumes(e.message.as_deref().unwrap_or(""), &volumes)
         }) && events.last().is_some_and(|last| std::ptr::eq(*last, *e))
         {
             return Diagnosis::Pending {
@@ -326,11 +332,15 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     // A Warning says why the pod waits, while it is the latest word: a Normal lifecycle Event after it (Scheduled,
     // Pulling, Pulled, Created, Started) says the pod moved on (a FailedScheduling before the Scheduled, a pull
     // back-off before the pull that worked), so the Warning is history, not a reason to act on.
-    // Only an Event of the components that start, place or make room for a pod (issue 40, item 9).
+    // Only an Event of the components that start, place or make room for a pod (issue 40, item 9), and not one of
+    // a volume the pod does not have (item 10).
+    let volumes = volume_names(pod);
     let latest = events
         .iter()
         .rev()
-        .filter(|e| tells_why_it_waits(e))
+        .filter(|e| {
+            tells_why_it_waits(e) && !of_other_volumes(e.message.as_deref().unwrap_or(""), &volumes)
+        })
         .find(|e| {
             e.type_.as_deref() == Some("Warning")
                 || matches!(
@@ -752,6 +762,32 @@ mod tests {
         assert_eq!(
             diagnose(&p, &[event("FailedMount", "Warning", msg)], None),
             pending("FailedMount", msg)
+        );
+    }
+
+    /// Issue 40, item 10: the kubelet's FailedMount of a volume the pod does not have (an Event created through the
+    /// API, as on the real cluster) is neither the pod's failure nor why it waits.
+    #[test]
+    fn a_failed_mount_of_a_volume_the_pod_lacks_is_not_the_pending_reason() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [waiting("custodian", "ContainerCreating", None)],
+            "containerStatuses": [waiting("probe", "PodInitializing", None)]}));
+        for msg in [
+            "MountVolume.SetUp failed for volume \"vault-secrets\" : secret \"vault\" not found",
+            "Unable to attach or mount volumes: unmounted volumes=[vault-secrets], unattached volumes=[vault-secrets]: timed out waiting for the condition",
+        ] {
+            let d = diagnose(&p, &[event("FailedMount", "Warning", msg)], None);
+            assert!(
+                !matches!(&d, Diagnosis::CannotStart(_))
+                    && !matches!(&d, Diagnosis::Pending { reason, .. } if reason == "FailedMount"),
+                "{d:?}"
+            );
+        }
+        // The pod's own volume, not ready yet: pending on it, as before.
+        let own = "MountVolume.SetUp failed for volume \"custodian-values\" : object \"demo\"/\"anthropic\" not registered";
+        assert_eq!(
+            diagnose(&p, &[event("FailedMount", "Warning", own)], None),
+            pending("FailedMount", own)
         );
     }
 

@@ -422,8 +422,8 @@ async fn delete_once(api: &Api<Pod>, name: &str, uid: Option<String>) -> Result<
             Err(DeleteError::Transient(format!("{} {}", s.code, s.message)))
         }
         Err(kube::Error::Api(s)) => Err(DeleteError::Refused(format!("{} {}", s.code, s.message))),
-        // No answer that says anything: a dropped connection, a broken body.
-        Err(e) => Err(DeleteError::Transient(e.to_string())),
+        // No answer that says anything: a dropped connection, a broken body, a TLS failure (in plain words).
+        Err(e) => Err(DeleteError::Transient(super::lost::words(&e))),
     }
 }
 

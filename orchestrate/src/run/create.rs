@@ -189,8 +189,8 @@ pub(super) enum Created {
     /// Refused: the HTTP status when one came, and the message.
     Refused(Option<u16>, String),
     /// Not finished in time: the API server's own timeout (`504 Timeout`: its admission outlasted the create's
-    /// `timeout`), or no answer before the run's deadline. The longest a try was given (or waited, unanswered),
-    /// and the message.
+    /// `timeout`), or no answer before the run's deadline. The longest any try was given or waited (not only the
+    /// last one's, which a near deadline cuts short), and the message.
     TimedOut(Duration, String),
     /// Refused because the namespace is being deleted (`NamespaceTerminating`): the API server's message.
     NamespaceTerminating(String),
@@ -297,6 +297,9 @@ async fn create_tries(
             warnings.extend(a.warnings);
             a.result
         });
+        // How long the API server had this try: what the timeout line says, the longest of the tries (issue 40: a
+        // first try that waited 8 s for a 500, then a last 504 with the 1 s the deadline left, said `in 1 s`).
+        longest = longest.max(started.elapsed());
         if let Ok(Ok(_) | Err(kube::Error::Api(_))) = &r {
             cleanup.answered(&name, settled_by);
         }
@@ -354,7 +357,6 @@ async fn create_tries(
                         .to_owned(),
                 );
                 timed_out = true;
-                longest = longest.max(started.elapsed());
                 maybe_written = true;
                 break;
             }
@@ -435,6 +437,96 @@ mod tests {
             .collect();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].ends_with("waiting up to 40 s"), "{lines:?}");
+    }
+
+    /// The figure of the timeout line is the longest any try waited, not the last try's (issue 40, item 1: a slow
+    /// webhook's run said `did not finish the create of the check pod in 1 s`): a first try the API server answers
+    /// after 8 s with a `500 ServerTimeout`, then tries cut to the 1 s the run's deadline leaves, each a `504`. Time
+    /// is the runtime's, paused: exact.
+    #[tokio::test(start_paused = true)]
+    async fn the_timeout_is_the_longest_try_not_the_last() {
+        use http_body_util::Full;
+        use hyper::body::Bytes;
+        let (service, mut handle) = tower_test::mock::pair::<
+            http::Request<kube::client::Body>,
+            http::Response<Full<Bytes>>,
+        >();
+        let client = kube::Client::new(service, "demo");
+        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
+        let cleanup = Cleanup::new(client, "demo");
+        let status = |code: u16, reason: &str, message: &str| {
+            let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "code": code, "reason": reason, "message": message});
+            http::Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(body.to_string())))
+                .unwrap()
+        };
+        let server = tokio::spawn(async move {
+            let mut timeouts = Vec::new();
+            let mut n = 0;
+            while let Some((request, send)) = handle.next_request().await {
+                if request.method() != http::Method::POST {
+                    continue;
+                }
+                let query = request.uri().query().unwrap_or_default().to_owned();
+                timeouts.push(
+                    query
+                        .rsplit("timeout=")
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+                n += 1;
+                if n == 1 {
+                    tokio::time::sleep(Duration::from_secs(8)).await;
+                    send.send_response(status(
+                        500,
+                        "ServerTimeout",
+                        "The server was unable to return a response in the time allotted, but may still be processing the request",
+                    ));
+                } else {
+                    send.send_response(status(
+                        504,
+                        "Timeout",
+                        "Timeout: request did not complete within the allotted timeout",
+                    ));
+                }
+            }
+            timeouts
+        });
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
+        let created = create_pod(
+            api,
+            cleanup,
+            pod,
+            3,
+            Instant::now() + Duration::from_secs(10),
+            CreateNotes::default(),
+        )
+        .await
+        .created;
+        let Created::TimedOut(waited, message) = created else {
+            panic!("a timeout");
+        };
+        assert_eq!(
+            message,
+            "Timeout: request did not complete within the allotted timeout"
+        );
+        // The last tries had 1 s each; the first waited 8 s.
+        let seconds = waited.as_secs_f64().round() as u64;
+        insta::assert_snapshot!(
+            render::create_timed_out(&seconds.to_string(), &message),
+            @"error: provider preflight: the API server did not finish the create of the check pod in 8 s — its admission (a webhook) was too slow: Timeout: request did not complete within the allotted timeout"
+        );
+        // What each try gave the API server: all the 10 s but one, then what the deadline left.
+        let timeouts = tokio::time::timeout(Duration::from_secs(60), server)
+            .await
+            .expect("the client is gone")
+            .unwrap();
+        assert_eq!(timeouts, ["9s", "1s", "1s"]);
     }
 
     /// A connection that could not be opened wrote nothing: the pod is not deleted by name, and the words say the

@@ -19,12 +19,19 @@ pub(super) fn cause(e: &watcher::Error) -> Option<String> {
     if matches!(e, kube::Error::Api(_)) {
         return None;
     }
+    Some(words(e))
+}
+
+/// A request that got no answer, in plain words: its innermost cause, said as a TLS failure when it is one (the
+/// cleanup's delete of a pod left behind says the same as the watch: `TLS failed: invalid peer certificate:
+/// UnknownIssuer`, not `ServiceError: client error (Connect)`).
+pub(super) fn words(e: &kube::Error) -> String {
     let why = super::create::plain_cause(e);
-    Some(if tls(e) {
+    if tls(e) {
         format!("TLS failed: {why}")
     } else {
         why
-    })
+    }
 }
 
 /// A TLS failure somewhere in the error's chain.
@@ -101,6 +108,13 @@ mod tests {
         config.root_cert = Some(vec![ca.to_vec()]);
         let client = crate::cluster::client_of(config).unwrap();
         let e = client.apiserver_version().await.unwrap_err();
+        assert_eq!(
+            words(&e),
+            cause(&watcher::Error::InitialListFailed(
+                client.apiserver_version().await.unwrap_err()
+            ))
+            .unwrap()
+        );
         let why = cause(&watcher::Error::WatchStartFailed(e)).unwrap();
         // (The two throwaway CAs share their name: rustls finds the issuer and refuses its signature.)
         assert!(

@@ -229,7 +229,7 @@ pub enum FailureKind {
     /// The create did not finish in time (issue 40, item 1): the API server's `504 Timeout` (its admission outlasted
     /// the create's `timeout`), or no answer before the run's deadline. No refusal.
     CreateTimedOut {
-        /// How long the last try waited, in seconds.
+        /// The longest any try of the create was given or waited, in seconds (not the last one's alone).
         seconds: u64,
         /// The API server's message, raw.
         message: String,

@@ -1,6 +1,7 @@
 //! What the real API server's admission and namespace lifecycle do to the check pod (issue 40): a
 //! ValidatingAdmissionPolicy in `Warn` mode, whose `Warning:` header the driver says once (item 11); a namespace
-//! being deleted, at the create and during the run (item 12). The slow webhook is `webhook.rs`; the clocks are
+//! being deleted, at the create and during the run (item 12); `FailedMount` Events that are not the pod's own (item
+//! 10). The slow webhook is `webhook.rs`, the API server back with another CA `api_server_ca.rs`; the clocks are
 //! played on the fake (`orchestrate/tests/e2e_cluster_ways.rs`, which says why).
 
 use std::time::{Duration, Instant};
@@ -156,4 +157,88 @@ fn a_terminating_namespace_refusal_is_named() {
         .unwrap_or_default()
         .replace(pod, "<pod>");
     insta::assert_snapshot!(line, @r#"error: provider preflight: namespace "rc-ns-terminating" is being deleted, so the check pod cannot be created: pods "<pod>" is forbidden: unable to create new content in namespace rc-ns-terminating because it is being terminated"#);
+}
+
+/// Item 10: `FailedMount` Events that are not the check pod's own (one from a policy engine, `kyverno-admission`,
+/// naming the pod's own volume; one as the kubelet's naming a volume the pod does not have), created through the API
+/// as `kubectl create` would while the pod waits to start, do not end the run as the pod's failure: the pod starts
+/// and its check passes. Before: the run ended at once, `PROVIDER_POD_CANNOT_START`. The pod waits on a node label of
+/// this test's own until the Events are stored, so they are seen before its containers start.
+#[test]
+fn a_failed_mount_that_is_not_the_pods_does_not_end_the_run() {
+    let _g = shared();
+    let ns = namespace("rc-foreign-mount", &[]);
+    let cluster = &env().cluster;
+    let node = cluster.info().node_name.clone();
+    let label = "jr2.test/foreign-mount";
+    let mut spec = harness_spec();
+    spec["nodeSelector"] = json!({label: ns});
+    let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
+    let started = Instant::now();
+    let child = spawn_driver(
+        As::User,
+        &[
+            "run",
+            "--plan",
+            path.to_str().unwrap(),
+            "-o",
+            "json",
+            "--timeout",
+            "60s",
+        ],
+    );
+    cluster.wait_for("the check pod", Duration::from_secs(30), || {
+        !cluster.pods(&ns, MANAGED).is_empty()
+    });
+    let pod = cluster.pods(&ns, MANAGED).remove(0);
+    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .round(k8s_openapi::jiff::Unit::Second)
+        .unwrap()
+        .to_string();
+    let event = |suffix: &str, component: &str, message: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{name}.{suffix}"), "namespace": ns},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid},
+            "reason": "FailedMount", "type": "Warning", "message": message,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1
+        })
+    };
+    let events = [
+        event(
+            "policy",
+            "kyverno-admission",
+            "MountVolume.SetUp failed for volume \"custodian-values\" : secret \"anthropic\" not found",
+        ),
+        event(
+            "other-volume",
+            "kubelet",
+            "MountVolume.SetUp failed for volume \"vault-secrets\" : secret \"vault\" not found",
+        ),
+    ];
+    for e in &events {
+        cluster.kubectl_stdin(&["create", "-f", "-"], &e.to_string());
+    }
+    // The pod may be placed now: the Events are stored, and the driver's watch of them is open since the create.
+    cluster.kubectl(&["label", "node", &node, &format!("{label}={ns}")]);
+    let run = finish(child, started, Duration::from_secs(120));
+    cluster.kubectl(&["label", "node", &node, &format!("{label}-")]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    assert_passes(&run, &["ok"]);
+    assert!(
+        !run.stderr.contains("FailedMount") && !run.stderr.contains("vault"),
+        "{}",
+        run.stderr
+    );
+    let stored: Vec<String> = cluster
+        .events(&ns)
+        .iter()
+        .filter(|e| e["reason"] == "FailedMount" && e["involvedObject"]["uid"] == uid.as_str())
+        .filter_map(|e| e["source"]["component"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(stored.len(), 2, "the Events are the pod's: {stored:?}");
+    assert_no_pod_left(&ns);
 }

@@ -16,6 +16,7 @@ pub const NODES: usize = 1;
 pub const NETWORK_POLICY: bool = false;
 
 mod admission;
+mod api_server_ca;
 mod client;
 mod cluster_ways;
 mod control_plane;

@@ -8,9 +8,11 @@
 //!     stdin closes (or, with --until-signal, on SIGINT/SIGTERM/SIGHUP only). --keep leaves DIR (logs) behind.
 //!     A stdin line `restart <component>` restarts one (answered `restarted <component>` once it is back);
 //!     `stop <component>` stops one and leaves it stopped (`stopped <component>`), `start <component>` starts it
-//!     again (`started <component>`). --nodes N (1 to 4, default 1) starts N-1 extra nodes, each a containerd and a
-//!     kubelet of its own (`kubelet-b`, `containerd-b`, ...). --kube-router runs kube-router's NetworkPolicy firewall
-//!     (one node only; component `kube-router`), with --netpol-default-deny a new pod is policed from its first packet.
+//!     again (`started <component>`), `start-other-ca kube-apiserver` starts the stopped API server with a serving
+//!     certificate of another CA (`started-other-ca kube-apiserver`). --nodes N (1 to 4, default 1) starts N-1 extra
+//!     nodes, each a containerd and a kubelet of its own (`kubelet-b`, `containerd-b`, ...). --kube-router runs
+//!     kube-router's NetworkPolicy firewall (one node only; component `kube-router`), with --netpol-default-deny a new
+//!     pod is policed from its first packet.
 //! jr2-kube-cluster sweep
 //!     Waits (30 s at most) for the supervisors still tearing down, then removes what stopped clusters left (a
 //!     supervisor killed with SIGKILL).

@@ -277,6 +277,14 @@ impl Cluster {
         self.control("start", "started", component)
     }
 
+    /// Starts the API server [`Cluster::stop`] stopped with a serving certificate of another CA (`up/other_ca.rs`),
+    /// and waits until it is ready: every client of the cluster's kubeconfigs then fails TLS (`UnknownIssuer`), the
+    /// cluster's own components too, until [`Cluster::stop`] and [`Cluster::start_component`] bring back the
+    /// original certificate.
+    pub fn start_api_server_other_ca(&self) -> Result<(), String> {
+        self.control("start-other-ca", "started-other-ca", "kube-apiserver")
+    }
+
     /// One command to the supervisor, and its answer.
     fn control(&self, verb: &str, done: &str, component: &str) -> Result<(), String> {
         use std::io::{BufRead, Write};

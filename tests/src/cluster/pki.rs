@@ -24,13 +24,19 @@ pub struct Pki {
 impl Pki {
     /// A fresh CA, written to `dir/ca.crt`, and the ServiceAccount signing key pair.
     pub fn new(dir: &Path) -> std::io::Result<Self> {
+        Self::named(dir, "jr2-test-cluster-ca")
+    }
+
+    /// [`Pki::new`] with a CA of its own name: a second CA (`up/other_ca.rs`) whose name differs from the first's,
+    /// so that a client trusting the first finds no issuer at all (`UnknownIssuer`), as a real CA rotation shows.
+    pub fn named(dir: &Path, ca_name: &str) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let key = rcgen::KeyPair::generate().map_err(other)?;
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(other)?;
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         params
             .distinguished_name
-            .push(rcgen::DnType::CommonName, "jr2-test-cluster-ca");
+            .push(rcgen::DnType::CommonName, ca_name);
         params.key_usages = vec![
             rcgen::KeyUsagePurpose::KeyCertSign,
             rcgen::KeyUsagePurpose::CrlSign,

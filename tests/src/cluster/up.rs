@@ -29,6 +29,7 @@ use super::teardown::{
 use super::{ClusterInfo, NODE_IP, NODE_NAME, NetworkPolicyOptions, POD_CIDR, SERVICE_CIDR};
 
 pub(super) mod nodes;
+mod other_ca;
 
 /// The options of `up`.
 pub struct UpOptions {
@@ -63,6 +64,20 @@ pub struct Supervisor {
     netns: String,
     components: Vec<Component>,
     keep: bool,
+}
+
+/// The names the API server's serving certificate carries.
+fn api_server_names() -> Vec<String> {
+    vec![
+        "kubernetes".into(),
+        "kubernetes.default".into(),
+        "kubernetes.default.svc".into(),
+        "kubernetes.default.svc.cluster.local".into(),
+        "localhost".into(),
+        "127.0.0.1".into(),
+        NODE_IP.into(),
+        service_ip(1),
+    ]
 }
 
 /// Every wait of the start has this deadline.
@@ -113,20 +128,7 @@ impl Supervisor {
         let pki = Pki::new(&pki_dir).map_err(io)?;
         let ca = pki.ca();
         let (api_crt, api_key) = pki
-            .server(
-                "apiserver",
-                "kube-apiserver",
-                &[
-                    "kubernetes".into(),
-                    "kubernetes.default".into(),
-                    "kubernetes.default.svc".into(),
-                    "kubernetes.default.svc.cluster.local".into(),
-                    "localhost".into(),
-                    "127.0.0.1".into(),
-                    NODE_IP.into(),
-                    service_ip(1),
-                ],
-            )
+            .server("apiserver", "kube-apiserver", &api_server_names())
             .map_err(io)?;
         let (kubelet_crt, kubelet_key) = pki
             .server("kubelet", NODE_NAME, &[NODE_NAME.into(), NODE_IP.into()])
@@ -568,6 +570,17 @@ impl Supervisor {
     /// Starts a stopped component again with the same arguments (its log goes on); for the API server, waits until
     /// it is ready again.
     pub fn start_component(&mut self, name: &str) -> Result<(), String> {
+        self.start_component_with(name, None)?;
+        if name == "kube-apiserver" {
+            let admin = self.dir.join("admin.kubeconfig");
+            self.wait_api_ready(&admin)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a stopped component, with `args` for this start only when given (it keeps its own for the next
+    /// start); waits for nothing.
+    fn start_component_with(&mut self, name: &str, args: Option<&[String]>) -> Result<(), String> {
         let i = self.component(name)?;
         if !self.components[i].stopped {
             return Err(format!("{name} runs"));
@@ -583,7 +596,7 @@ impl Supervisor {
             .arg(format!("--net=/run/netns/{}", self.netns))
             .arg("--")
             .arg(&c.program)
-            .args(&c.args)
+            .args(args.unwrap_or(&c.args))
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(io)?)
             .stderr(log)
@@ -597,14 +610,15 @@ impl Supervisor {
                 ..c
             },
         );
-        if name == "kube-apiserver" {
-            let admin = self.dir.join("admin.kubeconfig");
-            self.wait("the API server's /readyz", |s| {
-                s.kubectl(&admin, &["get", "--raw", "/readyz"])
-                    .is_ok_and(|o| o.trim() == "ok")
-            })?;
-        }
         Ok(())
+    }
+
+    /// Waits until the API server answers `/readyz` to a client of `kubeconfig`.
+    fn wait_api_ready(&mut self, kubeconfig: &Path) -> Result<(), String> {
+        self.wait("the API server's /readyz", |s| {
+            s.kubectl(kubeconfig, &["get", "--raw", "/readyz"])
+                .is_ok_and(|o| o.trim() == "ok")
+        })
     }
 
     fn component(&self, name: &str) -> Result<usize, String> {
@@ -615,7 +629,8 @@ impl Supervisor {
     }
 
     /// Serves its caller until it goes away: each stdin line is a command (`restart <component>`, answered on
-    /// stdout by `restarted <component>` or `error <why>`); stdin's end, or SIGINT/SIGTERM/SIGHUP, ends it. With
+    /// stdout by `restarted <component>` or `error <why>`; `stop`, `start`, and `start-other-ca kube-apiserver`,
+    /// `other_ca.rs`); stdin's end, or SIGINT/SIGTERM/SIGHUP, ends it. With
     /// `until_signal`, stdin is not read (a shell that started it in the background gave it /dev/null).
     pub fn serve(&mut self, until_signal: bool) {
         let (tx, rx) = std::sync::mpsc::channel::<Option<String>>();
@@ -654,6 +669,10 @@ impl Supervisor {
                 },
                 Some(("start", name)) => match self.start_component(name) {
                     Ok(()) => format!("started {name}"),
+                    Err(e) => format!("error {}", e.replace('\n', " ")),
+                },
+                Some(("start-other-ca", name)) => match self.start_api_server_other_ca(name) {
+                    Ok(()) => format!("started-other-ca {name}"),
                     Err(e) => format!("error {}", e.replace('\n', " ")),
                 },
                 _ => format!("error unknown command {command:?}"),
