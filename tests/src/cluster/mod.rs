@@ -373,6 +373,13 @@ impl Cluster {
         });
         self.kubectl_stdin(&["apply", "-f", "-"], &ns.to_string());
         if let Some(manifest) = rbac {
+            // The manifest's cluster-scoped documents (the nodes' ClusterRole and its binding) are the same for every
+            // namespace: two tests applying them at once both try to create them, and one meets `AlreadyExists`
+            // (`kubectl apply` reads, then creates). One apply at a time in this process.
+            static APPLY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+            let _one = APPLY
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             self.kubectl_stdin(&["-n", name, "apply", "-f", "-"], manifest);
         }
         // Pods are refused until the controller manager has made the namespace's ServiceAccount.
