@@ -118,6 +118,16 @@ pub(super) fn is_oom(t: &ContainerStateTerminated) -> bool {
     t.reason.as_deref() == Some("OOMKilled")
 }
 
+/// An OOM kill of `container` of `pod`: the runtime's `OOMKilled`, or a SIGKILL (exit code 137, reason `Error`) of a
+/// container that has a memory limit. containerd says `Error` when the process is gone before it has read the
+/// cgroup's OOM event: seen on the real cluster under load, for a Custodian over its 32Mi.
+pub(super) fn is_oom_of(pod: &Pod, container: &str, t: &ContainerStateTerminated) -> bool {
+    is_oom(t)
+        || (t.exit_code == 137
+            && t.reason.as_deref().is_none_or(|r| r == "Error")
+            && memory_limit(pod, container) != "none")
+}
+
 /// The memory limit of a container, as its spec writes it, or `none`.
 pub fn memory_limit(pod: &Pod, container: &str) -> String {
     container_spec(pod, container)
@@ -129,7 +139,8 @@ pub fn memory_limit(pod: &Pod, container: &str) -> String {
 /// and its log may hold a refusal line. `None` when there is nothing to read.
 pub fn custodian_log_request(pod: &Pod) -> Option<CustodianLogRequest> {
     let status = custodian_status(pod)?;
-    let failed = |t: &ContainerStateTerminated| t.exit_code != 0 && !is_oom(t);
+    let failed =
+        |t: &ContainerStateTerminated| t.exit_code != 0 && !is_oom_of(pod, &status.name, t);
     let previous = match (terminated(status), last_terminated(status)) {
         (Some(t), _) if failed(t) => false,
         (None, Some(t)) if failed(t) => true,

@@ -32,8 +32,8 @@ pub use containers::{
     node_name, probe_status,
 };
 use containers::{
-    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom, last_terminated,
-    running, terminated, waiting,
+    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom_of,
+    last_terminated, running, terminated, waiting,
 };
 pub use failure::StartFailure;
 use failure::{volume_secret, waiting_failure};
@@ -146,7 +146,7 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
 
     // 2. The probe terminated: by an OOM kill, or with its exit code (0 or 1 when it wrote a verdict).
     if let Some(t) = probe.and_then(terminated) {
-        if is_oom(t) {
+        if is_oom_of(pod, PROBE_CONTAINER, t) {
             return Diagnosis::CannotStart(StartFailure::OutOfMemory {
                 container: PROBE_CONTAINER.to_owned(),
                 limit: memory_limit(pod, PROBE_CONTAINER),
@@ -188,7 +188,9 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
     // the step says whether the check had begun).
     if let Some(c) = custodian
         && (!probe_started || !running(c))
-        && terminated(c).or(last_terminated(c)).is_some_and(is_oom)
+        && terminated(c)
+            .or(last_terminated(c))
+            .is_some_and(|t| is_oom_of(pod, &c.name, t))
     {
         return Diagnosis::CannotStart(StartFailure::OutOfMemory {
             container: c.name.clone(),
@@ -971,6 +973,18 @@ mod tests {
         let oom = json!({"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
             "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}});
         let p = plain_pod(json!([oom, running("probe")]));
+        let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
+            panic!()
+        };
+        assert_eq!(
+            f.line(&Redactor::default()),
+            "error: provider preflight: the check pod cannot start — a container ran out of memory: custodian (limit 64Mi)"
+        );
+        // containerd's `Error` for an OOM kill whose event it read too late (seen on the real cluster under load):
+        // a SIGKILL of a container with a memory limit is the same kill.
+        let late = json!({"name": "custodian", "image": "x", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"reason": "Error", "exitCode": 137}}});
+        let p = plain_pod(json!([late, running("probe")]));
         let Diagnosis::CannotStart(f) = diagnose(&p, &[], None) else {
             panic!()
         };
