@@ -120,7 +120,9 @@ pub(super) fn is_oom(t: &ContainerStateTerminated) -> bool {
 
 /// An OOM kill of `container` of `pod`: the runtime's `OOMKilled`, or a SIGKILL (exit code 137, reason `Error`) of a
 /// container that has a memory limit. containerd says `Error` when the process is gone before it has read the
-/// cgroup's OOM event: seen on the real cluster under load, for a Custodian over its 32Mi.
+/// cgroup's OOM event: seen on the real cluster under load, for a Custodian over its 32Mi. Read for the Custodian only,
+/// after the pod's own stop (a deletion or its deadline) was ruled out: the probe's verdict comes first, and a kill
+/// at a stop can end in a SIGKILL too.
 pub(super) fn is_oom_of(pod: &Pod, container: &str, t: &ContainerStateTerminated) -> bool {
     is_oom(t)
         || (t.exit_code == 137

@@ -32,7 +32,7 @@ pub use containers::{
     node_name, probe_status,
 };
 use containers::{
-    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom_of,
+    custodian_is_plain, custodian_status, custodian_volumes, ever_started, is_oom, is_oom_of,
     last_terminated, running, terminated, waiting,
 };
 pub use failure::StartFailure;
@@ -146,7 +146,7 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
 
     // 2. The probe terminated: by an OOM kill, or with its exit code (0 or 1 when it wrote a verdict).
     if let Some(t) = probe.and_then(terminated) {
-        if is_oom_of(pod, PROBE_CONTAINER, t) {
+        if is_oom(t) {
             return Diagnosis::CannotStart(StartFailure::OutOfMemory {
                 container: PROBE_CONTAINER.to_owned(),
                 limit: memory_limit(pod, PROBE_CONTAINER),
