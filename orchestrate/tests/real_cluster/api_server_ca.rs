@@ -4,7 +4,7 @@
 //! deletes it, and the next run's stale sweep removes it once the API server is trusted again. Alone on the cluster:
 //! while the API server serves the other CA's certificate, no component of the cluster can reach it either.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -99,22 +99,7 @@ fn an_api_server_back_with_another_ca_is_named_and_its_pod_swept_later() {
     lost_plan["deadlineSeconds"] = json!(20);
     lost_plan["timeoutSeconds"] = json!(10);
     let path = write_plan(&lost_plan);
-    let started = Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "20s",
-        ],
-    );
-    cluster.wait_for("the check pod", Duration::from_secs(30), || {
-        !cluster.pods(&ns, MANAGED).is_empty()
-    });
+    let (child, started) = run_until_check_pod(As::User, &path, "20s", &ns);
     let pod = cluster.pods(&ns, MANAGED)[0]["metadata"]["name"]
         .as_str()
         .unwrap()

@@ -4,7 +4,7 @@
 //! 10). The slow webhook is `webhook.rs`, the API server back with another CA `api_server_ca.rs`; the clocks are
 //! played on the fake (`orchestrate/tests/e2e_cluster_ways.rs`, which says why).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -73,22 +73,7 @@ fn a_namespace_deleted_during_the_run_is_named() {
     // Never scheduled: the pod waits until its namespace takes it.
     spec["nodeSelector"] = json!({"jr2.test/pool": "nowhere"});
     let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
-    let started = Instant::now();
-    let child = spawn_driver(
-        As::Admin,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "60s",
-        ],
-    );
-    cluster.wait_for("the check pod", Duration::from_secs(30), || {
-        !cluster.pods(&ns, MANAGED).is_empty()
-    });
+    let (child, started) = run_until_check_pod(As::Admin, &path, "60s", &ns);
     cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
     let run = finish(child, started, Duration::from_secs(120));
     assert_eq!(run.code(), Some(1), "{}", run.stderr);
@@ -174,22 +159,7 @@ fn a_failed_mount_that_is_not_the_pods_does_not_end_the_run() {
     let mut spec = harness_spec();
     spec["nodeSelector"] = json!({label: ns});
     let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
-    let started = Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "60s",
-        ],
-    );
-    cluster.wait_for("the check pod", Duration::from_secs(30), || {
-        !cluster.pods(&ns, MANAGED).is_empty()
-    });
+    let (child, started) = run_until_check_pod(As::User, &path, "60s", &ns);
     let pod = cluster.pods(&ns, MANAGED).remove(0);
     let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();

@@ -365,6 +365,29 @@ pub fn spawn_driver(who: As, args: &[&str]) -> Child {
         .expect("run jr2-preflight")
 }
 
+/// Starts the driver on the plan at `path` (`run -o json --timeout <timeout>`) as `who`, and waits (30 s at most)
+/// until its check pod is in `ns`: the tests that then do something to the cluster while the check waits.
+pub fn run_until_check_pod(who: As, path: &Path, timeout: &str, ns: &str) -> (Child, Instant) {
+    let started = Instant::now();
+    let child = spawn_driver(
+        who,
+        &[
+            "run",
+            "--plan",
+            path.to_str().unwrap(),
+            "-o",
+            "json",
+            "--timeout",
+            timeout,
+        ],
+    );
+    let cluster = &env().cluster;
+    cluster.wait_for("the check pod", Duration::from_secs(30), || {
+        !cluster.pods(ns, MANAGED).is_empty()
+    });
+    (child, started)
+}
+
 /// Waits for a started driver within `deadline` (killed past it, and the test fails).
 pub fn finish(mut child: Child, started: Instant, deadline: Duration) -> DriverRun {
     let mut out = child.stdout.take().unwrap();
