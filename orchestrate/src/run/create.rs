@@ -29,6 +29,9 @@ use super::report::RunUpdate;
 /// long (issue 40, item 1). After it, plus a margin for the clock, a create that got no answer can no longer be
 /// written, and a by-name 404 confirms the pod is not there.
 pub(super) const CREATE_SERVER_TIMEOUT: Duration = Duration::from_secs(40);
+/// How much earlier than its server-side `timeout` a try's connection may close and still be that timeout: the
+/// API server starts its clock when the request arrives, after ours.
+const CLOSE_AT_TIMEOUT_SLACK: Duration = Duration::from_millis(250);
 /// A create not answered after this long says that it waits, and why it may.
 const CREATE_SLOW_NOTE: Duration = Duration::from_secs(10);
 
@@ -335,6 +338,26 @@ async fn create_tries(
                     break;
                 }
             }
+            // The connection closed with no answer once the try had lasted its server-side `timeout`: the API
+            // server's own timeout. Its timeout filter answers `504` when it can; when the handler had begun its
+            // answer (an admission that gave up at the same deadline, then the storage's refusal) it can no longer
+            // send one, and it kills the connection (the cold CI run: a webhook slower than the run). That is a
+            // create that did not finish in time, not a cluster out of reach.
+            Ok(Err(e))
+                if !not_sent(&e) && started.elapsed() + CLOSE_AT_TIMEOUT_SLACK >= timeout =>
+            {
+                last = (
+                    None,
+                    format!(
+                        "the API server closed the connection at the create's {} s timeout, with no answer",
+                        timeout.as_secs()
+                    ),
+                );
+                unreachable = None;
+                timed_out = true;
+                longest = longest.max(timeout);
+                maybe_written = true;
+            }
             Ok(Err(e)) => {
                 last = (None, format!("cannot reach the API server: {e}"));
                 if not_sent(&e) {
@@ -527,6 +550,64 @@ mod tests {
             .expect("the client is gone")
             .unwrap();
         assert_eq!(timeouts, ["9s", "1s", "1s"]);
+    }
+
+    /// A connection the API server closes, with no answer, once the create has lasted its `timeout` is the API
+    /// server's own timeout (its filter kills the connection when the handler had begun its answer), said as a create
+    /// that did not finish in time, never as a cluster out of reach (the cold CI run: `cannot reach the cluster: the
+    /// connection broke before the create was answered`, for a webhook slower than the run). A server on loopback
+    /// that reads the request, waits the `timeout` it names and closes.
+    #[tokio::test]
+    async fn a_connection_closed_at_the_server_timeout_is_a_timeout() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request ended early");
+                head.extend_from_slice(&buf[..n]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let seconds: u64 = head
+                .split("timeout=")
+                .nth(1)
+                .and_then(|t| t.split('s').next())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("a timeout in {head}"));
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            socket.shutdown().await.ok();
+            seconds
+        });
+        let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let client = crate::cluster::client_of(config).unwrap();
+        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
+        let cleanup = Cleanup::new(client, "demo");
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
+        let created = create_pod(
+            api,
+            cleanup,
+            pod,
+            1,
+            Instant::now() + Duration::from_millis(3_500),
+            CreateNotes::default(),
+        )
+        .await
+        .created;
+        let given = server.await.unwrap();
+        assert_eq!(given, 2, "the 3.5 s left, in whole seconds, but one");
+        let Created::TimedOut(waited, message) = created else {
+            panic!("a timeout");
+        };
+        assert_eq!(waited.as_secs(), 2, "{waited:?}");
+        insta::assert_snapshot!(
+            render::create_timed_out("2", &message),
+            @"error: provider preflight: the API server did not finish the create of the check pod in 2 s — its admission (a webhook) was too slow: the API server closed the connection at the create's 2 s timeout, with no answer"
+        );
     }
 
     /// A connection that could not be opened wrote nothing: the pod is not deleted by name, and the words say the
