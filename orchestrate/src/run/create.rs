@@ -442,6 +442,25 @@ mod tests {
     use super::super::cleanup::CleanupReport;
     use super::*;
 
+    /// The create of the demo check pod through `client`, in `tries` within `within`: how it ended, and the cleanup
+    /// it registered with.
+    async fn create_demo(client: kube::Client, tries: u32, within: Duration) -> (Created, Cleanup) {
+        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
+        let cleanup = Cleanup::new(client, "demo");
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
+        let outcome = create_pod(
+            api,
+            cleanup.clone(),
+            pod,
+            tries,
+            Instant::now() + within,
+            CreateNotes::default(),
+        )
+        .await;
+        (outcome.created, cleanup)
+    }
+
     /// The waiting line is said once, and only for a create that may wait longer than it has (issue 40, item 1: a
     /// create cut at 10 s by a near deadline said `after 10 s ... waiting up to 10 s` on the real cluster).
     #[test]
@@ -475,8 +494,6 @@ mod tests {
             http::Response<Full<Bytes>>,
         >();
         let client = kube::Client::new(service, "demo");
-        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
-        let cleanup = Cleanup::new(client, "demo");
         let status = |code: u16, reason: &str, message: &str| {
             let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                 "code": code, "reason": reason, "message": message});
@@ -519,18 +536,7 @@ mod tests {
             }
             timeouts
         });
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
-        let created = create_pod(
-            api,
-            cleanup,
-            pod,
-            3,
-            Instant::now() + Duration::from_secs(10),
-            CreateNotes::default(),
-        )
-        .await
-        .created;
+        let (created, _) = create_demo(client, 3, Duration::from_secs(10)).await;
         let Created::TimedOut(waited, message) = created else {
             panic!("a timeout");
         };
@@ -584,20 +590,7 @@ mod tests {
         });
         let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
         let client = crate::cluster::client_of(config).unwrap();
-        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
-        let cleanup = Cleanup::new(client, "demo");
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
-        let created = create_pod(
-            api,
-            cleanup,
-            pod,
-            1,
-            Instant::now() + Duration::from_millis(3_500),
-            CreateNotes::default(),
-        )
-        .await
-        .created;
+        let (created, _) = create_demo(client, 1, Duration::from_millis(3_500)).await;
         let given = server.await.unwrap();
         assert_eq!(given, 2, "the 3.5 s left, in whole seconds, but one");
         let Created::TimedOut(waited, message) = created else {
@@ -622,20 +615,7 @@ mod tests {
             .port();
         let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
         let client = crate::cluster::client_of(config).unwrap();
-        let api: Api<Pod> = Api::namespaced(client.clone(), "demo");
-        let cleanup = Cleanup::new(client, "demo");
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("jr2-preflight-demo-harness-run0001".to_owned());
-        let created = create_pod(
-            api,
-            cleanup.clone(),
-            pod,
-            1,
-            Instant::now() + Duration::from_secs(10),
-            CreateNotes::default(),
-        )
-        .await
-        .created;
+        let (created, cleanup) = create_demo(client, 1, Duration::from_secs(10)).await;
         let Created::Unreachable(why) = created else {
             panic!("unreachable");
         };
