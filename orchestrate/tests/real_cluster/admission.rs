@@ -33,26 +33,7 @@ fn apply(ns: &str, object: &Value) {
 
 /// A server-side dry run of `pod` as the admin: `Err` with the API server's words when refused.
 fn server_dry_run(ns: &str, pod: &Value) -> Result<(), String> {
-    let cluster = &env().cluster;
-    let out = cluster.kubectl_output(
-        &cluster.info().admin_kubeconfig,
-        &[
-            "-n",
-            ns,
-            "create",
-            "--dry-run=server",
-            "-o",
-            "name",
-            "-f",
-            "-",
-        ],
-        Some(&pod.to_string()),
-    );
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    env().cluster.server_dry_run(ns, &pod.to_string())
 }
 
 /// A Harness pod of the placement, as its controller would create it.

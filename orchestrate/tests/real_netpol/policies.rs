@@ -124,26 +124,7 @@ fn start_in_cluster_provider(ns: &str) -> String {
 
 /// A server-side dry run of `pod` as the admin: `Err` with the API server's words when refused.
 fn server_dry_run(ns: &str, pod: &Value) -> Result<(), String> {
-    let c = &env().cluster;
-    let out = c.kubectl_output(
-        &c.info().admin_kubeconfig,
-        &[
-            "-n",
-            ns,
-            "create",
-            "--dry-run=server",
-            "-o",
-            "name",
-            "-f",
-            "-",
-        ],
-        Some(&pod.to_string()),
-    );
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
-    }
+    env().cluster.server_dry_run(ns, &pod.to_string())
 }
 
 /// One dial: its time from the container's start, and whether it connected (else its error).

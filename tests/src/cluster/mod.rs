@@ -341,6 +341,30 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// A server-side dry run (`create --dry-run=server`) of `object` (JSON or YAML) in namespace `ns`, as the admin:
+    /// what the API server's admission says of it, without writing it. `Err` with its words (trimmed) when refused.
+    pub fn server_dry_run(&self, ns: &str, object: &str) -> Result<(), String> {
+        let out = self.kubectl_output(
+            &self.info.admin_kubeconfig,
+            &[
+                "-n",
+                ns,
+                "create",
+                "--dry-run=server",
+                "-o",
+                "name",
+                "-f",
+                "-",
+            ],
+            Some(object),
+        );
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+        }
+    }
+
     /// kubectl with any kubeconfig, whatever its outcome.
     pub fn kubectl_output(&self, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
         let mut cmd = self.command(self.info.bin.join("kubectl"));
