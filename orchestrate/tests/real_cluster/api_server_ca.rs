@@ -42,32 +42,7 @@ impl Restore {
         cluster.wait_for(
             "the node to be Ready and untainted",
             Duration::from_secs(90),
-            || {
-                let out = cluster.kubectl_output(
-                    &cluster.info().admin_kubeconfig,
-                    &["get", "node", &node, "-o", "json"],
-                    None,
-                );
-                let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
-                    return false;
-                };
-                let ready = v["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                // The node lifecycle controller's taints (`node.kubernetes.io/not-ready`, `unreachable`) gone.
-                let tainted = v["spec"]["taints"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|t| {
-                        t["key"]
-                            .as_str()
-                            .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
-                    });
-                ready && !tainted
-            },
+            || cluster.node_ready(&node),
         );
         // The controller manager serves again: a new namespace gets its ServiceAccount (what every next test waits
         // for).

@@ -33,33 +33,12 @@ fn nodes_of(run: &DriverRun) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A node's `Ready` condition is `True` and it has no taint of the node lifecycle controller.
-fn node_ready(name: &str) -> bool {
-    let out = env().cluster.kubectl(&["get", "node", name, "-o", "json"]);
-    let node: Value = serde_json::from_str(&out).unwrap();
-    let ready = node["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Ready" && c["status"] == "True");
-    let tainted = node["spec"]["taints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|t| {
-            t["key"]
-                .as_str()
-                .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
-        });
-    ready && !tainted
-}
-
 /// Starts node B's kubelet again and waits until the node is Ready and untainted.
 fn restart_kubelet_b() {
     let cluster = &env().cluster;
     cluster.start_component(KUBELET_B).unwrap();
     cluster.wait_for("node B to be Ready again", Duration::from_secs(90), || {
-        node_ready(NODE_B)
+        env().cluster.node_ready(NODE_B)
     });
 }
 

@@ -341,6 +341,34 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Node `name` is `Ready` and carries none of the node lifecycle controller's taints (`node.kubernetes.io/
+    /// not-ready`, `unreachable`): a new pod may land on it. False when the API server does not answer.
+    pub fn node_ready(&self, name: &str) -> bool {
+        let out = self.kubectl_output(
+            &self.info.admin_kubeconfig,
+            &["get", "node", name, "-o", "json"],
+            None,
+        );
+        let Ok(node) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+            return false;
+        };
+        let ready = node["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let tainted = node["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| {
+                t["key"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
+            });
+        ready && !tainted
+    }
+
     /// A server-side dry run (`create --dry-run=server`) of `object` (JSON or YAML) in namespace `ns`, as the admin:
     /// what the API server's admission says of it, without writing it. `Err` with its words (trimmed) when refused.
     pub fn server_dry_run(&self, ns: &str, object: &str) -> Result<(), String> {
