@@ -19,8 +19,8 @@ pub(super) const MAX_PENDING_LINES: usize = 30;
 /// Reasons that report one cause in turn: a condition and the Event that reports it (issue 40, item 13).
 const ONE_CAUSE: &[&[&str]] = &[&["Unschedulable", "FailedScheduling"]];
 
-/// Two pending lines (reason, message) that say one cause: the same, the same message under two reasons of one
-/// family ([`ONE_CAUSE`]), or one image pull that failed ([`pull_of`]). The second is not written.
+/// Two pending lines (reason, message), `a` said before `b`, that say one cause: the same, the same message under
+/// two reasons of one family ([`ONE_CAUSE`]), or one image pull that failed ([`pull_of`]). The second is not written.
 pub(super) fn one_cause(a: &(String, String), b: &(String, String)) -> bool {
     if a == b {
         return true;
@@ -49,11 +49,13 @@ enum Pull<'a> {
 }
 
 impl Pull<'_> {
-    /// One pull: the same image, and the same error where both give one (a line cut at its bound is the same when
-    /// the other begins with what it kept).
+    /// One pull, `other` said after `self`: the same image, and the same error where both give one (a line cut at
+    /// its bound is the same when the other begins with what it kept); a line that only names the failure after any
+    /// pull line (but a pull's error after such a line says more).
     fn same_as(&self, other: &Pull<'_>) -> bool {
         match (self, other) {
-            (Pull::Restated, _) | (_, Pull::Restated) => true,
+            (_, Pull::Restated) => true,
+            (Pull::Restated, Pull::Of { .. }) => false,
             (Pull::Of { image: i, error: e }, Pull::Of { image: j, error: f }) => {
                 let ((e, cut_e), (f, cut_f)) = (kept(e), kept(f));
                 i == j
@@ -302,9 +304,11 @@ mod tests {
             p("BackOff", &format!("Back-off pulling image \"{image}\"")),
             p("Failed", "Error: ImagePullBackOff"),
         ];
-        for a in &lines {
-            for b in &lines {
-                assert!(one_cause(a, b), "{a:?} then {b:?}");
+        for (i, a) in lines.iter().enumerate() {
+            for (j, b) in lines.iter().enumerate() {
+                // A line that only names the failure, said first, is followed by the error.
+                let restated_first = matches!(i, 1 | 5) && !matches!(j, 1 | 5);
+                assert_eq!(one_cause(a, b), !restated_first, "{a:?} then {b:?}");
             }
         }
         let other_image = p("ErrImagePull", &format!("{image}2: {error}"));
