@@ -562,10 +562,10 @@ async fn ctrl_c_during_a_create(faults: Faults) -> (Setup, DriverRun) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// What a real cluster does to the check pod (issue 40). On the fake API server: the test cluster has no policy
-// engine to write these Events, and an Event storm there would cost the shared cluster's etcd for every test beside
-// it. The injected init container runs on the real cluster too, by a MutatingAdmissionPolicy
-// (`real_cluster/mutation.rs`); here its pod's own deadline ends it at once.
+// What a real cluster does to the check pod (issue 40). On the fake API server too: here a storm whose pod then
+// starts and passes, beside a `FailedMount`; on the real cluster the storm is created through the API server, alone
+// on the cluster (`real_cluster/event_storm.rs`). The injected init container runs on the real cluster too, by a
+// MutatingAdmissionPolicy (`real_cluster/mutation.rs`); here its pod's own deadline ends it at once.
 
 /// Items 9 and 10: a policy engine in audit mode writes 4,084 Warning Events about the pod, each message different,
 /// and a `FailedMount` naming a volume the pod does not have; the pod then starts and its check passes. None of it is

@@ -143,6 +143,14 @@ pub(super) fn pull_error(message: &str, image: &str, events: &[&Event]) -> Strin
     }
 }
 
+/// The image and the error of the kubelet's Event of a pull that failed (`Failed to pull image "<image>": <error>`).
+pub(super) fn failed_pull(message: &str) -> Option<(&str, &str)> {
+    let (image, error) = message
+        .strip_prefix("Failed to pull image \"")?
+        .split_once("\": ")?;
+    Some((image, error.trim()))
+}
+
 /// The Event is the kubelet's own (its `source.component` or `reportingComponent`): only the kubelet mounts a
 /// volume, so only its `FailedMount` is the pod's (issue 40, item 10). A policy engine's or a webhook's Event of the
 /// same reason (`kyverno-admission`) is an audit, not a mount that failed.

@@ -42,8 +42,8 @@ pub use kubelet::{
     missing_key, missing_secret, tells_why_it_waits,
 };
 use kubelet::{
-    events_of, from_kubelet, mount_failure_is_fatal, of_other_volumes, unmounted_volumes,
-    volume_names,
+    events_of, failed_pull, from_kubelet, mount_failure_is_fatal, of_other_volumes,
+    unmounted_volumes, volume_names,
 };
 pub use node::{NODE_NOT_READY, node_down, node_lost, silent_node};
 
@@ -354,6 +354,34 @@ pub fn diagnose(pod: &Pod, events: &[Event], custodian_log: Option<&[String]>) -
         && e.type_.as_deref() == Some("Warning")
         && let Some(message) = e.message.clone().filter(|m| !m.is_empty())
     {
+        // The kubelet's Event of a pull that failed, which comes before the container's state says it: said as the
+        // state will (`ErrImagePull: <image>: <error>`), so the line is the same whichever comes first; its Event
+        // that only names the failure (`Error: ErrImagePull`, after it) is said as the pull it follows (issue 40,
+        // item 13).
+        if e.reason.as_deref() == Some("Failed") && from_kubelet(e) {
+            let owned = |(image, error): (&str, &str)| format!("{image}: {error}");
+            let pull = failed_pull(&message).map(owned).or_else(|| {
+                matches!(
+                    message.as_str(),
+                    "Error: ErrImagePull" | "Error: ImagePullBackOff"
+                )
+                .then(|| {
+                    events
+                        .iter()
+                        .rev()
+                        .filter(|x| x.reason.as_deref() == Some("Failed") && from_kubelet(x))
+                        .find_map(|x| x.message.as_deref().and_then(failed_pull))
+                        .map(owned)
+                })
+                .flatten()
+            });
+            if let Some(message) = pull {
+                return Diagnosis::Pending {
+                    reason: "ErrImagePull".to_owned(),
+                    message,
+                };
+            }
+        }
         // The Event's own reason with its message: a container state beside another Event's message
         // (`ContainerCreating: Failed to pull image...`) reads as one cause where there are two (issue 27, item 19).
         let reason = e.reason.clone().filter(|r| !r.is_empty()).unwrap_or(reason);
@@ -617,6 +645,49 @@ mod tests {
                 None
             ),
             starting("PodInitializing", "the Custodian starts")
+        );
+    }
+
+    /// Issue 40, item 13: the kubelet's `Failed` Event of a pull, before the container's state says it, is said as
+    /// the state will (`ErrImagePull: <image>: <error>`); a `Failed` Event of another cause keeps its words.
+    #[test]
+    fn a_failed_pull_event_is_said_as_the_state_says_it() {
+        let p = pod(json!({"phase": "Pending", "conditions": [scheduled()],
+            "initContainerStatuses": [running("custodian")],
+            "containerStatuses": [waiting("probe", "ContainerCreating", None)]}));
+        let kubelet = |message: &str| {
+            let mut e = event("Failed", "Warning", message);
+            e.source = Some(k8s_openapi::api::core::v1::EventSource {
+                component: Some("kubelet".to_owned()),
+                host: None,
+            });
+            e
+        };
+        let failed = kubelet(
+            "Failed to pull image \"registry.jr2.test/p:1\": failed to resolve reference \"registry.jr2.test/p:1\": not found",
+        );
+        assert_eq!(
+            diagnose(&p, std::slice::from_ref(&failed), None),
+            pending(
+                "ErrImagePull",
+                "registry.jr2.test/p:1: failed to resolve reference \"registry.jr2.test/p:1\": not found"
+            )
+        );
+        // Its Event that only names the failure, after it (or both listed at once): the pull it follows.
+        let restated = kubelet("Error: ErrImagePull");
+        assert_eq!(
+            diagnose(&p, &[failed.clone(), restated.clone()], None),
+            diagnose(&p, std::slice::from_ref(&failed), None)
+        );
+        assert_eq!(
+            diagnose(&p, std::slice::from_ref(&restated), None),
+            pending("Failed", "Error: ErrImagePull"),
+            "no pull before it"
+        );
+        let other = kubelet("Error: failed to reserve container name");
+        assert_eq!(
+            diagnose(&p, &[failed, other], None),
+            pending("Failed", "Error: failed to reserve container name")
         );
     }
 

@@ -16,26 +16,94 @@ pub(super) const MAX_PROBE_WARNINGS: usize = 20;
 /// the verdict (issue 40, item 9); the latest reason is still what a pod that does not start in time names.
 pub(super) const MAX_PENDING_LINES: usize = 30;
 
-/// Reasons that report one cause in turn: a condition and the Event that reports it, a pull that failed and its
-/// back-off (issue 40, item 13).
-const ONE_CAUSE: &[&[&str]] = &[
-    &["Unschedulable", "FailedScheduling"],
-    &["ErrImagePull", "ImagePullBackOff"],
-];
+/// Reasons that report one cause in turn: a condition and the Event that reports it (issue 40, item 13).
+const ONE_CAUSE: &[&[&str]] = &[&["Unschedulable", "FailedScheduling"]];
 
-/// Two pending lines (reason, message) that say one cause: the same, or the same message under two reasons of one
-/// family ([`ONE_CAUSE`]; a back-off's message repeats the pull's error after `ErrImagePull: `). The second is not
-/// written.
+/// Two pending lines (reason, message), `a` said before `b`, that say one cause: the same, the same message under
+/// two reasons of one family ([`ONE_CAUSE`]), or one image pull that failed ([`pull_of`]). The second is not written.
 pub(super) fn one_cause(a: &(String, String), b: &(String, String)) -> bool {
     if a == b {
         return true;
     }
     let family = |r: &str| ONE_CAUSE.iter().position(|f| f.contains(&r));
-    let plain = |m: &str| m.replacen(": ErrImagePull: ", ": ", 1);
-    family(&a.0).is_some()
-        && family(&a.0) == family(&b.0)
-        && !a.1.is_empty()
-        && plain(&a.1) == plain(&b.1)
+    if family(&a.0).is_some() && family(&a.0) == family(&b.0) && !a.1.is_empty() && a.1 == b.1 {
+        return true;
+    }
+    match (pull_of(a), pull_of(b)) {
+        (Some(x), Some(y)) => x.same_as(&y),
+        _ => false,
+    }
+}
+
+/// A pull that failed, as the real kubelet says it in turn (issue 40, item 13; on the real cluster, four lines for
+/// one pull): its Event `Failed` (`Failed to pull image "<image>": <error>`), its Event `Failed` again (`Error:
+/// ErrImagePull`), the container's `ErrImagePull` (`<image>: <error>`, the pending line's form) and its back-off
+/// `ImagePullBackOff` (`<image>: ErrImagePull: <error>`), or the back-off's Event `BackOff` (`Back-off pulling image
+/// "<image>"`).
+#[derive(Debug, PartialEq, Eq)]
+enum Pull<'a> {
+    /// The image and the error (empty when the line gives none); the error may end cut (`…`).
+    Of { image: &'a str, error: &'a str },
+    /// A line that only names the failure (`Error: ErrImagePull`): whatever pull it follows.
+    Restated,
+}
+
+impl Pull<'_> {
+    /// One pull, `other` said after `self`: the same image, and the same error where both give one (a line cut at
+    /// its bound is the same when the other begins with what it kept); a line that only names the failure after any
+    /// pull line (but a pull's error after such a line says more).
+    fn same_as(&self, other: &Pull<'_>) -> bool {
+        match (self, other) {
+            (_, Pull::Restated) => true,
+            (Pull::Restated, Pull::Of { .. }) => false,
+            (Pull::Of { image: i, error: e }, Pull::Of { image: j, error: f }) => {
+                let ((e, cut_e), (f, cut_f)) = (kept(e), kept(f));
+                i == j
+                    && (e.is_empty()
+                        || f.is_empty()
+                        || e == f
+                        || (cut_e && f.starts_with(e))
+                        || (cut_f && e.starts_with(f)))
+            }
+        }
+    }
+}
+
+/// What a line cut at its bound kept (without its `…`), and whether it was cut.
+fn kept(text: &str) -> (&str, bool) {
+    text.strip_suffix('…').map_or((text, false), |k| (k, true))
+}
+
+/// A back-off's error without the error's name it repeats (`ErrImagePull: <error>`).
+fn unwrapped(error: &str) -> &str {
+    error.strip_prefix("ErrImagePull: ").unwrap_or(error)
+}
+
+/// The pull a pending line (reason, message) says failed, if it says one.
+fn pull_of((reason, message): &(String, String)) -> Option<Pull<'_>> {
+    // `<prefix><image>": <error>`, as the kubelet's Events say it.
+    let quoted = |prefix: &str| -> Option<(&str, &str)> {
+        let (image, rest) = message.strip_prefix(prefix)?.split_once('"')?;
+        Some((image, rest.trim_start_matches([':', ' '])))
+    };
+    let (image, error) = match reason.as_str() {
+        "ErrImagePull" | "ImagePullBackOff" => message.split_once(": ").unwrap_or((message, "")),
+        "Failed"
+            if matches!(
+                message.as_str(),
+                "Error: ErrImagePull" | "Error: ImagePullBackOff"
+            ) =>
+        {
+            return Some(Pull::Restated);
+        }
+        "Failed" => quoted("Failed to pull image \"")?,
+        "BackOff" => quoted("Back-off pulling image \"")?,
+        _ => return None,
+    };
+    Some(Pull::Of {
+        image,
+        error: unwrapped(error),
+    })
 }
 
 /// The lines the run has said.
@@ -210,6 +278,50 @@ mod tests {
             )
         ));
         assert!(!one_cause(&p("ErrImagePull", m), &p("FailedMount", m)));
+    }
+
+    /// Issue 40, item 13, as the real kubelet (1.35) says one pull that failed: its `Failed` Event, its `Failed`
+    /// Event again, the container's `ErrImagePull`, its `ImagePullBackOff` (each cut at the line's bound, the
+    /// back-off's 14 characters sooner in the error) are one cause; another image, or another error, is not.
+    #[test]
+    fn one_pull_as_the_real_kubelet_says_it_in_turn() {
+        let p = |r: &str, m: &str| (r.to_owned(), m.to_owned());
+        let image = "registry.jr2.test/jr2/jr2-probe:does-not-exist";
+        let error = format!(
+            "failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": failed to do request"
+        );
+        let lines = [
+            p(
+                "Failed",
+                &format!("Failed to pull image \"{image}\": {error}: Head …"),
+            ),
+            p("Failed", "Error: ErrImagePull"),
+            p("ErrImagePull", &format!("{image}: {error}: He…")),
+            p(
+                "ImagePullBackOff",
+                &format!("{image}: ErrImagePull: {error}…"),
+            ),
+            p("BackOff", &format!("Back-off pulling image \"{image}\"")),
+            p("Failed", "Error: ImagePullBackOff"),
+        ];
+        for (i, a) in lines.iter().enumerate() {
+            for (j, b) in lines.iter().enumerate() {
+                // A line that only names the failure, said first, is followed by the error.
+                let restated_first = matches!(i, 1 | 5) && !matches!(j, 1 | 5);
+                assert_eq!(one_cause(a, b), !restated_first, "{a:?} then {b:?}");
+            }
+        }
+        let other_image = p("ErrImagePull", &format!("{image}2: {error}"));
+        let other_error = p("ErrImagePull", &format!("{image}: connection refused"));
+        for other in [&other_image, &other_error] {
+            assert!(!one_cause(&lines[0], other), "{other:?}");
+            assert!(!one_cause(&lines[2], other), "{other:?}");
+        }
+        // A kubelet `Failed` Event of another cause is not a pull.
+        assert!(!one_cause(
+            &p("Failed", "Error: container create failed"),
+            &lines[2]
+        ));
     }
 
     #[test]

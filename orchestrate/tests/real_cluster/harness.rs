@@ -510,3 +510,22 @@ pub fn assert_passes(run: &DriverRun, models: &[&str]) {
         );
     }
 }
+
+/// No two progress lines say one message (issue 40, item 13): each pending line's message (after its prefix and its
+/// reason) is said once, whichever reason it came under (the scheduler's condition `Unschedulable` and its Event
+/// `FailedScheduling` say the same words).
+pub fn assert_each_message_once(run: &DriverRun) {
+    let mut said: Vec<&str> = Vec::new();
+    for line in run.lines() {
+        let Some(rest) = line.strip_prefix(PENDING) else {
+            continue;
+        };
+        let message = rest.split_once(": ").map_or(rest, |(_, m)| m);
+        assert!(
+            !said.contains(&message),
+            "said twice: {message:?}\n{}",
+            run.stderr
+        );
+        said.push(message);
+    }
+}

@@ -8,8 +8,8 @@ use serde_json::json;
 use crate::harness::*;
 
 /// Runs `spec` with one model in a fresh namespace `ns` (with `extra` flags, a 60 s timeout): it fails (exit 1), an
-/// `error:` line holds every one of `named`, and no pod is left.
-fn fails_naming(ns: &str, spec: serde_json::Value, extra: &[&str], named: &[&str]) {
+/// `error:` line holds every one of `named`, and no pod is left; returns the run.
+fn fails_naming(ns: &str, spec: serde_json::Value, extra: &[&str], named: &[&str]) -> DriverRun {
     let _g = shared();
     let ns = namespace(ns, &[]);
     let mut args = vec!["--timeout", "60s"];
@@ -32,6 +32,7 @@ fn fails_naming(ns: &str, spec: serde_json::Value, extra: &[&str], named: &[&str
         run.stderr
     );
     assert_no_pod_left(&ns);
+    run
 }
 
 /// The Harness spec with one more env entry from a Secret's key.
@@ -126,14 +127,43 @@ fn a_missing_key_of_a_secret_is_named() {
     );
 }
 
+/// The pull fails at once: the name resolves nowhere (the cluster's network namespace has no route out, so no
+/// lookup leaves it). Issue 40, item 13: the real kubelet says the one pull that failed four times within the
+/// driver's grace (its `Failed` Event with the error, its `Failed` Event `Error: ErrImagePull`, the container's
+/// `ErrImagePull`, then its `ImagePullBackOff`); the driver says it once.
 #[test]
 fn an_image_that_does_not_pull_is_named() {
     let image = "registry.jr2.test/jr2/jr2-probe:does-not-exist";
-    fails_naming(
+    let run = fails_naming(
         "rc-nopull",
         harness_spec(),
         &["--probe-image", image],
         &[image],
+    );
+    let pending: Vec<&str> = run
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with(PENDING))
+        .collect();
+    assert_eq!(
+        pending.len(),
+        1,
+        "the pull said once within the grace: {}",
+        run.stderr
+    );
+    assert!(pending[0].contains(image), "{}", run.stderr);
+    let reasons: Vec<String> = env()
+        .cluster
+        .events("rc-nopull")
+        .iter()
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        reasons.iter().any(|m| m == "Error: ErrImagePull")
+            && reasons
+                .iter()
+                .any(|m| m.starts_with("Back-off pulling image")),
+        "the kubelet said the pull more than once (else this test proves nothing): {reasons:#?}"
     );
 }
 

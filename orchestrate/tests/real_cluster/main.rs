@@ -20,6 +20,7 @@ mod api_server_ca;
 mod client;
 mod cluster_ways;
 mod control_plane;
+mod event_storm;
 mod harness;
 mod kubelet;
 mod mutation;
