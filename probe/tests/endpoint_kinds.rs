@@ -206,6 +206,7 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
         from_window: true,
         server: EndpointKind::LlamaCpp,
         slots: None,
+        prompt_cut: false,
     };
     assert_eq!(r.findings.cause.as_ref(), Some(&cause));
     assert_eq!(

@@ -30,7 +30,7 @@
 //!
 //! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
 //! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
-//! drops, a context under the window, one busy slot), each beside a real Turn on the same server (the section at the
+//! drops, a context under the window, a num_ctx under the prompt, one busy slot), each beside a real Turn on the same server (the section at the
 //! end of this file).
 
 mod common;
@@ -280,6 +280,14 @@ const ON_PURPOSE: &[OnPurpose] = &[
         turn: "called",
         why: "the check's timeout is the user's rule; a Turn waits for Ollama's slot (up to undici's 300 s for the \
               headers). The probe's error says Ollama had the model loaded instead of 'loads on first use'",
+    },
+    OnPurpose {
+        case: "ollama: num_ctx under the prompt, no contextWindow",
+        probe: Outcome::Http,
+        turn: "length",
+        why: "Ollama cut the prompt to its num_ctx of 128 and answered 200: the model wrote what it wrote after what was \
+              left of the prompt (here until PARAMETER num_predict), and a Turn takes that answer; the probe names the \
+              cut (contextTooSmall, from the answer's usage.prompt_tokens filling the context GET /api/ps names)",
     },
     OnPurpose {
         case: "queue: -np 1 with a job ahead",
@@ -627,6 +635,7 @@ async fn llama_server_context_smaller_than_the_plans() {
                 from_window: true,
                 server: EndpointKind::LlamaCpp,
                 slots: None,
+                prompt_cut: false,
             },
         );
         assert!(run.lines().last().unwrap().contains("llama-server's -c"));
@@ -1207,6 +1216,7 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
         from_window: true,
         server: EndpointKind::LlamaCpp,
         slots: Some(4),
+        prompt_cut: false,
     };
     assert_eq!(
         m.code,
@@ -1693,6 +1703,7 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
             from_window: true,
             server: EndpointKind::Ollama,
             slots: None,
+            prompt_cut: false,
         },
     );
     assert!(
@@ -1700,6 +1711,71 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
         "{}",
         run.stderr
     );
+}
+
+/// `num_ctx` smaller than the probe's prompt, and no `--context-window` (issue 38, table row 4): Ollama answers 200
+/// and cuts the prompt silently (only its log says `truncating input prompt`), keeping its start and its end. The
+/// probe's estimate of its prompt (81 tokens) is under the 128 Ollama serves, but SmolLM2's tool TEMPLATE makes it 182:
+/// the answer's `usage.prompt_tokens` (what Ollama kept) filling the context says it was cut. `contextTooSmall` from
+/// `/api/ps`, with Ollama's advice; a real Turn on the same server gets what the model wrote after the cut prompt
+/// (`PARAMETER num_predict 16` stops it: a Turn's `max_completion_tokens` is ignored, and SmolLM2 writes on for
+/// minutes), and the difference is listed on purpose.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_num_ctx_under_the_prompt_cuts_it() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(
+        &ollama,
+        "smol-cut",
+        &tools_model("PARAMETER num_ctx 128\nPARAMETER num_predict 16"),
+    )
+    .await;
+    let base = ollama.base_url();
+    let run = check_at(&base, "smol-cut", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.level),
+        (Outcome::Http, Code::ContextTooSmall, Level::Error),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.findings.endpoint.as_ref().and_then(|e| e.context_length),
+        Some(128),
+        "PARAMETER num_ctx, read from /api/ps: {:?}",
+        m.findings.endpoint
+    );
+    // The server's own word that it cut the prompt, which only its log gives.
+    assert!(
+        ollama
+            .server
+            .log()
+            .contains("msg=\"truncating input prompt\" limit=128"),
+        "{}",
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::context_cut_error(128).as_str())
+    );
+    assert_cause(
+        &run,
+        &Cause::ContextTooSmall {
+            served: 128,
+            needed: jr2_probe::prompt::estimated_tokens().max(129),
+            from_window: false,
+            server: EndpointKind::Ollama,
+            slots: None,
+            prompt_cut: true,
+        },
+    );
+    assert!(
+        run.stderr.contains("PARAMETER num_ctx") && run.stderr.contains("OLLAMA_CONTEXT_LENGTH"),
+        "{}",
+        run.stderr
+    );
+    let t = turn(custom_turn(&base, "smol-cut", 256, false), &[]).await;
+    compare("ollama: num_ctx under the prompt, no contextWindow", &m, &t);
 }
 
 /// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no

@@ -162,6 +162,7 @@ impl Sender<'_> {
         // The stream's own mark (Ollama's fingerprint) when the headers named nothing.
         a.seen = endpoint::Seen {
             kind: seen.kind.or(a.seen.kind),
+            prompt_tokens: a.seen.prompt_tokens,
             ..seen
         };
         a
@@ -294,6 +295,7 @@ impl Sender<'_> {
             _ => None,
         };
         let reasoned = judge.reasoned();
+        marks.prompt_tokens = judge.prompt_tokens();
         let call_arguments = judge.call_arguments().map(str::to_owned);
         let call_complete = judge
             .call_complete()

@@ -64,6 +64,7 @@ pub struct StreamJudge<'w> {
     arguments: String,
     complete: bool,
     reasoned: bool,
+    prompt_tokens: Option<u64>,
 }
 
 impl<'w> StreamJudge<'w> {
@@ -82,6 +83,7 @@ impl<'w> StreamJudge<'w> {
             arguments: String::new(),
             complete: false,
             reasoned: false,
+            prompt_tokens: None,
         }
     }
 
@@ -137,6 +139,11 @@ impl<'w> StreamJudge<'w> {
     /// The first tool call's name, once one began.
     pub fn call_name(&self) -> Option<&str> {
         self.call.as_deref()
+    }
+
+    /// The prompt's length as the server counted it, when its stream said (a usage chunk read before the verdict).
+    pub fn prompt_tokens(&self) -> Option<u64> {
+        self.prompt_tokens
     }
 
     /// The answer text, taken out of the judge.
@@ -195,6 +202,7 @@ impl<'w> StreamJudge<'w> {
                         self.stop = Some(reason);
                     }
                     StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),
+                    StreamEvent::PromptTokens(n) => self.prompt_tokens = Some(n),
                     StreamEvent::Done => self.done = true,
                 }
             }

@@ -135,6 +135,10 @@ pub enum Cause {
         /// llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7).
         #[serde(default)]
         slots: Option<u64>,
+        /// Ollama counted a prompt that filled the whole served context (`usage.prompt_tokens` equal to `served`): it
+        /// cut the probe's own prompt to fit, silently (issue 38). `needed` is then the least that holds more.
+        #[serde(default)]
+        prompt_cut: bool,
     },
 }
 

@@ -284,6 +284,10 @@ export type Cause =
        * llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7); null otherwise.
        */
       slots: number | null;
+      /**
+       * Ollama counted a prompt that filled the whole served context (`usage.prompt_tokens` equal to `served`): it cut the probe's own prompt to fit, silently (issue 38); `needed` is then the least that holds more. False otherwise.
+       */
+      promptCut: boolean;
     }
   | {
       /**

@@ -177,9 +177,13 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             "  - llama.cpp: GET /slots showed {} busy when the check gave up, so the request waited in the server's queue behind other requests, as a Turn's does (a Turn waits up to undici's 300 s for the answer's headers); start llama-server with more slots (-np), or run jr2 up when it is idle",
             slots_phrase(*slots)
         ),
-        Cause::ContextTooSmall { served, needed, from_window, server, slots } => {
+        Cause::ContextTooSmall { served, needed, from_window, server, slots, prompt_cut } => {
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
+            } else if *prompt_cut {
+                format!(
+                    "the probe's own prompt filled it (the answer counted {served} prompt tokens): Ollama cut the prompt silently, the tools and system prompt first (only its log says `truncating input prompt`), and the model answered what was left"
+                )
             } else if *server == EndpointKind::LlamaCpp {
                 format!(
                     "the probe's own prompt needs {needed} (llama-server refuses a prompt longer than its context, and a Turn's is longer)"
@@ -207,7 +211,7 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             };
             format!(
                 "  - {serves} and {what}: {}",
-                context_advice(*served, *needed, *server, *slots)
+                context_advice(*served, *needed, *server, *slots, *prompt_cut)
             )
         }
     })
@@ -253,7 +257,13 @@ fn tokens(n: u64) -> String {
 
 /// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
 /// prompt its reserve in the served context) the config's `contextWindow`.
-fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<u64>) -> String {
+fn context_advice(
+    served: u64,
+    needed: u64,
+    server: EndpointKind,
+    slots: Option<u64>,
+    prompt_cut: bool,
+) -> String {
     // llama.cpp splits -c among its slots (-np): each slot needs the whole context a Turn needs.
     if let Some(n) = slots.filter(|n| *n > 1 && server == EndpointKind::LlamaCpp) {
         let window = if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
@@ -276,7 +286,12 @@ fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<
         }
         EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
     };
-    if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
+    if prompt_cut {
+        // How much more the prompt needed is not known (Ollama counts what it kept): the least is no advice.
+        format!(
+            "raise {flag} well above {served}: a context of {served} does not hold even the probe's short prompt, and a Turn's (pi's system prompt and tools) is longer"
+        )
+    } else if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
         format!(
             "raise {flag} to {needed}, or set contextWindow in jr2.config.ts to {served} (pi then cuts the cap to fit)"
         )
@@ -311,8 +326,8 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
         Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
         Cause::LlamaCppSlotsBusy { .. } => "run jr2 up again when llama-server is idle, or start it with more slots (-np): its queue, not the model, held the request past the check's timeout".to_owned(),
-        Cause::ContextTooSmall { served, needed, server, slots, .. } => {
-            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server, *slots))
+        Cause::ContextTooSmall { served, needed, server, slots, prompt_cut, .. } => {
+            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server, *slots, *prompt_cut))
         }
     }
 }
@@ -349,6 +364,14 @@ pub fn context_too_small_error(served: u64, needed: u64, server: Option<Endpoint
     }
     format!(
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
+    )
+}
+
+/// `<error>` of an answer to a prompt Ollama cut to its served context (its count of the prompt filled the context;
+/// issue 38).
+pub fn context_cut_error(served: u64) -> String {
+    format!(
+        "Ollama serves a context of {served} tokens, and the probe's own prompt filled it ({served} prompt tokens counted): it cut the prompt silently, the start first, and the model answered the rest"
     )
 }
 
@@ -1631,6 +1654,7 @@ mod tests {
                 from_window,
                 server,
                 slots: None,
+                prompt_cut: false,
             };
         let mut cases: Vec<(&str, ModelResult)> = vec![
             (
@@ -1751,6 +1775,7 @@ mod tests {
                     from_window: false,
                     server: EndpointKind::LlamaCpp,
                     slots: None,
+                    prompt_cut: false,
                 },
             ),
         ));
@@ -1767,6 +1792,7 @@ mod tests {
                         from_window: true,
                         server: EndpointKind::LlamaCpp,
                         slots: Some(4),
+                        prompt_cut: false,
                     },
                 ),
             ));
@@ -1851,6 +1877,23 @@ mod tests {
                     from_window: false,
                     server: EndpointKind::Ollama,
                     slots: None,
+                    prompt_cut: false,
+                },
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than the prompt it counted (it cut the prompt)",
+            with(
+                Outcome::Http,
+                &context_cut_error(128),
+                Some(200),
+                Cause::ContextTooSmall {
+                    served: 128,
+                    needed: 129,
+                    from_window: false,
+                    server: EndpointKind::Ollama,
+                    slots: None,
+                    prompt_cut: true,
                 },
             ),
         ));
