@@ -30,8 +30,8 @@
 //!
 //! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
 //! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
-//! drops, a context under the window, a num_ctx under the prompt, one busy slot), each beside a real Turn on the same server (the section at the
-//! end of this file).
+//! drops, a context under the window, a `num_ctx` under the prompt, one busy slot), each beside a real Turn on the
+//! same server (the section at the end of this file).
 
 mod common;
 
@@ -1778,17 +1778,21 @@ async fn ollama_num_ctx_under_the_prompt_cuts_it() {
     compare("ollama: num_ctx under the prompt, no contextWindow", &m, &t);
 }
 
-/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no
-/// byte came (not that the model loads), the timeout's cause is Ollama's queue (`/api/ps`: the model was loaded), and
-/// a real Turn on the same server gets its call once the job has left.
+/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note asks
+/// `/api/ps` when it comes and says the model is loaded, so a queue, not a load; the timeout's cause is Ollama's queue
+/// (`/api/ps` again, before the deadline); a real Turn on the same server gets its call once the job has left. And
+/// while the job holds the one model Ollama keeps loaded (`OLLAMA_MAX_LOADED_MODELS=1`), another model's request
+/// waits for it to leave before its load: the note says Ollama has not loaded it (issue 38, item 4).
 #[tokio::test(flavor = "multi_thread")]
 async fn ollama_one_busy_slot_is_a_queue() {
     let ollama = start_ollama(Ollama {
         parallel: Some(1),
+        max_loaded: Some(1),
         ..Ollama::default()
     })
     .await;
     create(&ollama, "smol-tools", &tools_model("")).await;
+    create(&ollama, "smol-other", &tools_model("")).await;
     let base = ollama.base_url();
     // A job that holds the slot: a long text answer (`max_tokens` is honoured; no tools).
     let job = json!({
@@ -1815,7 +1819,7 @@ async fn ollama_one_busy_slot_is_a_queue() {
     let run = check_at(
         &base,
         "smol-tools",
-        &["--timeout", "4s", "--waiting-note", "1s"],
+        &["--timeout", "5s", "--waiting-note", "2s"],
     )
     .await;
     let m = &run.verdict().models[0];
@@ -1828,21 +1832,76 @@ async fn ollama_one_busy_slot_is_a_queue() {
     );
     assert_eq!(
         m.error.as_deref(),
-        Some(render::timeout_ollama_loaded_error("4").as_str())
+        Some(render::timeout_ollama_loaded_error("5").as_str())
     );
-    // The error names what was seen, not the may-load tail; the waiting note, before the look, says no byte came.
+    // The error names what was seen, not the may-load tail; so does each waiting note, from its own look (bounded by
+    // half the pace: 1 s here).
     assert!(!run.stderr.contains("once it has loaded"), "{}", run.stderr);
+    let notes = |run: &common::Run| -> Vec<String> {
+        run.lines()
+            .into_iter()
+            .filter(|l| l.contains("no verdict yet"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let note = |model: &str, s: u64, timeout: u64, stage| {
+        render::waiting(
+            model,
+            std::time::Duration::from_secs(s),
+            std::time::Duration::from_secs(timeout),
+            stage,
+        )
+    };
+    use jr2_probe::contract::events::WaitStage;
+    let queued = notes(&run);
     assert!(
-        run.stderr.contains(&render::waiting(
-            "smol-tools",
-            std::time::Duration::from_secs(1),
-            std::time::Duration::from_secs(4),
-            jr2_probe::contract::events::WaitStage::NoAnswer
-        )),
-        "{}",
+        !queued.is_empty()
+            && queued
+                .iter()
+                .enumerate()
+                .all(|(i, l)| *l
+                    == note("smol-tools", 2 * (i as u64 + 1), 5, WaitStage::OllamaLoaded)),
+        "{queued:#?}\n{}",
         run.stderr
     );
     assert_cause(&run, &Cause::OllamaLoadedNoAnswer);
+
+    // Another model while the job holds the only one Ollama keeps loaded: it waits for the job before its load, and
+    // /api/ps does not list it. The timeout keeps the may-load tail: a load it is.
+    let run = check_at(
+        &base,
+        "smol-other",
+        &["--timeout", "3s", "--waiting-note", "2s"],
+    )
+    .await;
+    let other = &run.verdict().models[0];
+    assert_eq!(
+        (other.outcome, other.code, other.findings.cause.as_ref()),
+        (Outcome::Timeout, Code::Timeout, None),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    let loading = notes(&run);
+    assert!(
+        !loading.is_empty()
+            && loading.iter().enumerate().all(|(i, l)| *l
+                == note(
+                    "smol-other",
+                    2 * (i as u64 + 1),
+                    3,
+                    WaitStage::OllamaNotLoaded
+                )),
+        "{loading:#?}\n{}",
+        run.stderr
+    );
+    let ps = tokio::task::block_in_place(|| ollama.server.get("/api/ps", None));
+    assert!(
+        ps.body.contains("smol-tools") && !ps.body.contains("smol-other"),
+        "{}",
+        ps.body
+    );
+
     // The job leaves; a Turn then gets its call from the same server (one that waited behind the job would wait up to
     // undici's 300 s for its headers, as the llama-server queue case shows).
     drop(held);

@@ -149,6 +149,11 @@ impl Sender<'_> {
         };
         let first_byte = Some(start.elapsed());
         super::settings::mark(WaitStage::Headers);
+        // Headers that name the server (Ollama's name none): the waiting notes need not ask whether it is Ollama.
+        let named = endpoint::Seen::from_headers(response.headers());
+        if named.kind.is_some() || named.uvicorn {
+            super::settings::mark_other_server();
+        }
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let mut a = self.http_failure(wire, response, status).await;

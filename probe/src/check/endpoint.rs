@@ -270,6 +270,27 @@ pub async fn slots_busy_before(
     tokio::time::timeout_at(deadline, look).await.ok()?
 }
 
+/// The longest the waiting note's look at Ollama's `/api/ps` may take: the note waits for it.
+pub const NOTE_LOOK: Duration = Duration::from_secs(2);
+
+/// The waiting note's look (issue 38, item 4): when no byte of an answer has come, Ollama's `GET /api/ps` at the base
+/// URL's origin, and whether it lists the model (`Some(true)`: loaded, the request queued) or not (`Some(false)`: Ollama
+/// loads it first). `None` when it is not Ollama (no `{"models": [...]}`: a 404, another body), or no answer within
+/// `bound`.
+pub async fn ollama_lists(
+    client: reqwest::Client,
+    target: Target,
+    bound: Duration,
+) -> Option<bool> {
+    let headers = api::wire(target.api)?.request(&target).ok()?.headers;
+    let url = ollama_url(&target.base_url, "api/ps");
+    let ps = tokio::time::timeout(bound, fetch(&client, url, headers))
+        .await
+        .ok()??;
+    let models = ps.get("models")?.as_array()?;
+    Some(ollama_entry(models, &target.id).is_some())
+}
+
 /// `/slots`: the number of slots when each is processing.
 pub fn all_busy(slots: &Value) -> Option<u64> {
     let slots = slots.as_array().filter(|s| !s.is_empty())?;

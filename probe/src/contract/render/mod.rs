@@ -423,6 +423,12 @@ pub fn waiting(
         WaitStage::Headers => "the server answered, and the model has sent nothing yet",
         WaitStage::Text => "the model is streaming text, and no tool call yet",
         WaitStage::ToolCall => "the model is writing its tool call",
+        WaitStage::OllamaLoaded => {
+            "no byte of an answer yet, and Ollama has the model loaded (GET /api/ps): a request queued behind others for a slot (OLLAMA_NUM_PARALLEL sets how many it serves at once), not a load"
+        }
+        WaitStage::OllamaNotLoaded => {
+            "no byte of an answer yet, and Ollama has not loaded the model (GET /api/ps does not list it): it loads it first, once any model it must unload has left"
+        }
     };
     format!(
         "provider: {model}: no verdict yet after {} s of {} s — {known}",
@@ -1941,6 +1947,8 @@ mod tests {
             (60, WaitStage::Headers),
             (90, WaitStage::Text),
             (90, WaitStage::ToolCall),
+            (30, WaitStage::OllamaLoaded),
+            (30, WaitStage::OllamaNotLoaded),
         ] {
             text.push_str(&waiting(
                 m,
