@@ -1634,10 +1634,22 @@ async fn ollama_refusals_beside_real_turns() {
     }
 }
 
+/// A TEMPLATE as Ollama's library templates are: the tools in the system turn, the user's messages, and no
+/// `developer` message (and no example call): SmolLM2-135M answers the probe's request in text.
+const TEXT_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You can call these tools: {{ range .Tools }}{{ json .Function }}{{ end }}<|im_end|>
+{{ end }}
+{{- range .Messages }}{{ if eq .Role "user" }}<|im_start|>user
+{{ .Content }}<|im_end|>
+{{ end }}{{ end }}<|im_start|>assistant
+""""#;
+
 /// A passing tool call through Ollama: SmolLM2-135M with `tests/peers/smollm2-tools.ollama.tmpl`, greedy. Known from
 /// its chunks (`fp_ollama`), its context from `/api/ps`, the notes of what Ollama drops of a Turn's request; beside a
 /// real Turn that gets the call. Then the same model under a `contextWindow` larger than the `num_ctx` it is served
-/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice.
+/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice. And a TEMPLATE as the library's (no `developer`
+/// message, no example): a text answer, whose notes add the temperature `/v1` forces (issue 38, table row 9), beside
+/// a Turn that gets the same text.
 #[tokio::test(flavor = "multi_thread")]
 async fn ollama_passes_a_tool_call_beside_a_real_turn() {
     let ollama = start_ollama(Ollama {
@@ -1711,6 +1723,48 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
         "{}",
         run.stderr
     );
+
+    // The library's kind of TEMPLATE: text, and the temperature note with the other two.
+    create(&ollama, "smol-text", &format!("{TEXT_TEMPLATE}\n{GREEDY}")).await;
+    let show = tokio::task::block_in_place(|| {
+        ollama
+            .server
+            .post("/api/show", None, &json!({"model": "smol-text"}))
+    });
+    assert!(
+        show.json()["template"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("{{- if .Tools }}<|im_start|>system\nYou can call")),
+        "{}",
+        show.body
+    );
+    let run = check_at(&base, "smol-text", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Text, Level::Warning),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.findings.ollama_drops,
+        vec![
+            OllamaDrop::MaxCompletionTokens,
+            OllamaDrop::DeveloperRole,
+            OllamaDrop::Temperature
+        ]
+    );
+    for d in &m.findings.ollama_drops {
+        assert!(
+            run.lines()
+                .contains(&render::ollama_drop("smol-text", *d).as_str()),
+            "{}",
+            run.stderr
+        );
+    }
+    let t = turn(custom_turn(&base, "smol-text", 256, false), &[]).await;
+    compare("ollama: a library TEMPLATE (text)", &m, &t);
 }
 
 /// `num_ctx` smaller than the probe's prompt, and no `--context-window` (issue 38, table row 4): Ollama answers 200
