@@ -1832,6 +1832,55 @@ async fn ollama_num_ctx_under_the_prompt_cuts_it() {
     compare("ollama: num_ctx under the prompt, no contextWindow", &m, &t);
 }
 
+/// A TEMPLATE whose one example answer is `La la la ...`: SmolLM2-135M, greedy, answers the probe the same.
+const LOOP_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You can call these tools: {{ range .Tools }}{{ json .Function }}{{ end }}<|im_end|>
+{{ end }}
+{{- range .Messages }}{{ if eq .Role "user" }}<|im_start|>user
+{{ .Content }}<|im_end|>
+<|im_start|>assistant
+La la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la<|im_end|>
+<|im_start|>user
+{{ .Content }}<|im_end|>
+{{ end }}{{ end }}<|im_start|>assistant
+""""#;
+
+/// A model that writes one token over and over (issue 38, found while trying item 3): Ollama ends a generation whose
+/// token repeats more than 30 times (`llm/server.go`: `prediction aborted, token repeat limit reached`, logged only
+/// at `OLLAMA_DEBUG=1`) and closes the stream with neither a `finish_reason` nor `[DONE]`. The probe names Ollama's cut
+/// (`ollamaRepeatLimit`) on its protocol error; a real Turn on the same server fails the same way.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_cuts_a_model_that_repeats_one_token() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(&ollama, "smol-loop", &format!("{LOOP_TEMPLATE}\n{GREEDY}")).await;
+    let base = ollama.base_url();
+    let run = check_at(&base, "smol-loop", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.level),
+        (Outcome::Protocol, Code::ProtocolError, Level::Error),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(m.error.as_deref(), Some(render::STREAM_CUT_ERROR));
+    assert!(
+        m.answer
+            .as_deref()
+            .is_some_and(|a| a.ends_with(&" la".repeat(30))),
+        "{:?}",
+        m.answer
+    );
+    assert_cause(&run, &Cause::OllamaRepeatLimit);
+    let t = turn(custom_turn(&base, "smol-loop", 256, false), &[]).await;
+    assert_eq!(
+        t.error_message.as_deref(),
+        Some("Stream ended without finish_reason"),
+        "{t:?}"
+    );
+    compare("ollama: one token over and over", &m, &t);
+}
+
 /// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note asks
 /// `/api/ps` when it comes and says the model is loaded, so a queue, not a load; the timeout's cause is Ollama's queue
 /// (`/api/ps` again, before the deadline); a real Turn on the same server gets its call once the job has left. And

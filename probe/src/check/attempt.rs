@@ -168,6 +168,7 @@ impl Sender<'_> {
         a.seen = endpoint::Seen {
             kind: seen.kind.or(a.seen.kind),
             prompt_tokens: a.seen.prompt_tokens,
+            trailing_repeats: a.seen.trailing_repeats,
             ..seen
         };
         a
@@ -301,6 +302,7 @@ impl Sender<'_> {
         };
         let reasoned = judge.reasoned();
         marks.prompt_tokens = judge.prompt_tokens();
+        marks.trailing_repeats = judge.trailing_repeats();
         let call_arguments = judge.call_arguments().map(str::to_owned);
         let call_complete = judge
             .call_complete()
@@ -326,8 +328,7 @@ impl Sender<'_> {
                 error: if answer.is_empty() {
                     "HTTP 200, but the stream ended without an answer event".to_owned()
                 } else {
-                    "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)"
-                        .to_owned()
+                    render::STREAM_CUT_ERROR.to_owned()
                 },
             },
         };

@@ -40,6 +40,9 @@ pub struct Seen {
     /// The prompt's length as the server counted it (`usage.prompt_tokens`, when the stream gave it before the
     /// verdict): Ollama counts the prompt it kept after cutting it to its context (issue 38).
     pub prompt_tokens: Option<u64>,
+    /// How many text pieces in a row, the same once trimmed, ended the answer's text: Ollama cuts a generation whose
+    /// piece repeats more than 30 times and closes the stream with no stop reason (issue 38).
+    pub trailing_repeats: u32,
 }
 
 /// What Ollama writes in every chunk of its `/v1` stream (it sends no `server:` header).
@@ -66,6 +69,7 @@ impl Seen {
             uvicorn: server.starts_with("uvicorn"),
             not_found: false,
             prompt_tokens: None,
+            trailing_repeats: 0,
         }
     }
 

@@ -98,7 +98,7 @@ impl EndpointLook<'_> {
                 || (r.outcome == Outcome::Ok
                     && r.tool_name.as_deref() != Some(crate::prompt::TOOL_NAME)));
         let cause = self
-            .cause(&r, known.as_ref(), target, seen.prompt_tokens)
+            .cause(&r, known.as_ref(), target, seen)
             .or_else(|| r.findings.cause.take());
         if let Some(cause) = cause {
             if let crate::contract::endpoint::Cause::ContextTooSmall {
@@ -149,13 +149,13 @@ impl EndpointLook<'_> {
         r: &ModelResult,
         known: Option<&crate::contract::endpoint::Endpoint>,
         target: &Target,
-        counted: Option<u64>,
+        seen: endpoint::Seen,
     ) -> Option<crate::contract::endpoint::Cause> {
         use crate::contract::endpoint::{Cause, EndpointKind};
         let kind = known.map(|e| e.kind);
         // A result that is already an error keeps the cause its own line names; the context is the next run's. Not
         // an answer to a prompt Ollama cut (its `length` or text answered what was left of it): the cut is the cause.
-        if let Some(c) = known.and_then(|e| endpoint::context_cause(e, target, counted))
+        if let Some(c) = known.and_then(|e| endpoint::context_cause(e, target, seen.prompt_tokens))
             && (r.level != crate::contract::outcome::Level::Error
                 || (matches!(
                     c,
@@ -176,6 +176,14 @@ impl EndpointLook<'_> {
                 (!path.ends_with("/v1")).then_some(Cause::OllamaBaseUrlWithoutV1)
             }
             (_, Code::ModelNotFound) if ollama => Some(Cause::OllamaModelNotFound),
+            // Ollama's own cut: more than 30 repeats of one token end its generation with no stop reason.
+            (Outcome::Protocol, _)
+                if ollama
+                    && seen.trailing_repeats >= OLLAMA_REPEAT_LIMIT
+                    && error == render::STREAM_CUT_ERROR =>
+            {
+                Some(Cause::OllamaRepeatLimit)
+            }
             (Outcome::Text, _)
                 if kind == Some(EndpointKind::LlamaCpp)
                     && known.and_then(|e| e.supports_tools) == Some(false) =>
@@ -198,6 +206,10 @@ impl EndpointLook<'_> {
         }
     }
 }
+
+/// The repeats of one text piece that end Ollama's stream: it cuts at more than 30 of the runner's tokens, and the
+/// stream shows those that came before the cut (31 for a piece that is one token; one less for some slack).
+const OLLAMA_REPEAT_LIMIT: u32 = 30;
 
 /// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
 /// aborted when dropped, so a check that ends first leaves nothing running.

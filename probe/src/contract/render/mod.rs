@@ -144,6 +144,7 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.host
         ),
         Cause::OllamaLoadedNoAnswer => "  - Ollama had the model loaded (GET /api/ps), so this was not a load: either the request waited for a busy slot (OLLAMA_NUM_PARALLEL sets how many requests a model serves at once), or Ollama's tool parser held back a tool call the model began and never closed (it sends nothing until the call closes, and ignores max_completion_tokens: PARAMETER num_predict caps it)".to_owned(),
+        Cause::OllamaRepeatLimit => "  - Ollama cut the answer: the model wrote one token over and over, and Ollama ends a generation whose token repeats more than 30 times and closes the stream with no stop reason (only its log says so, at OLLAMA_DEBUG=1: `token repeat limit reached`); a Turn gets the same cut stream (`Stream ended without finish_reason`)".to_owned(),
         Cause::OllamaHeldBackCall => "  - Ollama held back an unfinished tool call: its tool parser sends nothing after the start of a call (its TEMPLATE's tag) until the call closes, and the model began one and had not closed it when the check gave up (a model too slow for the timeout, or one that never closes it; max_completion_tokens does not stop it, Ollama ignores it): cap the model with PARAMETER num_predict, and choose a model (or a TEMPLATE) that closes its calls in time".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
@@ -312,6 +313,7 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::OllamaModelNotFound => "pull or create the model on the Ollama server (`ollama list`, `ollama pull <name:tag>`), or fix its id in jr2.config.ts, then run jr2 up again".to_owned(),
         Cause::OllamaBaseUrlWithoutV1 => "end the provider's baseUrl in jr2.config.ts with /v1 (Ollama's OpenAI-compatible API), then run jr2 up again".to_owned(),
         Cause::OllamaLoadedNoAnswer => "run jr2 up again when Ollama is idle, or raise OLLAMA_NUM_PARALLEL; if it happens when idle, the model began a tool call it never closed: choose a model that calls tools, and cap it with PARAMETER num_predict".to_owned(),
+        Cause::OllamaRepeatLimit => "choose a model (or a TEMPLATE) that calls the tool rather than loop on the request: Ollama cut this one's answer when it repeated a token more than 30 times, then run jr2 up again".to_owned(),
         Cause::OllamaHeldBackCall => "cap the model with PARAMETER num_predict in its Modelfile (Ollama ignores max_completion_tokens), and choose a model or TEMPLATE that closes its tool calls, then run jr2 up again".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
@@ -366,6 +368,10 @@ pub fn context_too_small_error(served: u64, needed: u64, server: Option<Endpoint
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
     )
 }
+
+/// `<error>` of a 200 whose stream ended after some answer, with neither a stop reason nor an end event.
+pub const STREAM_CUT_ERROR: &str =
+    "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)";
 
 /// `<error>` of an answer to a prompt Ollama cut to its served context (its count of the prompt filled the context;
 /// issue 38).
@@ -1885,6 +1891,15 @@ mod tests {
                     slots: None,
                     prompt_cut: false,
                 },
+            ),
+        ));
+        cases.push((
+            "Ollama: a stream cut at its repeat limit",
+            with(
+                Outcome::Protocol,
+                STREAM_CUT_ERROR,
+                Some(200),
+                Cause::OllamaRepeatLimit,
             ),
         ));
         cases.push((
