@@ -277,22 +277,37 @@ pub async fn slots_busy_before(
 /// The longest the waiting note's look at Ollama's `/api/ps` may take: the note waits for it.
 pub const NOTE_LOOK: Duration = Duration::from_secs(2);
 
+/// What Ollama's `GET /api/ps` said to the waiting note's look ([`ollama_lists`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PsSaid {
+    /// It lists the model: loaded, so a request with no answer waits for a slot.
+    Listed,
+    /// It does not: Ollama loads the model first.
+    NotListed,
+    /// Not Ollama: an error status, a body that is not `{"models": [...]}`, no connection. No more looks.
+    NotOllama,
+    /// No answer within the look's bound: nothing learned.
+    Silent,
+}
+
 /// The waiting note's look (issue 38, item 4): when no byte of an answer has come, Ollama's `GET /api/ps` at the base
-/// URL's origin, and whether it lists the model (`Some(true)`: loaded, the request queued) or not (`Some(false)`: Ollama
-/// loads it first). `None` when it is not Ollama (no `{"models": [...]}`: a 404, another body), or no answer within
-/// `bound`.
-pub async fn ollama_lists(
-    client: reqwest::Client,
-    target: Target,
-    bound: Duration,
-) -> Option<bool> {
-    let headers = api::wire(target.api)?.request(&target).ok()?.headers;
+/// URL's origin, and whether it lists the model, within `bound`.
+pub async fn ollama_lists(client: reqwest::Client, target: Target, bound: Duration) -> PsSaid {
+    let Some(headers) = api::wire(target.api)
+        .and_then(|w| w.request(&target).ok())
+        .map(|r| r.headers)
+    else {
+        return PsSaid::NotOllama;
+    };
     let url = ollama_url(&target.base_url, "api/ps");
-    let ps = tokio::time::timeout(bound, fetch(&client, url, headers))
-        .await
-        .ok()??;
-    let models = ps.get("models")?.as_array()?;
-    Some(ollama_entry(models, &target.id).is_some())
+    match tokio::time::timeout(bound, fetch(&client, url, headers)).await {
+        Err(_) => PsSaid::Silent,
+        Ok(ps) => match ps.as_ref().and_then(|p| p.get("models")?.as_array()) {
+            Some(models) if ollama_entry(models, &target.id).is_some() => PsSaid::Listed,
+            Some(_) => PsSaid::NotListed,
+            None => PsSaid::NotOllama,
+        },
+    }
 }
 
 /// `/slots`: the number of slots when each is processing.

@@ -153,7 +153,7 @@ impl Checker {
         // look is bounded by half the pace, so it ends before the next note; the note waits for it.
         let mut may_be_ollama = endpoint::applies(target);
         let bound = endpoint::NOTE_LOOK.min(pace / 2);
-        type Look = std::pin::Pin<Box<dyn std::future::Future<Output = Option<bool>> + Send>>;
+        type Look = std::pin::Pin<Box<dyn std::future::Future<Output = endpoint::PsSaid> + Send>>;
         let mut look: Option<(Duration, Look)> = None;
         loop {
             tokio::select! {
@@ -178,10 +178,11 @@ impl Checker {
                 listed = async { look.as_mut().expect("guarded").1.as_mut().await }, if look.is_some() => {
                     let (at, _) = look.take().expect("guarded");
                     let said = match listed {
-                        Some(true) => WaitStage::OllamaLoaded,
-                        Some(false) => WaitStage::OllamaNotLoaded,
+                        endpoint::PsSaid::Listed => WaitStage::OllamaLoaded,
+                        endpoint::PsSaid::NotListed => WaitStage::OllamaNotLoaded,
+                        endpoint::PsSaid::Silent => WaitStage::NoAnswer,
                         // Not Ollama: no more looks.
-                        None => {
+                        endpoint::PsSaid::NotOllama => {
                             may_be_ollama = false;
                             WaitStage::NoAnswer
                         }
