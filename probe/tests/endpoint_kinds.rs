@@ -450,8 +450,8 @@ async fn the_waiting_note_asks_ollama_whether_the_model_is_loaded() {
 
 /// Issue 38: Ollama's tool parser holds back everything after the start of a tool call until it closes; a model that
 /// began one and never closed it streamed text, then nothing. The timeout then names the held-back call, not a queue
-/// (`/api/ps`: the model was loaded; text had come). The real Ollama of `real_peers.rs` cannot be made to do it on
-/// demand (SmolLM2 closes the calls it opens through the test TEMPLATE).
+/// (`/api/ps`: the model was loaded; text had come). The real Ollama does it in `real_peers.rs`
+/// (`ollama_holds_back_a_call_that_never_closes`).
 #[tokio::test(flavor = "multi_thread")]
 async fn ollama_holding_back_an_unfinished_call_is_named() {
     let fake = server(Kind::Ollama, 4096, true).await;

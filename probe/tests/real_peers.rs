@@ -30,8 +30,8 @@
 //!
 //! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
 //! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
-//! drops, a context under the window, a `num_ctx` under the prompt, one busy slot), each beside a real Turn on the
-//! same server (the section at the end of this file).
+//! drops, a context under the window, a `num_ctx` under the prompt, a held-back call, one busy slot), each beside a
+//! real Turn on the same server (the section at the end of this file).
 
 mod common;
 
@@ -1879,6 +1879,119 @@ async fn ollama_cuts_a_model_that_repeats_one_token() {
         "{t:?}"
     );
     compare("ollama: one token over and over", &m, &t);
+}
+
+/// A TEMPLATE whose prompt is a count the model carries on (SmolLM2-135M, greedy, counts for as long as it may), and
+/// whose tool-call block begins with `, `: Ollama's tool parser takes its tag from the head of that block (`,`), so
+/// the first number streams as text and everything after the first comma is held back as a call that never closes.
+/// The request's messages are not rendered: every request's prompt is the same, and Ollama's prompt cache serves it.
+/// The count the [`COUNT_TEMPLATE`]'s prompt holds: 1 to 101 (a model shown less stops at a round number).
+const COUNT: &str = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101,";
+
+const COUNT_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You count, one number after the other, and never stop.<|im_end|>
+<|im_start|>user
+Count.<|im_end|>
+<|im_start|>assistant
+COUNT{{ end }}
+{{- range .Messages }}{{ if .ToolCalls }}, {{ end }}{{ end }}"""
+PARAMETER num_predict 100000"#;
+
+/// Ollama's tool parser holding back a call the model began and never closed (issue 38, table row 6), on the real
+/// server: text (` 102`), then Ollama's tag, then nothing while the model writes on. The probe's timeout names the
+/// held-back call (`ollamaHeldBackCall`: text came, `/api/ps` lists the model); the waiting note says text streamed;
+/// a real Turn on the same server gets nothing more either, until its abort. A first request, read up to its first
+/// chunk and dropped, loads the model and fills Ollama's prompt cache, so the probe's text comes in the first second
+/// of its 10 whatever the load.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_holds_back_a_call_that_never_closes() {
+    let ollama = start_ollama(Ollama {
+        parallel: Some(1),
+        ..Ollama::default()
+    })
+    .await;
+    create(
+        &ollama,
+        "smol-count",
+        &format!("{}\n{GREEDY}", COUNT_TEMPLATE.replace("COUNT", COUNT)),
+    )
+    .await;
+    let base = ollama.base_url();
+    let mut warm = probe_request(256, None);
+    warm["model"] = "smol-count".into();
+    let first = tokio::task::block_in_place(|| {
+        let mut held = ollama.server.hold("/v1/chat/completions", &warm);
+        first_chunk(&mut held, std::time::Duration::from_secs(300))
+    });
+    assert!(first.contains("\"content\":\" \""), "{first}");
+    let run = check_at(
+        &base,
+        "smol-count",
+        &["--timeout", "10s", "--waiting-note", "4s"],
+    )
+    .await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_ollama_held_back_error("10").as_str()),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaHeldBackCall);
+    assert!(
+        run.stderr.contains(&render::waiting(
+            "smol-count",
+            std::time::Duration::from_secs(4),
+            std::time::Duration::from_secs(10),
+            jr2_probe::contract::events::WaitStage::Text
+        )),
+        "{}",
+        run.stderr
+    );
+    let mut request = custom_turn(&base, "smol-count", 256, false);
+    request["abortAfterMs"] = 10_000.into();
+    let t = turn(request, &[]).await;
+    compare("ollama: a call that never closes", &m, &t);
+}
+
+/// Reads a held request's answer up to its first SSE chunk (bounded by `deadline`), and returns what came.
+fn first_chunk(stream: &mut std::net::TcpStream, deadline: std::time::Duration) -> String {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+        .expect("a read timeout");
+    let start = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("read the held answer: {e}"),
+        }
+        let text = String::from_utf8_lossy(&got);
+        if let Some(i) = text.find("data: {")
+            && let Some(end) = text[i..].find("\n\n")
+        {
+            return text[i..i + end].to_owned();
+        }
+    }
+    panic!(
+        "no chunk in {deadline:?}: {}",
+        String::from_utf8_lossy(&got)
+    );
 }
 
 /// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note asks
