@@ -177,6 +177,7 @@ pub fn replay(kind: ApiKind, data: &[u8]) {
         StreamEvent::ToolCall { .. }
         | StreamEvent::ToolArguments(_)
         | StreamEvent::ToolCallEnd
+        | StreamEvent::PromptTokens(_)
         | StreamEvent::Done => {}
     };
     let mut judge = StreamJudge::new(wire);

@@ -206,6 +206,7 @@ async fn a_served_context_smaller_than_the_window_is_an_error() {
         from_window: true,
         server: EndpointKind::LlamaCpp,
         slots: None,
+        prompt_cut: false,
     };
     assert_eq!(r.findings.cause.as_ref(), Some(&cause));
     assert_eq!(
@@ -396,10 +397,61 @@ async fn the_waiting_note_says_how_far_the_try_came() {
     }
 }
 
+/// Issue 38, item 4: with no byte of an answer, the waiting note asks Ollama's `/api/ps`. A (fake) Ollama that does
+/// not list the model: each note says Ollama has not loaded it, and asks again at the next; a server that answers the
+/// GET with a 404 (the llama.cpp fake): the plain note, and no more GETs after the first.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waiting_note_asks_ollama_whether_the_model_is_loaded() {
+    use jr2_probe::contract::events::WaitStage;
+    for (kind, stage) in [
+        (Kind::Ollama, WaitStage::OllamaNotLoaded),
+        (Kind::LlamaCpp, WaitStage::NoAnswer),
+    ] {
+        let fake = server(kind, 8192, true).await;
+        let run = check(
+            &fake,
+            "ok-slow-2400",
+            &["--waiting-note", "500ms", "--timeout", "10s"],
+        )
+        .await;
+        assert_eq!(
+            run.verdict().models[0].outcome,
+            Outcome::Ok,
+            "{kind:?}: {}",
+            run.stderr
+        );
+        let notes: Vec<String> = lines(&run)
+            .into_iter()
+            .filter(|l| l.contains("no verdict yet"))
+            .collect();
+        let note = |ms| {
+            render::waiting(
+                "ok-slow-2400",
+                std::time::Duration::from_millis(ms),
+                std::time::Duration::from_secs(10),
+                stage,
+            )
+        };
+        assert!(
+            notes.starts_with(&[note(500), note(1000), note(1500)]),
+            "{kind:?}: {notes:#?}"
+        );
+        let looks = fake
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == "/api/ps")
+            .count();
+        match kind {
+            Kind::Ollama => assert!(looks >= 3, "{looks}"),
+            _ => assert_eq!(looks, 1, "no look after the 404"),
+        }
+    }
+}
+
 /// Issue 38: Ollama's tool parser holds back everything after the start of a tool call until it closes; a model that
 /// began one and never closed it streamed text, then nothing. The timeout then names the held-back call, not a queue
-/// (`/api/ps`: the model was loaded; text had come). The real Ollama of `real_peers.rs` cannot be made to do it on
-/// demand (SmolLM2 closes the calls it opens through the test TEMPLATE).
+/// (`/api/ps`: the model was loaded; text had come). The real Ollama does it in `real_peers.rs`
+/// (`ollama_holds_back_a_call_that_never_closes`).
 #[tokio::test(flavor = "multi_thread")]
 async fn ollama_holding_back_an_unfinished_call_is_named() {
     let fake = server(Kind::Ollama, 4096, true).await;

@@ -30,8 +30,8 @@
 //!
 //! **Ollama** (issue 38): v0.17.4 built from its Go module, SmolLM2 imported with `ollama create`; its rows (a TEMPLATE
 //! without tools, an unknown model, a base URL without `/v1`, the passing tool call with the notes of what Ollama
-//! drops, a context under the window, one busy slot), each beside a real Turn on the same server (the section at the
-//! end of this file).
+//! drops, a context under the window, a `num_ctx` under the prompt, a held-back call, one busy slot), each beside a
+//! real Turn on the same server (the section at the end of this file).
 
 mod common;
 
@@ -280,6 +280,14 @@ const ON_PURPOSE: &[OnPurpose] = &[
         turn: "called",
         why: "the check's timeout is the user's rule; a Turn waits for Ollama's slot (up to undici's 300 s for the \
               headers). The probe's error says Ollama had the model loaded instead of 'loads on first use'",
+    },
+    OnPurpose {
+        case: "ollama: num_ctx under the prompt, no contextWindow",
+        probe: Outcome::Http,
+        turn: "length",
+        why: "Ollama cut the prompt to its num_ctx of 128 and answered 200: the model wrote what it wrote after what was \
+              left of the prompt (here until PARAMETER num_predict), and a Turn takes that answer; the probe names the \
+              cut (contextTooSmall, from the answer's usage.prompt_tokens filling the context GET /api/ps names)",
     },
     OnPurpose {
         case: "queue: -np 1 with a job ahead",
@@ -627,6 +635,7 @@ async fn llama_server_context_smaller_than_the_plans() {
                 from_window: true,
                 server: EndpointKind::LlamaCpp,
                 slots: None,
+                prompt_cut: false,
             },
         );
         assert!(run.lines().last().unwrap().contains("llama-server's -c"));
@@ -1207,6 +1216,7 @@ async fn llama_server_s_context_rules_hold_against_the_server() {
         from_window: true,
         server: EndpointKind::LlamaCpp,
         slots: Some(4),
+        prompt_cut: false,
     };
     assert_eq!(
         m.code,
@@ -1624,10 +1634,22 @@ async fn ollama_refusals_beside_real_turns() {
     }
 }
 
+/// A TEMPLATE as Ollama's library templates are: the tools in the system turn, the user's messages, and no
+/// `developer` message (and no example call): SmolLM2-135M answers the probe's request in text.
+const TEXT_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You can call these tools: {{ range .Tools }}{{ json .Function }}{{ end }}<|im_end|>
+{{ end }}
+{{- range .Messages }}{{ if eq .Role "user" }}<|im_start|>user
+{{ .Content }}<|im_end|>
+{{ end }}{{ end }}<|im_start|>assistant
+""""#;
+
 /// A passing tool call through Ollama: SmolLM2-135M with `tests/peers/smollm2-tools.ollama.tmpl`, greedy. Known from
 /// its chunks (`fp_ollama`), its context from `/api/ps`, the notes of what Ollama drops of a Turn's request; beside a
 /// real Turn that gets the call. Then the same model under a `contextWindow` larger than the `num_ctx` it is served
-/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice.
+/// with: `contextTooSmall` from `/api/ps`, with Ollama's own advice. And a TEMPLATE as the library's (no `developer`
+/// message, no example): a text answer, whose notes add the temperature `/v1` forces (issue 38, table row 9), beside
+/// a Turn that gets the same text.
 #[tokio::test(flavor = "multi_thread")]
 async fn ollama_passes_a_tool_call_beside_a_real_turn() {
     let ollama = start_ollama(Ollama {
@@ -1693,6 +1715,7 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
             from_window: true,
             server: EndpointKind::Ollama,
             slots: None,
+            prompt_cut: false,
         },
     );
     assert!(
@@ -1700,19 +1723,262 @@ async fn ollama_passes_a_tool_call_beside_a_real_turn() {
         "{}",
         run.stderr
     );
+
+    // The library's kind of TEMPLATE: text, and the temperature note with the other two.
+    create(&ollama, "smol-text", &format!("{TEXT_TEMPLATE}\n{GREEDY}")).await;
+    let show = tokio::task::block_in_place(|| {
+        ollama
+            .server
+            .post("/api/show", None, &json!({"model": "smol-text"}))
+    });
+    assert!(
+        show.json()["template"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("{{- if .Tools }}<|im_start|>system\nYou can call")),
+        "{}",
+        show.body
+    );
+    let run = check_at(&base, "smol-text", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.level),
+        (Outcome::Text, Level::Warning),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.findings.ollama_drops,
+        vec![
+            OllamaDrop::MaxCompletionTokens,
+            OllamaDrop::DeveloperRole,
+            OllamaDrop::Temperature
+        ]
+    );
+    for d in &m.findings.ollama_drops {
+        assert!(
+            run.lines()
+                .contains(&render::ollama_drop("smol-text", *d).as_str()),
+            "{}",
+            run.stderr
+        );
+    }
+    let t = turn(custom_turn(&base, "smol-text", 256, false), &[]).await;
+    compare("ollama: a library TEMPLATE (text)", &m, &t);
 }
 
-/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note says no
-/// byte came (not that the model loads), the timeout's cause is Ollama's queue (`/api/ps`: the model was loaded), and
-/// a real Turn on the same server gets its call once the job has left.
+/// `num_ctx` smaller than the probe's prompt, and no `--context-window` (issue 38, table row 4): Ollama answers 200
+/// and cuts the prompt silently (only its log says `truncating input prompt`), keeping its start and its end. The
+/// probe's estimate of its prompt (81 tokens) is under the 128 Ollama serves, but SmolLM2's tool TEMPLATE makes it 182:
+/// the answer's `usage.prompt_tokens` (what Ollama kept) filling the context says it was cut. `contextTooSmall` from
+/// `/api/ps`, with Ollama's advice; a real Turn on the same server gets what the model wrote after the cut prompt
+/// (`PARAMETER num_predict 16` stops it: a Turn's `max_completion_tokens` is ignored, and SmolLM2 writes on for
+/// minutes), and the difference is listed on purpose.
 #[tokio::test(flavor = "multi_thread")]
-async fn ollama_one_busy_slot_is_a_queue() {
+async fn ollama_num_ctx_under_the_prompt_cuts_it() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(
+        &ollama,
+        "smol-cut",
+        &tools_model("PARAMETER num_ctx 128\nPARAMETER num_predict 16"),
+    )
+    .await;
+    let base = ollama.base_url();
+    let run = check_at(&base, "smol-cut", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.level),
+        (Outcome::Http, Code::ContextTooSmall, Level::Error),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.findings.endpoint.as_ref().and_then(|e| e.context_length),
+        Some(128),
+        "PARAMETER num_ctx, read from /api/ps: {:?}",
+        m.findings.endpoint
+    );
+    // The server's own word that it cut the prompt, which only its log gives.
+    assert!(
+        ollama
+            .server
+            .log()
+            .contains("msg=\"truncating input prompt\" limit=128"),
+        "{}",
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::context_cut_error(128).as_str())
+    );
+    assert_cause(
+        &run,
+        &Cause::ContextTooSmall {
+            served: 128,
+            needed: jr2_probe::prompt::estimated_tokens().max(129),
+            from_window: false,
+            server: EndpointKind::Ollama,
+            slots: None,
+            prompt_cut: true,
+        },
+    );
+    assert!(
+        run.stderr.contains("PARAMETER num_ctx") && run.stderr.contains("OLLAMA_CONTEXT_LENGTH"),
+        "{}",
+        run.stderr
+    );
+    let t = turn(custom_turn(&base, "smol-cut", 256, false), &[]).await;
+    compare("ollama: num_ctx under the prompt, no contextWindow", &m, &t);
+}
+
+/// A TEMPLATE whose one example answer is `La la la ...`: SmolLM2-135M, greedy, answers the probe the same.
+const LOOP_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You can call these tools: {{ range .Tools }}{{ json .Function }}{{ end }}<|im_end|>
+{{ end }}
+{{- range .Messages }}{{ if eq .Role "user" }}<|im_start|>user
+{{ .Content }}<|im_end|>
+<|im_start|>assistant
+La la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la la<|im_end|>
+<|im_start|>user
+{{ .Content }}<|im_end|>
+{{ end }}{{ end }}<|im_start|>assistant
+""""#;
+
+/// A model that writes one token over and over (issue 38, found while trying item 3): Ollama ends a generation whose
+/// token repeats more than 30 times (`llm/server.go`: `prediction aborted, token repeat limit reached`, logged only
+/// at `OLLAMA_DEBUG=1`) and closes the stream with neither a `finish_reason` nor `[DONE]`. The probe names Ollama's cut
+/// (`ollamaRepeatLimit`) on its protocol error; a real Turn on the same server fails the same way.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_cuts_a_model_that_repeats_one_token() {
+    let ollama = start_ollama(Ollama::default()).await;
+    create(&ollama, "smol-loop", &format!("{LOOP_TEMPLATE}\n{GREEDY}")).await;
+    let base = ollama.base_url();
+    let run = check_at(&base, "smol-loop", &["--timeout", "600s"]).await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code, m.level),
+        (Outcome::Protocol, Code::ProtocolError, Level::Error),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(m.error.as_deref(), Some(render::STREAM_CUT_ERROR));
+    assert!(
+        m.answer
+            .as_deref()
+            .is_some_and(|a| a.ends_with(&" la".repeat(30))),
+        "{:?}",
+        m.answer
+    );
+    assert_cause(&run, &Cause::OllamaRepeatLimit);
+    let t = turn(custom_turn(&base, "smol-loop", 256, false), &[]).await;
+    assert_eq!(
+        t.error_message.as_deref(),
+        Some("Stream ended without finish_reason"),
+        "{t:?}"
+    );
+    compare("ollama: one token over and over", &m, &t);
+}
+
+/// A TEMPLATE whose prompt is a count the model carries on (SmolLM2-135M, greedy, counts for as long as it may), and
+/// whose tool-call block begins with `, `: Ollama's tool parser takes its tag from the head of that block (`,`), so
+/// the first number streams as text and everything after the first comma is held back as a call that never closes.
+/// The request's messages are not rendered: every request's prompt is the same, and Ollama's prompt cache serves it.
+/// The count the [`COUNT_TEMPLATE`]'s prompt holds: 1 to 101 (a model shown less stops at a round number).
+const COUNT: &str = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101,";
+
+const COUNT_TEMPLATE: &str = r#"TEMPLATE """{{- if .Tools }}<|im_start|>system
+You count, one number after the other, and never stop.<|im_end|>
+<|im_start|>user
+Count.<|im_end|>
+<|im_start|>assistant
+COUNT{{ end }}
+{{- range .Messages }}{{ if .ToolCalls }}, {{ end }}{{ end }}"""
+PARAMETER num_predict 100000"#;
+
+/// Ollama's tool parser holding back a call the model began and never closed (issue 38, table row 6), on the real
+/// server: text (` 102`), then Ollama's tag, then nothing while the model writes on. The probe's timeout names the
+/// held-back call (`ollamaHeldBackCall`: text came, `/api/ps` lists the model); the waiting note says text streamed;
+/// a real Turn on the same server gets nothing more either, until its abort. A first request of one token loads the
+/// model and fills Ollama's prompt cache, so the probe's text comes in the first second of its 10 whatever the load.
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_holds_back_a_call_that_never_closes() {
     let ollama = start_ollama(Ollama {
         parallel: Some(1),
         ..Ollama::default()
     })
     .await;
+    create(
+        &ollama,
+        "smol-count",
+        &format!("{}\n{GREEDY}", COUNT_TEMPLATE.replace("COUNT", COUNT)),
+    )
+    .await;
+    let base = ollama.base_url();
+    // The first request: one token (`max_tokens`, which Ollama honours), read to its end, so its slot is free again
+    // and holds the prompt when the probe's request comes.
+    let mut warm = probe_request(256, None);
+    warm["model"] = "smol-count".into();
+    warm["max_tokens"] = 1.into();
+    let warmed = post(&ollama.server, "/v1/chat/completions", None, warm).await;
+    assert!(
+        warmed.status == 200 && warmed.body.contains("\"finish_reason\":\"length\""),
+        "{}",
+        warmed.body
+    );
+    let run = check_at(
+        &base,
+        "smol-count",
+        &["--timeout", "10s", "--waiting-note", "4s"],
+    )
+    .await;
+    let m = assert_ollama(&run);
+    assert_eq!(
+        (m.outcome, m.code),
+        (Outcome::Timeout, Code::Timeout),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    assert_eq!(
+        m.error.as_deref(),
+        Some(render::timeout_ollama_held_back_error("10").as_str()),
+        "{}",
+        run.stderr
+    );
+    assert_cause(&run, &Cause::OllamaHeldBackCall);
+    assert!(
+        run.stderr.contains(&render::waiting(
+            "smol-count",
+            std::time::Duration::from_secs(4),
+            std::time::Duration::from_secs(10),
+            jr2_probe::contract::events::WaitStage::Text
+        )),
+        "{}",
+        run.stderr
+    );
+    let mut request = custom_turn(&base, "smol-count", 256, false);
+    request["abortAfterMs"] = 10_000.into();
+    let t = turn(request, &[]).await;
+    compare("ollama: a call that never closes", &m, &t);
+}
+
+/// One slot (`OLLAMA_NUM_PARALLEL=1`) busy with another request: no byte until it frees. The waiting note asks
+/// `/api/ps` when it comes and says the model is loaded, so a queue, not a load; the timeout's cause is Ollama's queue
+/// (`/api/ps` again, before the deadline); a real Turn on the same server gets its call once the job has left. And
+/// while the job holds the one model Ollama keeps loaded (`OLLAMA_MAX_LOADED_MODELS=1`), another model's request
+/// waits for it to leave before its load: the note says Ollama has not loaded it (issue 38, item 4).
+#[tokio::test(flavor = "multi_thread")]
+async fn ollama_one_busy_slot_is_a_queue() {
+    let ollama = start_ollama(Ollama {
+        parallel: Some(1),
+        max_loaded: Some(1),
+        ..Ollama::default()
+    })
+    .await;
     create(&ollama, "smol-tools", &tools_model("")).await;
+    create(&ollama, "smol-other", &tools_model("")).await;
     let base = ollama.base_url();
     // A job that holds the slot: a long text answer (`max_tokens` is honoured; no tools).
     let job = json!({
@@ -1739,7 +2005,7 @@ async fn ollama_one_busy_slot_is_a_queue() {
     let run = check_at(
         &base,
         "smol-tools",
-        &["--timeout", "4s", "--waiting-note", "1s"],
+        &["--timeout", "5s", "--waiting-note", "2s"],
     )
     .await;
     let m = &run.verdict().models[0];
@@ -1752,21 +2018,76 @@ async fn ollama_one_busy_slot_is_a_queue() {
     );
     assert_eq!(
         m.error.as_deref(),
-        Some(render::timeout_ollama_loaded_error("4").as_str())
+        Some(render::timeout_ollama_loaded_error("5").as_str())
     );
-    // The error names what was seen, not the may-load tail; the waiting note, before the look, says no byte came.
+    // The error names what was seen, not the may-load tail; so does each waiting note, from its own look (bounded by
+    // half the pace: 1 s here).
     assert!(!run.stderr.contains("once it has loaded"), "{}", run.stderr);
+    let notes = |run: &common::Run| -> Vec<String> {
+        run.lines()
+            .into_iter()
+            .filter(|l| l.contains("no verdict yet"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let note = |model: &str, s: u64, timeout: u64, stage| {
+        render::waiting(
+            model,
+            std::time::Duration::from_secs(s),
+            std::time::Duration::from_secs(timeout),
+            stage,
+        )
+    };
+    use jr2_probe::contract::events::WaitStage;
+    let queued = notes(&run);
     assert!(
-        run.stderr.contains(&render::waiting(
-            "smol-tools",
-            std::time::Duration::from_secs(1),
-            std::time::Duration::from_secs(4),
-            jr2_probe::contract::events::WaitStage::NoAnswer
-        )),
-        "{}",
+        !queued.is_empty()
+            && queued
+                .iter()
+                .enumerate()
+                .all(|(i, l)| *l
+                    == note("smol-tools", 2 * (i as u64 + 1), 5, WaitStage::OllamaLoaded)),
+        "{queued:#?}\n{}",
         run.stderr
     );
     assert_cause(&run, &Cause::OllamaLoadedNoAnswer);
+
+    // Another model while the job holds the only one Ollama keeps loaded: it waits for the job before its load, and
+    // /api/ps does not list it. The timeout keeps the may-load tail: a load it is.
+    let run = check_at(
+        &base,
+        "smol-other",
+        &["--timeout", "3s", "--waiting-note", "2s"],
+    )
+    .await;
+    let other = &run.verdict().models[0];
+    assert_eq!(
+        (other.outcome, other.code, other.findings.cause.as_ref()),
+        (Outcome::Timeout, Code::Timeout, None),
+        "{}\n{}",
+        run.stderr,
+        ollama.server.log()
+    );
+    let loading = notes(&run);
+    assert!(
+        !loading.is_empty()
+            && loading.iter().enumerate().all(|(i, l)| *l
+                == note(
+                    "smol-other",
+                    2 * (i as u64 + 1),
+                    3,
+                    WaitStage::OllamaNotLoaded
+                )),
+        "{loading:#?}\n{}",
+        run.stderr
+    );
+    let ps = tokio::task::block_in_place(|| ollama.server.get("/api/ps", None));
+    assert!(
+        ps.body.contains("smol-tools") && !ps.body.contains("smol-other"),
+        "{}",
+        ps.body
+    );
+
     // The job leaves; a Turn then gets its call from the same server (one that waited behind the job would wait up to
     // undici's 300 s for its headers, as the llama-server queue case shows).
     drop(held);

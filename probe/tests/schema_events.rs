@@ -124,6 +124,8 @@ async fn every_line_and_the_termination_message_of_a_run_validate() {
         WaitStage::Headers,
         WaitStage::Text,
         WaitStage::ToolCall,
+        WaitStage::OllamaLoaded,
+        WaitStage::OllamaNotLoaded,
     ] {
         let waiting = ProbeEvent::Waiting {
             index: 0,

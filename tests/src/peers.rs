@@ -672,6 +672,9 @@ pub struct Ollama {
     pub parallel: Option<u32>,
     /// `OLLAMA_CONTEXT_LENGTH`: the context a model is loaded with when its Modelfile sets no `num_ctx`.
     pub context_length: Option<u32>,
+    /// `OLLAMA_MAX_LOADED_MODELS`: the models loaded at once (1: another model waits until the loaded one is idle
+    /// and unloaded).
+    pub max_loaded: Option<u32>,
 }
 
 /// A running Ollama and the directory that holds its models; dropping it kills the server and removes the directory.
@@ -715,6 +718,9 @@ impl Ollama {
         }
         if let Some(n) = self.context_length {
             cmd.env("OLLAMA_CONTEXT_LENGTH", n.to_string());
+        }
+        if let Some(n) = self.max_loaded {
+            cmd.env("OLLAMA_MAX_LOADED_MODELS", n.to_string());
         }
         let server = spawn(cmd, "ollama", port).wait_ready("/", Duration::from_secs(60));
         OllamaServer { server, dir }

@@ -47,6 +47,9 @@ pub enum StreamEvent {
     Stop(String),
     /// The provider reported an error inside the stream after its 200.
     Error(ProviderError),
+    /// The prompt's length as the server counted it (Chat Completions' `usage.prompt_tokens`): Ollama counts the
+    /// prompt it kept, so a count that fills its context says it cut the prompt (issue 38).
+    PromptTokens(u64),
     /// The stream's own end marker (`[DONE]`).
     Done,
 }

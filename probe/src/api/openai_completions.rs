@@ -301,6 +301,9 @@ struct Chunk {
     choices: Vec<Choice>,
     #[serde(default)]
     error: Option<Value>,
+    /// The usage chunk (`stream_options.include_usage`): only the prompt's count is read.
+    #[serde(default)]
+    usage: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -382,6 +385,14 @@ impl StreamReader for Reader {
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 out.push(StreamEvent::Stop(reason));
             }
+        }
+        if let Some(n) = chunk
+            .usage
+            .as_ref()
+            .and_then(|u| u.get("prompt_tokens"))
+            .and_then(Value::as_u64)
+        {
+            out.push(StreamEvent::PromptTokens(n));
         }
         Ok(())
     }
@@ -575,11 +586,11 @@ mod tests {
 
     #[test]
     fn usage_chunk_and_done() {
-        assert!(
-            read(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#)
-                .unwrap()
-                .is_empty()
+        assert_eq!(
+            read(r#"{"choices":[],"usage":{"prompt_tokens":128,"completion_tokens":16}}"#).unwrap(),
+            vec![StreamEvent::PromptTokens(128)]
         );
+        assert!(read(r#"{"choices":[],"usage":null}"#).unwrap().is_empty());
         assert_eq!(read("[DONE]").unwrap(), vec![StreamEvent::Done]);
     }
 

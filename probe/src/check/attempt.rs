@@ -149,6 +149,11 @@ impl Sender<'_> {
         };
         let first_byte = Some(start.elapsed());
         super::settings::mark(WaitStage::Headers);
+        // Headers that name the server (Ollama's name none): the waiting notes need not ask whether it is Ollama.
+        let named = endpoint::Seen::from_headers(response.headers());
+        if named.kind.is_some() || named.uvicorn {
+            super::settings::mark_other_server();
+        }
         let status = response.status().as_u16();
         if !response.status().is_success() {
             let mut a = self.http_failure(wire, response, status).await;
@@ -162,6 +167,8 @@ impl Sender<'_> {
         // The stream's own mark (Ollama's fingerprint) when the headers named nothing.
         a.seen = endpoint::Seen {
             kind: seen.kind.or(a.seen.kind),
+            prompt_tokens: a.seen.prompt_tokens,
+            trailing_repeats: a.seen.trailing_repeats,
             ..seen
         };
         a
@@ -294,6 +301,8 @@ impl Sender<'_> {
             _ => None,
         };
         let reasoned = judge.reasoned();
+        marks.prompt_tokens = judge.prompt_tokens();
+        marks.trailing_repeats = judge.trailing_repeats();
         let call_arguments = judge.call_arguments().map(str::to_owned);
         let call_complete = judge
             .call_complete()
@@ -319,8 +328,7 @@ impl Sender<'_> {
                 error: if answer.is_empty() {
                     "HTTP 200, but the stream ended without an answer event".to_owned()
                 } else {
-                    "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)"
-                        .to_owned()
+                    render::STREAM_CUT_ERROR.to_owned()
                 },
             },
         };

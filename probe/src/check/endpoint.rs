@@ -37,6 +37,12 @@ pub struct Seen {
     pub uvicorn: bool,
     /// The try was answered 404.
     pub not_found: bool,
+    /// The prompt's length as the server counted it (`usage.prompt_tokens`, when the stream gave it before the
+    /// verdict): Ollama counts the prompt it kept after cutting it to its context (issue 38).
+    pub prompt_tokens: Option<u64>,
+    /// How many text pieces in a row, the same once trimmed, ended the answer's text: Ollama cuts a generation whose
+    /// piece repeats more than 30 times and closes the stream with no stop reason (issue 38).
+    pub trailing_repeats: u32,
 }
 
 /// What Ollama writes in every chunk of its `/v1` stream (it sends no `server:` header).
@@ -62,6 +68,8 @@ impl Seen {
             kind,
             uvicorn: server.starts_with("uvicorn"),
             not_found: false,
+            prompt_tokens: None,
+            trailing_repeats: 0,
         }
     }
 
@@ -164,7 +172,7 @@ pub async fn learn(
     // a pass against an unknown server costs one GET only.
     let llama = endpoint.kind == EndpointKind::LlamaCpp;
     let maybe_llama = endpoint.kind == EndpointKind::Unknown && !seen.uvicorn;
-    let too_small = context_cause(&endpoint, target).is_some();
+    let too_small = context_cause(&endpoint, target, seen.prompt_tokens).is_some();
     if ((llama && (failed || too_small || endpoint.context_length.is_none()))
         || (maybe_llama && failed))
         && let Some(props) = get(api::endpoint(&root, "/props")).await
@@ -264,6 +272,42 @@ pub async fn slots_busy_before(
         ollama_entry(models, &target.id).map(|_| Waited::OllamaLoaded)
     };
     tokio::time::timeout_at(deadline, look).await.ok()?
+}
+
+/// The longest the waiting note's look at Ollama's `/api/ps` may take: the note waits for it.
+pub const NOTE_LOOK: Duration = Duration::from_secs(2);
+
+/// What Ollama's `GET /api/ps` said to the waiting note's look ([`ollama_lists`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PsSaid {
+    /// It lists the model: loaded, so a request with no answer waits for a slot.
+    Listed,
+    /// It does not: Ollama loads the model first.
+    NotListed,
+    /// Not Ollama: an error status, a body that is not `{"models": [...]}`, no connection. No more looks.
+    NotOllama,
+    /// No answer within the look's bound: nothing learned.
+    Silent,
+}
+
+/// The waiting note's look (issue 38, item 4): when no byte of an answer has come, Ollama's `GET /api/ps` at the base
+/// URL's origin, and whether it lists the model, within `bound`.
+pub async fn ollama_lists(client: reqwest::Client, target: Target, bound: Duration) -> PsSaid {
+    let Some(headers) = api::wire(target.api)
+        .and_then(|w| w.request(&target).ok())
+        .map(|r| r.headers)
+    else {
+        return PsSaid::NotOllama;
+    };
+    let url = ollama_url(&target.base_url, "api/ps");
+    match tokio::time::timeout(bound, fetch(&client, url, headers)).await {
+        Err(_) => PsSaid::Silent,
+        Ok(ps) => match ps.as_ref().and_then(|p| p.get("models")?.as_array()) {
+            Some(models) if ollama_entry(models, &target.id).is_some() => PsSaid::Listed,
+            Some(_) => PsSaid::NotListed,
+            None => PsSaid::NotOllama,
+        },
+    }
 }
 
 /// `/slots`: the number of slots when each is processing.
@@ -383,15 +427,22 @@ pub fn read_props(props: &Value, endpoint: &mut Endpoint, redactor: &Redactor) {
 /// prompt longer than its context (one slot's share of `-c` under `-np`), and ends a generation that reaches it
 /// with `length`, so the probe's own prompt; vLLM (and any other) refuses a prompt plus `max_tokens` over its
 /// length, so the cap plus that prompt (issue 27, item 7; held against the real llama-server in `real_peers.rs`).
-pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
+///
+/// Ollama cuts a prompt longer than its `num_ctx` silently, keeps the rest, and counts what it kept: a
+/// `usage.prompt_tokens` (`counted`) that fills the served context says the probe's own prompt was cut, however short
+/// the probe's estimate of it (the model's TEMPLATE adds to it: SmolLM2's tool TEMPLATE makes the 81 estimated tokens
+/// 182). Only without a window: a window above the served context says more already.
+pub fn context_cause(endpoint: &Endpoint, target: &Target, counted: Option<u64>) -> Option<Cause> {
     let served = endpoint.context_length.filter(|n| *n > 0)?;
     let prompt = crate::prompt::estimated_tokens();
-    let (needed, from_window) = match target.facts.context_window.filter(|w| *w > 0) {
+    let window = target.facts.context_window.filter(|w| *w > 0);
+    let ollama = endpoint.kind == EndpointKind::Ollama;
+    let prompt_cut = ollama && window.is_none() && counted.is_some_and(|n| n >= served);
+    let (needed, from_window) = match window {
         Some(window) => (window, true),
+        None if prompt_cut => (prompt.max(served + 1), false),
         // Ollama cuts a prompt longer than its `num_ctx` silently and shifts the context past it (issue 38).
-        None if matches!(endpoint.kind, EndpointKind::LlamaCpp | EndpointKind::Ollama) => {
-            (prompt, false)
-        }
+        None if endpoint.kind == EndpointKind::LlamaCpp || ollama => (prompt, false),
         None => (target.max_tokens + prompt, false),
     };
     (served < needed).then_some(Cause::ContextTooSmall {
@@ -400,6 +451,7 @@ pub fn context_cause(endpoint: &Endpoint, target: &Target) -> Option<Cause> {
         from_window,
         server: endpoint.kind,
         slots: endpoint.slots.filter(|n| *n > 1),
+        prompt_cut,
     })
 }
 
@@ -542,14 +594,16 @@ mod tests {
         assert_eq!(
             context_cause(
                 &served(EndpointKind::LlamaCpp, 2048, None),
-                &target(2048, None)
+                &target(2048, None),
+                None
             ),
             None
         );
         assert_eq!(
             context_cause(
                 &served(EndpointKind::LlamaCpp, prompt - 1, None),
-                &target(16, None)
+                &target(16, None),
+                None
             ),
             Some(Cause::ContextTooSmall {
                 served: prompt - 1,
@@ -557,15 +611,22 @@ mod tests {
                 from_window: false,
                 server: EndpointKind::LlamaCpp,
                 slots: None,
+                prompt_cut: false,
             })
         );
         assert!(
-            context_cause(&served(EndpointKind::Vllm, 2048, None), &target(2048, None)).is_some()
+            context_cause(
+                &served(EndpointKind::Vllm, 2048, None),
+                &target(2048, None),
+                None
+            )
+            .is_some()
         );
         assert_eq!(
             context_cause(
                 &served(EndpointKind::LlamaCpp, 1024, Some(4)),
-                &target(1024, Some(8192))
+                &target(1024, Some(8192)),
+                None
             ),
             Some(Cause::ContextTooSmall {
                 served: 1024,
@@ -573,7 +634,41 @@ mod tests {
                 from_window: true,
                 server: EndpointKind::LlamaCpp,
                 slots: Some(4),
+                prompt_cut: false,
             })
+        );
+        // Ollama (issue 38): its count of the prompt filling the served context is a cut prompt, however short the
+        // estimate; a count below it, or a window, is the usual rule.
+        let ollama = served(EndpointKind::Ollama, 128, None);
+        assert_eq!(
+            context_cause(&ollama, &target(256, None), Some(128)),
+            Some(Cause::ContextTooSmall {
+                served: 128,
+                needed: prompt.max(129),
+                from_window: false,
+                server: EndpointKind::Ollama,
+                slots: None,
+                prompt_cut: true,
+            })
+        );
+        assert_eq!(context_cause(&ollama, &target(256, None), Some(127)), None);
+        assert_eq!(context_cause(&ollama, &target(256, None), None), None);
+        assert!(matches!(
+            context_cause(&ollama, &target(256, Some(8192)), Some(128)),
+            Some(Cause::ContextTooSmall {
+                from_window: true,
+                prompt_cut: false,
+                ..
+            })
+        ));
+        // Only Ollama's count says so: llama-server refuses a prompt over its context instead.
+        assert_eq!(
+            context_cause(
+                &served(EndpointKind::LlamaCpp, 128, None),
+                &target(256, None),
+                Some(128)
+            ),
+            None
         );
     }
 

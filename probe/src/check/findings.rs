@@ -98,24 +98,29 @@ impl EndpointLook<'_> {
                 || (r.outcome == Outcome::Ok
                     && r.tool_name.as_deref() != Some(crate::prompt::TOOL_NAME)));
         let cause = self
-            .cause(&r, known.as_ref(), target)
+            .cause(&r, known.as_ref(), target, seen)
             .or_else(|| r.findings.cause.take());
         if let Some(cause) = cause {
-            if let crate::contract::endpoint::Cause::ContextTooSmall { served, needed, .. } = cause
-                && matches!(
+            if let crate::contract::endpoint::Cause::ContextTooSmall {
+                served,
+                needed,
+                prompt_cut,
+                ..
+            } = cause
+                && (matches!(
                     r.level,
                     crate::contract::outcome::Level::Pass
                         | crate::contract::outcome::Level::Warning
-                )
+                ) || prompt_cut)
             {
                 r.outcome = Outcome::Http;
                 r.level = Outcome::Http.level(target.api);
                 r.code = Code::ContextTooSmall;
-                r.error = Some(render::context_too_small_error(
-                    served,
-                    needed,
-                    known.as_ref().map(|e| e.kind),
-                ));
+                r.error = Some(if prompt_cut {
+                    render::context_cut_error(served)
+                } else {
+                    render::context_too_small_error(served, needed, known.as_ref().map(|e| e.kind))
+                });
             }
             r.findings.cause = Some(cause);
         }
@@ -144,12 +149,21 @@ impl EndpointLook<'_> {
         r: &ModelResult,
         known: Option<&crate::contract::endpoint::Endpoint>,
         target: &Target,
+        seen: endpoint::Seen,
     ) -> Option<crate::contract::endpoint::Cause> {
         use crate::contract::endpoint::{Cause, EndpointKind};
         let kind = known.map(|e| e.kind);
-        // A result that is already an error keeps the cause its own line names; the context is the next run's.
-        if r.level != crate::contract::outcome::Level::Error
-            && let Some(c) = known.and_then(|e| endpoint::context_cause(e, target))
+        // A result that is already an error keeps the cause its own line names; the context is the next run's. Not
+        // an answer to a prompt Ollama cut (its `length` or text answered what was left of it): the cut is the cause.
+        if let Some(c) = known.and_then(|e| endpoint::context_cause(e, target, seen.prompt_tokens))
+            && (r.level != crate::contract::outcome::Level::Error
+                || (matches!(
+                    c,
+                    Cause::ContextTooSmall {
+                        prompt_cut: true,
+                        ..
+                    }
+                ) && matches!(r.outcome, Outcome::Text | Outcome::Length)))
         {
             return Some(c);
         }
@@ -162,6 +176,14 @@ impl EndpointLook<'_> {
                 (!path.ends_with("/v1")).then_some(Cause::OllamaBaseUrlWithoutV1)
             }
             (_, Code::ModelNotFound) if ollama => Some(Cause::OllamaModelNotFound),
+            // Ollama's own cut: more than 30 repeats of one token end its generation with no stop reason.
+            (Outcome::Protocol, _)
+                if ollama
+                    && seen.trailing_repeats >= OLLAMA_REPEAT_LIMIT
+                    && error == render::STREAM_CUT_ERROR =>
+            {
+                Some(Cause::OllamaRepeatLimit)
+            }
             (Outcome::Text, _)
                 if kind == Some(EndpointKind::LlamaCpp)
                     && known.and_then(|e| e.supports_tools) == Some(false) =>
@@ -184,6 +206,10 @@ impl EndpointLook<'_> {
         }
     }
 }
+
+/// The repeats of one text piece that end Ollama's stream: it cuts at more than 30 of the runner's tokens, and the
+/// stream shows those that came before the cut (31 for a piece that is one token; one less for some slack).
+const OLLAMA_REPEAT_LIMIT: u32 = 30;
 
 /// The look at llama-server's slots that runs beside a custom endpoint's tries ([`endpoint::slots_busy_before`]):
 /// aborted when dropped, so a check that ends first leaves nothing running.

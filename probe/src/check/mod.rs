@@ -148,14 +148,51 @@ impl Checker {
         tokio::pin!(work);
         let start = tokio::time::Instant::now();
         let mut waited = pace;
+        // A custom endpoint may be Ollama until an answer names another server: a note with no byte of an answer asks
+        // its `/api/ps` whether the model is loaded (a queue) or not (a load), and says which (issue 38, item 4). The
+        // look is bounded by half the pace, so it ends before the next note; the note waits for it.
+        let mut may_be_ollama = endpoint::applies(target);
+        let bound = endpoint::NOTE_LOOK.min(pace / 2);
+        type Look = std::pin::Pin<Box<dyn std::future::Future<Output = endpoint::PsSaid> + Send>>;
+        let mut look: Option<(Duration, Look)> = None;
         loop {
             tokio::select! {
                 result = &mut work => return result,
                 () = tokio::time::sleep_until(start + waited) => {
-                    if waited < self.settings.timeout {
-                        observe(Progress::Waiting { index, waited, stage: stage.get() });
+                    if waited < self.settings.timeout && look.is_none() {
+                        let now = stage.get();
+                        may_be_ollama &= !stage.other_server();
+                        let client = (now == WaitStage::NoAnswer && may_be_ollama)
+                            .then(|| self.factory.client_for(target.api, &target.base_url).ok())
+                            .flatten();
+                        match client {
+                            Some((client, _)) => {
+                                let asked = endpoint::ollama_lists(client, target.clone(), bound);
+                                look = Some((waited, Box::pin(asked)));
+                            }
+                            None => observe(Progress::Waiting { index, waited, stage: now }),
+                        }
                     }
                     waited += pace;
+                }
+                listed = async { look.as_mut().expect("guarded").1.as_mut().await }, if look.is_some() => {
+                    let (at, _) = look.take().expect("guarded");
+                    let said = match listed {
+                        endpoint::PsSaid::Listed => WaitStage::OllamaLoaded,
+                        endpoint::PsSaid::NotListed => WaitStage::OllamaNotLoaded,
+                        endpoint::PsSaid::Silent => WaitStage::NoAnswer,
+                        // Not Ollama: no more looks.
+                        endpoint::PsSaid::NotOllama => {
+                            may_be_ollama = false;
+                            WaitStage::NoAnswer
+                        }
+                    };
+                    // The answer may have begun while the look ran: then the try's stage is what the note knows.
+                    let now = match stage.get() {
+                        WaitStage::NoAnswer => said,
+                        moved => moved,
+                    };
+                    observe(Progress::Waiting { index, waited: at, stage: now });
                 }
             }
         }

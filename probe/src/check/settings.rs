@@ -87,12 +87,21 @@ impl Default for Settings {
 
 tokio::task_local! {
     /// The stage of the try the current model's future runs, shared with its waiting notes ([`mark`]).
-    static STAGE: std::sync::Arc<std::sync::atomic::AtomicU8>;
+    static STAGE: std::sync::Arc<Marks>;
+}
+
+/// What a model's tries mark for its waiting notes.
+#[derive(Debug, Default)]
+struct Marks {
+    /// How far the current try has come.
+    stage: std::sync::atomic::AtomicU8,
+    /// An answer named a server that is not Ollama (its headers): the notes ask no `/api/ps`.
+    other_server: std::sync::atomic::AtomicBool,
 }
 
 /// A model's stage, read by its waiting notes while its tries run in [`Stage::scope`].
 #[derive(Clone, Debug, Default)]
-pub struct Stage(std::sync::Arc<std::sync::atomic::AtomicU8>);
+pub struct Stage(std::sync::Arc<Marks>);
 
 impl Stage {
     /// Runs `work` with this stage as the one its tries [`mark`].
@@ -100,14 +109,21 @@ impl Stage {
         STAGE.scope(self.0.clone(), work).await
     }
 
-    /// The stage last marked.
+    /// The stage last marked (never one of the server's own words: those are the notes').
     pub fn get(&self) -> WaitStage {
-        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+        match self.0.stage.load(std::sync::atomic::Ordering::Relaxed) {
             1 => WaitStage::Headers,
             2 => WaitStage::Text,
             3 => WaitStage::ToolCall,
             _ => WaitStage::NoAnswer,
         }
+    }
+
+    /// An answer of an earlier try named a server that is not Ollama ([`mark_other_server`]).
+    pub fn other_server(&self) -> bool {
+        self.0
+            .other_server
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -118,13 +134,23 @@ pub fn current() -> WaitStage {
         .unwrap_or_default()
 }
 
-/// Marks how far the current try has come (nothing outside a [`Stage::scope`]).
+/// Marks how far the current try has come (nothing outside a [`Stage::scope`]). The server's own words
+/// (`ollamaLoaded`, `ollamaNotLoaded`) are no try's stage: marked, they are `noAnswer`.
 pub fn mark(stage: WaitStage) {
     let n = match stage {
-        WaitStage::NoAnswer => 0,
+        WaitStage::NoAnswer | WaitStage::OllamaLoaded | WaitStage::OllamaNotLoaded => 0,
         WaitStage::Headers => 1,
         WaitStage::Text => 2,
         WaitStage::ToolCall => 3,
     };
-    let _ = STAGE.try_with(|s| s.store(n, std::sync::atomic::Ordering::Relaxed));
+    let _ = STAGE.try_with(|s| s.stage.store(n, std::sync::atomic::Ordering::Relaxed));
+}
+
+/// Marks that an answer named a server that is not Ollama (llama.cpp, uvicorn, LiteLLM's headers): the model's
+/// waiting notes then ask no `GET /api/ps`.
+pub fn mark_other_server() {
+    let _ = STAGE.try_with(|s| {
+        s.other_server
+            .store(true, std::sync::atomic::Ordering::Relaxed)
+    });
 }

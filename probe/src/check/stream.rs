@@ -64,7 +64,15 @@ pub struct StreamJudge<'w> {
     arguments: String,
     complete: bool,
     reasoned: bool,
+    prompt_tokens: Option<u64>,
+    /// The last text piece, trimmed (at most [`PIECE_KEEP_BYTES`]; a longer one is never a repeat), and how many
+    /// pieces in a row ended the text with it.
+    last_piece: Option<String>,
+    trailing_repeats: u32,
 }
+
+/// The longest text piece whose repeats are counted: one token's, as Ollama counts them.
+const PIECE_KEEP_BYTES: usize = 64;
 
 impl<'w> StreamJudge<'w> {
     /// A judge of one body of `wire`'s stream, with the wire's framing and a fresh reader.
@@ -82,6 +90,9 @@ impl<'w> StreamJudge<'w> {
             arguments: String::new(),
             complete: false,
             reasoned: false,
+            prompt_tokens: None,
+            last_piece: None,
+            trailing_repeats: 0,
         }
     }
 
@@ -139,6 +150,17 @@ impl<'w> StreamJudge<'w> {
         self.call.as_deref()
     }
 
+    /// The prompt's length as the server counted it, when its stream said (a usage chunk read before the verdict).
+    pub fn prompt_tokens(&self) -> Option<u64> {
+        self.prompt_tokens
+    }
+
+    /// How many text pieces in a row, the same once trimmed, ended the text so far: Ollama ends a generation whose
+    /// piece repeats more than 30 times, and closes its stream with no stop reason (issue 38).
+    pub fn trailing_repeats(&self) -> u32 {
+        self.trailing_repeats
+    }
+
     /// The answer text, taken out of the judge.
     pub fn into_answer(self) -> String {
         self.answer
@@ -177,7 +199,10 @@ impl<'w> StreamJudge<'w> {
                     StreamEvent::ToolArguments(_) => {}
                     StreamEvent::ToolCallEnd if self.call.is_some() => self.complete = true,
                     StreamEvent::ToolCallEnd => {}
-                    StreamEvent::Text(t) => keep(&mut self.answer, &t),
+                    StreamEvent::Text(t) => {
+                        self.count_repeat(&t);
+                        keep(&mut self.answer, &t);
+                    }
                     StreamEvent::Reasoning(t) => {
                         self.reasoned = true;
                         keep(&mut self.answer, &t);
@@ -195,6 +220,7 @@ impl<'w> StreamJudge<'w> {
                         self.stop = Some(reason);
                     }
                     StreamEvent::Error(e) => return Some(StreamEnd::Error(e)),
+                    StreamEvent::PromptTokens(n) => self.prompt_tokens = Some(n),
                     StreamEvent::Done => self.done = true,
                 }
             }
@@ -204,6 +230,17 @@ impl<'w> StreamJudge<'w> {
         self.events = events;
         self.events.clear();
         None
+    }
+
+    /// Counts a text piece against the last (trimmed, as Ollama compares them).
+    fn count_repeat(&mut self, piece: &str) {
+        let piece = piece.trim();
+        if self.last_piece.as_deref() == Some(piece) {
+            self.trailing_repeats = self.trailing_repeats.saturating_add(1);
+        } else {
+            self.last_piece = (piece.len() <= PIECE_KEEP_BYTES).then(|| piece.to_owned());
+            self.trailing_repeats = 1;
+        }
     }
 
     /// The call's verdict: it named a tool, and its arguments are complete (or it ended).
@@ -273,6 +310,23 @@ mod tests {
         format!(
             "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
         )
+    }
+
+    /// Issue 38: Ollama cuts a generation whose piece repeats more than 30 times; the judge counts the text's last
+    /// run of one piece, trimmed, as Ollama does.
+    #[test]
+    fn the_text_s_last_run_of_one_piece_is_counted() {
+        let wire = api::wire(ApiKind::OpenAiCompletions).unwrap();
+        let mut j = StreamJudge::new(wire);
+        let mut body = chunk(r#"{"content":"\n"}"#, None) + &chunk(r#"{"content":"La"}"#, None);
+        for _ in 0..31 {
+            body += &chunk(r#"{"content":" la"}"#, None);
+        }
+        assert_eq!(j.push(body.as_bytes()), None);
+        assert_eq!(j.trailing_repeats(), 31);
+        assert_eq!(j.push(chunk(r#"{"content":"!"}"#, None).as_bytes()), None);
+        assert_eq!(j.trailing_repeats(), 1);
+        assert_eq!(j.finish(), StreamEnd::Cut);
     }
 
     #[test]

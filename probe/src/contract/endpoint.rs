@@ -119,6 +119,10 @@ pub enum Cause {
     /// Ollama's tool parser holds back everything after the start of a tool call until the call closes: the model
     /// began one and never closed it (and `max_completion_tokens` does not stop it).
     OllamaHeldBackCall,
+    /// Ollama closed the stream with no stop reason after the model had written one piece over and over (30 times
+    /// and more): Ollama cuts a generation whose token repeats more than 30 times (`prediction aborted, token repeat
+    /// limit reached`, in its debug log only), and a Turn gets the same cut stream.
+    OllamaRepeatLimit,
     /// The served context is smaller than the plan's `contextWindow`; without one, smaller than what surely fails:
     /// for llama.cpp the probe's own prompt (llama-server refuses only a prompt longer than its context, and stops a
     /// generation that reaches it), for others the cap plus that prompt (vLLM refuses their sum over its length).
@@ -135,6 +139,10 @@ pub enum Cause {
         /// llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7).
         #[serde(default)]
         slots: Option<u64>,
+        /// Ollama counted a prompt that filled the whole served context (`usage.prompt_tokens` equal to `served`): it
+        /// cut the probe's own prompt to fit, silently (issue 38). `needed` is then the least that holds more.
+        #[serde(default)]
+        prompt_cut: bool,
     },
 }
 

@@ -266,4 +266,10 @@ pub enum WaitStage {
     Text,
     /// A tool call began, and the answer has not ended.
     ToolCall,
+    /// No byte of an answer yet, and Ollama's `GET /api/ps`, asked when the note came, lists the model: it is loaded,
+    /// so the request waits behind others for a slot (`OLLAMA_NUM_PARALLEL`), not for a load.
+    OllamaLoaded,
+    /// No byte of an answer yet, and Ollama's `GET /api/ps`, asked when the note came, does not list the model: Ollama
+    /// loads it first (on its first request, or once a model it must unload has left).
+    OllamaNotLoaded,
 }

@@ -284,6 +284,10 @@ export type Cause =
        * llama.cpp's slots (`-np`) when more than one: `served` is one slot's share of `-c` (issue 27, item 7); null otherwise.
        */
       slots: number | null;
+      /**
+       * Ollama counted a prompt that filled the whole served context (`usage.prompt_tokens` equal to `served`): it cut the probe's own prompt to fit, silently (issue 38); `needed` is then the least that holds more. False otherwise.
+       */
+      promptCut: boolean;
     }
   | {
       /**
@@ -324,6 +328,12 @@ export type Cause =
        * A timeout after the model had streamed text, while Ollama's `GET /api/ps` listed it as loaded: no queue; Ollama's tool parser held back a tool call the model began and never closed (issue 38).
        */
       kind: "ollamaHeldBackCall";
+    }
+  | {
+      /**
+       * The stream closed with no stop reason after the model had written one token over and over (30 times and more): Ollama cuts a generation whose token repeats more than 30 times (`token repeat limit reached`, in its debug log only), and a Turn gets the same cut stream (issue 38).
+       */
+      kind: "ollamaRepeatLimit";
     };
 
 /**

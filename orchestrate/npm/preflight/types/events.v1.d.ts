@@ -98,9 +98,9 @@ export type ProbeEvent =
        */
       timeoutMs: number;
       /**
-       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet, not even the headers: a load or a queue), `headers` (the answer's headers came, nothing of the model's yet), `text` (the model streams text, no tool call yet), `toolCall` (a tool call began). Absent from an older probe: `noAnswer`.
+       * How far the model's try has come (issue 38, item 4): `noAnswer` (no byte yet, not even the headers: a load or a queue), `headers` (the answer's headers came, nothing of the model's yet), `text` (the model streams text, no tool call yet), `toolCall` (a tool call began); with no byte yet at a custom endpoint, what Ollama's `GET /api/ps` said when the note came: `ollamaLoaded` (it lists the model: a request queued behind others for a slot, not a load), `ollamaNotLoaded` (it does not: Ollama loads it first). Absent from an older probe: `noAnswer`.
        */
-      stage?: "noAnswer" | "headers" | "text" | "toolCall";
+      stage?: "noAnswer" | "headers" | "text" | "toolCall" | "ollamaLoaded" | "ollamaNotLoaded";
     }
   | {
       /**

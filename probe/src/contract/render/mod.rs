@@ -144,6 +144,7 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             r.host
         ),
         Cause::OllamaLoadedNoAnswer => "  - Ollama had the model loaded (GET /api/ps), so this was not a load: either the request waited for a busy slot (OLLAMA_NUM_PARALLEL sets how many requests a model serves at once), or Ollama's tool parser held back a tool call the model began and never closed (it sends nothing until the call closes, and ignores max_completion_tokens: PARAMETER num_predict caps it)".to_owned(),
+        Cause::OllamaRepeatLimit => "  - Ollama cut the answer: the model wrote one token over and over, and Ollama ends a generation whose token repeats more than 30 times and closes the stream with no stop reason (only its log says so, at OLLAMA_DEBUG=1: `token repeat limit reached`); a Turn gets the same cut stream (`Stream ended without finish_reason`)".to_owned(),
         Cause::OllamaHeldBackCall => "  - Ollama held back an unfinished tool call: its tool parser sends nothing after the start of a call (its TEMPLATE's tag) until the call closes, and the model began one and had not closed it when the check gave up (a model too slow for the timeout, or one that never closes it; max_completion_tokens does not stop it, Ollama ignores it): cap the model with PARAMETER num_predict, and choose a model (or a TEMPLATE) that closes its calls in time".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "  - the LiteLLM gateway {} answered, and its backend failed ({error}): check the backend the gateway routes {} to",
@@ -177,9 +178,13 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             "  - llama.cpp: GET /slots showed {} busy when the check gave up, so the request waited in the server's queue behind other requests, as a Turn's does (a Turn waits up to undici's 300 s for the answer's headers); start llama-server with more slots (-np), or run jr2 up when it is idle",
             slots_phrase(*slots)
         ),
-        Cause::ContextTooSmall { served, needed, from_window, server, slots } => {
+        Cause::ContextTooSmall { served, needed, from_window, server, slots, prompt_cut } => {
             let what = if *from_window {
                 format!("the model's contextWindow is {needed}")
+            } else if *prompt_cut {
+                format!(
+                    "the probe's own prompt filled it (the answer counted {served} prompt tokens): Ollama cut the prompt silently, the tools and system prompt first (only its log says `truncating input prompt`), and the model answered what was left"
+                )
             } else if *server == EndpointKind::LlamaCpp {
                 format!(
                     "the probe's own prompt needs {needed} (llama-server refuses a prompt longer than its context, and a Turn's is longer)"
@@ -207,7 +212,7 @@ pub fn cause_line(cause: &Cause, r: &ModelResult) -> Option<String> {
             };
             format!(
                 "  - {serves} and {what}: {}",
-                context_advice(*served, *needed, *server, *slots)
+                context_advice(*served, *needed, *server, *slots, *prompt_cut)
             )
         }
     })
@@ -253,7 +258,13 @@ fn tokens(n: u64) -> String {
 
 /// What to change for a served context too small: the server's flag, or (when pi's clamp still leaves the
 /// prompt its reserve in the served context) the config's `contextWindow`.
-fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<u64>) -> String {
+fn context_advice(
+    served: u64,
+    needed: u64,
+    server: EndpointKind,
+    slots: Option<u64>,
+    prompt_cut: bool,
+) -> String {
     // llama.cpp splits -c among its slots (-np): each slot needs the whole context a Turn needs.
     if let Some(n) = slots.filter(|n| *n > 1 && server == EndpointKind::LlamaCpp) {
         let window = if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
@@ -276,7 +287,12 @@ fn context_advice(served: u64, needed: u64, server: EndpointKind, slots: Option<
         }
         EndpointKind::Litellm | EndpointKind::Unknown => "the server's context size",
     };
-    if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
+    if prompt_cut {
+        // How much more the prompt needed is not known (Ollama counts what it kept): the least is no advice.
+        format!(
+            "raise {flag} well above {served}: a context of {served} does not hold even the probe's short prompt, and a Turn's (pi's system prompt and tools) is longer"
+        )
+    } else if served > crate::prompt::PROMPT_RESERVE + crate::prompt::estimated_tokens() {
         format!(
             "raise {flag} to {needed}, or set contextWindow in jr2.config.ts to {served} (pi then cuts the cap to fit)"
         )
@@ -297,6 +313,7 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::OllamaModelNotFound => "pull or create the model on the Ollama server (`ollama list`, `ollama pull <name:tag>`), or fix its id in jr2.config.ts, then run jr2 up again".to_owned(),
         Cause::OllamaBaseUrlWithoutV1 => "end the provider's baseUrl in jr2.config.ts with /v1 (Ollama's OpenAI-compatible API), then run jr2 up again".to_owned(),
         Cause::OllamaLoadedNoAnswer => "run jr2 up again when Ollama is idle, or raise OLLAMA_NUM_PARALLEL; if it happens when idle, the model began a tool call it never closed: choose a model that calls tools, and cap it with PARAMETER num_predict".to_owned(),
+        Cause::OllamaRepeatLimit => "choose a model (or a TEMPLATE) that calls the tool rather than loop on the request: Ollama cut this one's answer when it repeated a token more than 30 times, then run jr2 up again".to_owned(),
         Cause::OllamaHeldBackCall => "cap the model with PARAMETER num_predict in its Modelfile (Ollama ignores max_completion_tokens), and choose a model or TEMPLATE that closes its tool calls, then run jr2 up again".to_owned(),
         Cause::GatewayBackendFailed { error } => format!(
             "the gateway's backend failed ({error}): check the backend it routes the model to, then run jr2 up again"
@@ -311,8 +328,8 @@ pub fn cause_next_action(cause: &Cause) -> String {
         Cause::ProxyUnreachable => "make the proxy that HTTPS_PROXY (or HTTP_PROXY) names in the Harness env run and reachable from the pods, or fix its address, then run jr2 up again".to_owned(),
         Cause::CustodianUnreachable => "read the Custodian's log in the check pod and fix what it refuses (secrets in jr2.config.ts), then run jr2 up again".to_owned(),
         Cause::LlamaCppSlotsBusy { .. } => "run jr2 up again when llama-server is idle, or start it with more slots (-np): its queue, not the model, held the request past the check's timeout".to_owned(),
-        Cause::ContextTooSmall { served, needed, server, slots, .. } => {
-            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server, *slots))
+        Cause::ContextTooSmall { served, needed, server, slots, prompt_cut, .. } => {
+            format!("serve the model with a larger context: {}", context_advice(*served, *needed, *server, *slots, *prompt_cut))
         }
     }
 }
@@ -349,6 +366,18 @@ pub fn context_too_small_error(served: u64, needed: u64, server: Option<Endpoint
     }
     format!(
         "the server serves a context of {served} tokens, less than the {needed} a Turn can send: every Turn whose request is longer gets an HTTP 400"
+    )
+}
+
+/// `<error>` of a 200 whose stream ended after some answer, with neither a stop reason nor an end event.
+pub const STREAM_CUT_ERROR: &str =
+    "HTTP 200, but the stream ended before the answer was complete (no stop reason, no end event)";
+
+/// `<error>` of an answer to a prompt Ollama cut to its served context (its count of the prompt filled the context;
+/// issue 38).
+pub fn context_cut_error(served: u64) -> String {
+    format!(
+        "Ollama serves a context of {served} tokens, and the probe's own prompt filled it ({served} prompt tokens counted): it cut the prompt silently, the start first, and the model answered the rest"
     )
 }
 
@@ -400,6 +429,12 @@ pub fn waiting(
         WaitStage::Headers => "the server answered, and the model has sent nothing yet",
         WaitStage::Text => "the model is streaming text, and no tool call yet",
         WaitStage::ToolCall => "the model is writing its tool call",
+        WaitStage::OllamaLoaded => {
+            "no byte of an answer yet, and Ollama has the model loaded (GET /api/ps): a request queued behind others for a slot (OLLAMA_NUM_PARALLEL sets how many it serves at once), not a load"
+        }
+        WaitStage::OllamaNotLoaded => {
+            "no byte of an answer yet, and Ollama has not loaded the model (GET /api/ps does not list it): it loads it first, once any model it must unload has left"
+        }
     };
     format!(
         "provider: {model}: no verdict yet after {} s of {} s — {known}",
@@ -1631,6 +1666,7 @@ mod tests {
                 from_window,
                 server,
                 slots: None,
+                prompt_cut: false,
             };
         let mut cases: Vec<(&str, ModelResult)> = vec![
             (
@@ -1751,6 +1787,7 @@ mod tests {
                     from_window: false,
                     server: EndpointKind::LlamaCpp,
                     slots: None,
+                    prompt_cut: false,
                 },
             ),
         ));
@@ -1767,6 +1804,7 @@ mod tests {
                         from_window: true,
                         server: EndpointKind::LlamaCpp,
                         slots: Some(4),
+                        prompt_cut: false,
                     },
                 ),
             ));
@@ -1851,6 +1889,32 @@ mod tests {
                     from_window: false,
                     server: EndpointKind::Ollama,
                     slots: None,
+                    prompt_cut: false,
+                },
+            ),
+        ));
+        cases.push((
+            "Ollama: a stream cut at its repeat limit",
+            with(
+                Outcome::Protocol,
+                STREAM_CUT_ERROR,
+                Some(200),
+                Cause::OllamaRepeatLimit,
+            ),
+        ));
+        cases.push((
+            "Ollama: num_ctx smaller than the prompt it counted (it cut the prompt)",
+            with(
+                Outcome::Http,
+                &context_cut_error(128),
+                Some(200),
+                Cause::ContextTooSmall {
+                    served: 128,
+                    needed: 129,
+                    from_window: false,
+                    server: EndpointKind::Ollama,
+                    slots: None,
+                    prompt_cut: true,
                 },
             ),
         ));
@@ -1898,6 +1962,8 @@ mod tests {
             (60, WaitStage::Headers),
             (90, WaitStage::Text),
             (90, WaitStage::ToolCall),
+            (30, WaitStage::OllamaLoaded),
+            (30, WaitStage::OllamaNotLoaded),
         ] {
             text.push_str(&waiting(
                 m,

@@ -155,6 +155,7 @@ function causeText(cause: Cause | null): string {
     case "ollamaBaseUrlWithoutV1":
     case "ollamaLoadedNoAnswer":
     case "ollamaHeldBackCall":
+    case "ollamaRepeatLimit":
       return `ollama: ${cause.kind}`;
     default:
       return cause.kind;
