@@ -33,7 +33,7 @@ fn apply(ns: &str, object: &Value) {
 
 /// A server-side dry run of `pod` as the admin: `Err` with the API server's words when refused.
 fn server_dry_run(ns: &str, pod: &Value) -> Result<(), String> {
-    env().cluster.server_dry_run(ns, &pod.to_string())
+    env().cluster.server_dry_run(ns, &pod.to_string()).map(drop)
 }
 
 /// A Harness pod of the placement, as its controller would create it.

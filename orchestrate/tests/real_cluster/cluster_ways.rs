@@ -160,22 +160,9 @@ fn a_failed_mount_that_is_not_the_pods_does_not_end_the_run() {
     spec["nodeSelector"] = json!({label: ns});
     let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
     let (child, started) = run_until_check_pod(As::User, &path, "60s", &ns);
-    let pod = cluster.pods(&ns, MANAGED).remove(0);
-    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();
-    let now = k8s_openapi::jiff::Timestamp::now()
-        .round(k8s_openapi::jiff::Unit::Second)
-        .unwrap()
-        .to_string();
+    let pod = CheckPodEvents::of(&ns);
     let event = |suffix: &str, component: &str, message: &str| {
-        json!({
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": format!("{name}.{suffix}"), "namespace": ns},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid},
-            "reason": "FailedMount", "type": "Warning", "message": message,
-            "source": {"component": component}, "reportingComponent": component,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1
-        })
+        pod.warning(suffix, "FailedMount", component, message)
     };
     let events = [
         event(
@@ -206,7 +193,7 @@ fn a_failed_mount_that_is_not_the_pods_does_not_end_the_run() {
     let stored: Vec<String> = cluster
         .events(&ns)
         .iter()
-        .filter(|e| e["reason"] == "FailedMount" && e["involvedObject"]["uid"] == uid.as_str())
+        .filter(|e| e["reason"] == "FailedMount" && e["involvedObject"]["uid"] == pod.uid.as_str())
         .filter_map(|e| e["source"]["component"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(stored.len(), 2, "the Events are the pod's: {stored:?}");

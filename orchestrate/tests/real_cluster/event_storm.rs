@@ -146,26 +146,17 @@ fn an_event_storm_is_counted_not_shown() {
         "periodSeconds": 1, "failureThreshold": 600});
     let path = write_plan(&plan(&ns, &[("sandbox", spec, &["ok"])]));
     let (child, started) = run_until_check_pod(As::User, &path, "30s", &ns);
-    let pod = cluster.pods(&ns, MANAGED).remove(0);
-    let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();
-    let now = k8s_openapi::jiff::Timestamp::now()
-        .round(k8s_openapi::jiff::Unit::Second)
-        .unwrap()
-        .to_string();
+    let pod = CheckPodEvents::of(&ns);
     let events: Vec<Value> = STORM
         .iter()
         .flat_map(|(source, n)| (0..*n).map(move |i| (*source, i)))
         .map(|(source, i)| {
-            json!({
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": format!("{name}.{source}-{i}").to_lowercase(), "namespace": ns},
-                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid},
-                "reason": "PolicyViolation", "type": "Warning",
-                "message": format!("policy require-team/check-{i} fail: validation error: label team is required (rule {source}-{i})"),
-                "source": {"component": source}, "reportingComponent": source,
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1
-            })
+            pod.warning(
+                &format!("{source}-{i}"),
+                "PolicyViolation",
+                source,
+                &format!("policy require-team/check-{i} fail: validation error: label team is required (rule {source}-{i})"),
+            )
         })
         .collect();
     let total: usize = STORM.iter().map(|(_, n)| n).sum();

@@ -365,6 +365,47 @@ pub fn spawn_driver(who: As, args: &[&str]) -> Child {
         .expect("run jr2-preflight")
 }
 
+/// The check pod of `ns` (the driver's one), as another component writing Events about it sees it.
+pub struct CheckPodEvents {
+    ns: String,
+    /// The pod's name.
+    pub name: String,
+    /// The pod's uid: what an Event's `involvedObject` names.
+    pub uid: String,
+    now: String,
+}
+
+impl CheckPodEvents {
+    /// The check pod the driver has created in `ns` (there must be one).
+    pub fn of(ns: &str) -> Self {
+        let pod = env().cluster.pods(ns, MANAGED).remove(0);
+        let field = |f: &str| pod["metadata"][f].as_str().unwrap().to_owned();
+        let now = k8s_openapi::jiff::Timestamp::now()
+            .round(k8s_openapi::jiff::Unit::Second)
+            .unwrap()
+            .to_string();
+        Self {
+            ns: ns.to_owned(),
+            name: field("name"),
+            uid: field("uid"),
+            now,
+        }
+    }
+
+    /// A Warning Event about the pod, `<pod>.<suffix>` (lowercased), of `reason` from `component`, stamped now.
+    pub fn warning(&self, suffix: &str, reason: &str, component: &str, message: &str) -> Value {
+        let (ns, name, uid, now) = (&self.ns, &self.name, &self.uid, &self.now);
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": format!("{name}.{suffix}").to_lowercase(), "namespace": ns},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid},
+            "reason": reason, "type": "Warning", "message": message,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1
+        })
+    }
+}
+
 /// Starts the driver on the plan at `path` (`run -o json --timeout <timeout>`) as `who`, and waits (30 s at most)
 /// until its check pod is in `ns`: the tests that then do something to the cluster while the check waits.
 pub fn run_until_check_pod(who: As, path: &Path, timeout: &str, ns: &str) -> (Child, Instant) {

@@ -110,22 +110,9 @@ fn agree_at(level: &str) {
             continue;
         }
         assert_eq!(dry.code(), Some(0), "{what}: {}", dry.stderr);
-        let real = cluster.kubectl_output(
-            &cluster.info().admin_kubeconfig,
-            &[
-                "-n",
-                &ns,
-                "create",
-                "--dry-run=server",
-                "-o",
-                "name",
-                "-f",
-                "-",
-            ],
-            Some(&dry.stdout),
-        );
-        let real_refuses = !real.status.success();
-        let real_words = String::from_utf8_lossy(&real.stderr).into_owned();
+        let real = cluster.server_dry_run(&ns, &dry.stdout);
+        let real_refuses = real.is_err();
+        let real_words = real.err().unwrap_or_default();
         if real_refuses {
             assert!(
                 real_words.contains("violates PodSecurity"),

@@ -166,26 +166,10 @@ fn the_dry_run_pods_pass_the_real_server_side_dry_run() {
     );
     assert_eq!(run.code(), Some(0), "{}", run.stderr);
     assert_eq!(run.stdout.matches("kind: Pod").count(), 2, "{}", run.stdout);
-    let out = env().cluster.kubectl_output(
-        &env().cluster.info().admin_kubeconfig,
-        &[
-            "-n",
-            &ns,
-            "create",
-            "--dry-run=server",
-            "-o",
-            "name",
-            "-f",
-            "-",
-        ],
-        Some(&run.stdout),
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the real API server refused the dry run's pods: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = env()
+        .cluster
+        .server_dry_run(&ns, &run.stdout)
+        .unwrap_or_else(|e| panic!("the real API server refused the dry run's pods: {e}"));
     assert_eq!(stdout.lines().count(), 2, "{stdout}");
     assert!(
         env().cluster.pods(&ns, MANAGED).is_empty(),

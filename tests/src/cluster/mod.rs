@@ -370,8 +370,9 @@ impl Cluster {
     }
 
     /// A server-side dry run (`create --dry-run=server`) of `object` (JSON or YAML) in namespace `ns`, as the admin:
-    /// what the API server's admission says of it, without writing it. `Err` with its words (trimmed) when refused.
-    pub fn server_dry_run(&self, ns: &str, object: &str) -> Result<(), String> {
+    /// what the API server's admission says of it, without writing it: `Ok` with the objects' names (`pod/<name>`,
+    /// a line each), `Err` with its words (trimmed) when refused.
+    pub fn server_dry_run(&self, ns: &str, object: &str) -> Result<String, String> {
         let out = self.kubectl_output(
             &self.info.admin_kubeconfig,
             &[
@@ -387,7 +388,7 @@ impl Cluster {
             Some(object),
         );
         if out.status.success() {
-            Ok(())
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
             Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
         }
