@@ -41,16 +41,7 @@ fn disrupted_run(ns: &str, disrupt: impl FnOnce()) {
         &[("sandbox", harness_spec(), &["ok-delay-8000"])],
     ));
     let started = Instant::now();
-    let args = [
-        "run",
-        "--plan",
-        path.to_str().unwrap(),
-        "-o",
-        "json",
-        "--timeout",
-        "90s",
-    ];
-    let child = spawn_driver(As::User, &args);
+    let child = spawn_run(As::User, &path, "90s");
     wait_for_probe_running(ns);
     disrupt();
     let run = finish(child, started, Duration::from_secs(150));

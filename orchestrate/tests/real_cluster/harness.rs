@@ -406,11 +406,10 @@ impl CheckPodEvents {
     }
 }
 
-/// Starts the driver on the plan at `path` (`run -o json --timeout <timeout>`) as `who`, and waits (30 s at most)
-/// until its check pod is in `ns`: the tests that then do something to the cluster while the check waits.
-pub fn run_until_check_pod(who: As, path: &Path, timeout: &str, ns: &str) -> (Child, Instant) {
-    let started = Instant::now();
-    let child = spawn_driver(
+/// Starts the driver on the plan at `path` as `who`: `run --plan <path> -o json --timeout <timeout>`, its output
+/// piped for [`finish`].
+pub fn spawn_run(who: As, path: &Path, timeout: &str) -> Child {
+    spawn_driver(
         who,
         &[
             "run",
@@ -421,7 +420,14 @@ pub fn run_until_check_pod(who: As, path: &Path, timeout: &str, ns: &str) -> (Ch
             "--timeout",
             timeout,
         ],
-    );
+    )
+}
+
+/// Starts the driver on the plan at `path` (`run -o json --timeout <timeout>`) as `who`, and waits (30 s at most)
+/// until its check pod is in `ns`: the tests that then do something to the cluster while the check waits.
+pub fn run_until_check_pod(who: As, path: &Path, timeout: &str, ns: &str) -> (Child, Instant) {
+    let started = Instant::now();
+    let child = spawn_run(who, path, timeout);
     let cluster = &env().cluster;
     cluster.wait_for("the check pod", Duration::from_secs(30), || {
         !cluster.pods(ns, MANAGED).is_empty()

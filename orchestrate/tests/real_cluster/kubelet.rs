@@ -70,18 +70,7 @@ fn a_secret_created_after_the_pod_lets_the_check_pass() {
         )],
     ));
     let started = std::time::Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "120s",
-        ],
-    );
+    let child = spawn_run(As::User, &path, "120s");
     let cluster = &env().cluster;
     cluster.wait_for(
         "the kubelet to refuse the probe container for the missing Secret",

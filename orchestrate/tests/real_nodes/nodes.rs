@@ -177,18 +177,7 @@ fn node_b_stops_answering_and_comes_back() {
     let ns = namespace("rn-lost", &[]);
     let path = write_plan(&plan(&ns, &[("pool-b", on_node_b(), &["ok-delay-100000"])]));
     let started = Instant::now();
-    let child = spawn_driver(
-        As::User,
-        &[
-            "run",
-            "--plan",
-            path.to_str().unwrap(),
-            "-o",
-            "json",
-            "--timeout",
-            "110s",
-        ],
-    );
+    let child = spawn_run(As::User, &path, "110s");
     wait_for_probe_running(&ns);
     let down = KubeletBStopped::stop();
     let stopped = started.elapsed();
